@@ -1,0 +1,220 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Broker is a connection to a NATS server with JetStream and Sylk's streams
+// provisioned: an embedded server this process runs, or an external one.
+type Broker struct {
+	opts Options
+	srv  *server.Server // nil when connected to an external server
+	lock *dirLock
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	url  string
+}
+
+// Start starts an embedded server on opts.DataDir (or, with opts.NATSURL, connects
+// to an external one), connects to it, provisions the streams and, when the
+// server listens, writes server.json. It fails at once with ErrLocked if another
+// server owns the data directory.
+func Start(ctx context.Context, opts Options) (*Broker, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.NATSURL != "" {
+		return dial(ctx, opts, opts.NATSURL)
+	}
+	lock, err := lockDataDir(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{opts: opts, lock: lock}
+	if err := b.startEmbedded(ctx); err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return b, nil
+}
+
+// Connect reaches the server that owns opts.DataDir, as recorded in its
+// server.json, or the external server of opts.NATSURL. It does not start one: it
+// returns ErrNoServer when nothing is running.
+func Connect(ctx context.Context, opts Options) (*Broker, error) {
+	opts.EnsureDefaults()
+	if opts.NATSURL != "" {
+		return dial(ctx, opts, opts.NATSURL)
+	}
+	info, err := ReadInfo(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.User, opts.Password, opts.Token, opts.CredsFile = info.User, info.Password, info.Token, info.Creds
+	return dial(ctx, opts, info.URL)
+}
+
+// Open connects to the server that owns the data directory if one is running,
+// and starts an embedded one otherwise. started says which happened.
+func Open(ctx context.Context, opts Options) (b *Broker, started bool, err error) {
+	b, err = Connect(ctx, opts)
+	if err == nil || !errors.Is(err, ErrNoServer) {
+		return b, false, err
+	}
+	b, err = Start(ctx, opts)
+	if errors.Is(err, ErrLocked) {
+		// Another server won the race to start; use it.
+		b, err = Connect(ctx, opts)
+		return b, false, err
+	}
+	return b, err == nil, err
+}
+
+func dial(ctx context.Context, opts Options, url string) (*Broker, error) {
+	nopts := []nats.Option{nats.Name(opts.Name), nats.Timeout(opts.ConnectTimeout), nats.MaxReconnects(-1)}
+	nopts = append(nopts, authOptions(opts)...)
+	nc, err := nats.Connect(url, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	b := &Broker{opts: opts, nc: nc, url: url}
+	if err := b.setup(ctx); err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return b, nil
+}
+
+func authOptions(opts Options) []nats.Option {
+	var out []nats.Option
+	switch {
+	case opts.Token != "":
+		out = append(out, nats.Token(opts.Token))
+	case opts.User != "":
+		out = append(out, nats.UserInfo(opts.User, opts.Password))
+	case opts.CredsFile != "":
+		out = append(out, nats.UserCredentials(opts.CredsFile))
+	}
+	return out
+}
+
+func (b *Broker) startEmbedded(ctx context.Context) error {
+	o := b.opts
+	sopts := &server.Options{
+		ServerName:    "sylk",
+		JetStream:     true,
+		StoreDir:      filepath.Join(o.DataDir, "jetstream"),
+		NoSigs:        true,
+		NoLog:         true,
+		SyncAlways:    o.Sync == SyncAlways,
+		SyncInterval:  o.SyncInterval,
+		Authorization: o.Token,
+		Username:      o.User,
+		Password:      o.Password,
+		// Sylk's envelopes are small, but a tool result may not be.
+		MaxPayload: 8 << 20,
+	}
+	if o.Listen == ListenNone {
+		sopts.DontListen = true
+	} else {
+		host, port, _ := splitListen(o.Listen)
+		sopts.Host, sopts.Port = host, port
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		return fmt.Errorf("embedded NATS server: %w", err)
+	}
+	b.srv = srv
+	srv.Start()
+	if !srv.ReadyForConnections(o.ConnectTimeout) {
+		return fmt.Errorf("embedded NATS server on %s not ready after %s", o.DataDir, o.ConnectTimeout)
+	}
+	nopts := append([]nats.Option{nats.Name(o.Name), nats.InProcessServer(srv)}, authOptions(o)...)
+	nc, err := nats.Connect("", nopts...)
+	if err != nil {
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	b.nc = nc
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	if !sopts.DontListen {
+		b.url = srv.ClientURL()
+		info := Info{URL: b.url, User: o.User, Password: o.Password, Token: o.Token, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
+		if err := writeInfo(o.DataDir, info); err != nil {
+			return fmt.Errorf("write %s: %w", InfoFile, err)
+		}
+	}
+	slog.Info("broker started", "data", o.DataDir, "url", b.url, "sync", o.Sync)
+	return nil
+}
+
+func (b *Broker) setup(ctx context.Context) error {
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return err
+	}
+	b.js = js
+	return ProvisionStreams(ctx, js, b.opts.DuplicateWindow)
+}
+
+// Conn is the NATS connection. It is owned by the Broker: do not close it.
+func (b *Broker) Conn() *nats.Conn { return b.nc }
+
+// JetStream is the JetStream context on Conn.
+func (b *Broker) JetStream() jetstream.JetStream { return b.js }
+
+// URL is where outside clients reach the server; "" for an embedded server that
+// does not listen.
+func (b *Broker) URL() string { return b.url }
+
+// Embedded reports whether this process runs the server.
+func (b *Broker) Embedded() bool { return b.srv != nil }
+
+// Options returns the options the broker runs with, defaults filled in.
+func (b *Broker) Options() Options { return b.opts }
+
+// NewConn opens another connection to the same server, for work that must not
+// share the main connection (a consumer that may be cut off, a benchmark).
+func (b *Broker) NewConn(name string) (*nats.Conn, error) {
+	nopts := append([]nats.Option{nats.Name(name)}, authOptions(b.opts)...)
+	if b.srv != nil {
+		return nats.Connect("", append(nopts, nats.InProcessServer(b.srv))...)
+	}
+	return nats.Connect(b.url, nopts...)
+}
+
+// Close drains the connection, shuts an embedded server down, removes its
+// server.json and releases the data directory.
+func (b *Broker) Close() error {
+	var errs []error
+	if b.nc != nil {
+		if err := b.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+		b.nc.Close()
+	}
+	if b.srv != nil {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+		if b.url != "" {
+			if err := os.Remove(filepath.Join(b.opts.DataDir, InfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		slog.Info("broker stopped", "data", b.opts.DataDir)
+	}
+	if b.lock != nil {
+		errs = append(errs, b.lock.release())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,200 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testOptions(t *testing.T) Options {
+	t.Helper()
+	return Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Sync: SyncInterval}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestStartProvisionsStreamsAndWritesInfo(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{Stream, DLQStream} {
+		s, err := b.JetStream().Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		if name == Stream {
+			cfg := s.CachedInfo().Config
+			if !cfg.AllowAtomicPublish || !cfg.AllowDirect || cfg.MaxAge != 0 || cfg.Duplicates != DefaultDuplicateWindow {
+				t.Fatalf("SYLK config = %+v", cfg)
+			}
+		}
+	}
+	info, err := ReadInfo(opts.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.PID != os.Getpid() || !strings.HasPrefix(info.URL, "nats://127.0.0.1:") || info.URL != b.URL() {
+		t.Fatalf("server.json = %+v, broker url %s", info, b.URL())
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.DataDir, InfoFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("server.json left after a clean stop: %v", err)
+	}
+}
+
+func TestRestartChangesNothing(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b.JetStream().Stream(ctx, Stream)
+	before := s.CachedInfo()
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S.user.guide.user_input", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	b, err = Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, _ = b.JetStream().Stream(ctx, Stream)
+	after, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Created.Equal(before.Created) || after.State.Msgs != 1 {
+		t.Fatalf("restart recreated or emptied the stream: created %v -> %v, msgs %d", before.Created, after.Created, after.State.Msgs)
+	}
+	if err := ProvisionStreams(ctx, b.JetStream(), DefaultDuplicateWindow); err != nil {
+		t.Fatalf("provisioning twice: %v", err)
+	}
+}
+
+func TestSecondServerOnSameDataDirFails(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	_, err = Start(ctx, opts)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second start: err = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), b.URL()) {
+		t.Fatalf("error does not name the running server: %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("second start took %s to fail; it must fail at once", time.Since(start))
+	}
+}
+
+func TestStaleInfoAfterCrashIsDetected(t *testing.T) {
+	dir := t.TempDir()
+	// What a SIGKILLed server leaves: server.json, and a lock file nobody holds.
+	if err := writeInfo(dir, Info{URL: "nats://127.0.0.1:1", PID: 999999}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, LockFile), nil, 0o644)
+	_, err := ReadInfo(dir)
+	if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("err = %v, want ErrNoServer saying stale", err)
+	}
+	ctx := testContext(t)
+	b, started, err := Open(ctx, Options{DataDir: dir, Listen: "127.0.0.1:0", Sync: SyncInterval})
+	if err != nil || !started {
+		t.Fatalf("Open over a stale server.json: started=%v err=%v", started, err)
+	}
+	b.Close()
+}
+
+func TestConnectFindsRunningServerWithAuth(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	opts.Token = "s3cret"
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	info, _ := ReadInfo(opts.DataDir)
+	if info.Token != "s3cret" {
+		t.Fatalf("server.json lacks the token clients need: %+v", info)
+	}
+	c, err := Connect(ctx, Options{DataDir: opts.DataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Embedded() {
+		t.Fatal("Connect started a server")
+	}
+	if _, err := c.JetStream().Stream(ctx, Stream); err != nil {
+		t.Fatal(err)
+	}
+	// Without the token the server refuses.
+	if _, err := dial(ctx, Options{Name: "x", ConnectTimeout: time.Second}, info.URL); err == nil {
+		t.Fatal("connected without the token")
+	}
+}
+
+func TestConnectWithNoServer(t *testing.T) {
+	_, err := Connect(testContext(t), Options{DataDir: t.TempDir()})
+	if !errors.Is(err, ErrNoServer) {
+		t.Fatalf("err = %v, want ErrNoServer", err)
+	}
+}
+
+func TestValidateNamesTheOption(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{DataDir: "d", Sync: "sometimes"}, `--sync "sometimes"`},
+		{Options{DataDir: "d", Listen: "localhost"}, `--listen "localhost"`},
+		{Options{DataDir: "d", Listen: "localhost:99999"}, `--listen "localhost:99999"`},
+		{Options{DataDir: "d", User: "u"}, "password"},
+	} {
+		c.opts.EnsureDefaults()
+		err := c.opts.Validate()
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want it to mention %s", c.opts, err, c.want)
+		}
+	}
+}
+
+func TestListenNone(t *testing.T) {
+	ctx := testContext(t)
+	opts := Options{DataDir: t.TempDir(), Listen: ListenNone}
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.URL() != "" {
+		t.Fatalf("URL = %q for a server that does not listen", b.URL())
+	}
+	if _, err := os.Stat(filepath.Join(opts.DataDir, InfoFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("server.json written for a server nobody can reach")
+	}
+}

@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream names and the subjects they hold.
+const (
+	// Stream holds every event: sylk.v1.<session>.<source>.<target>.<type>.
+	Stream         = "SYLK"
+	StreamSubjects = "sylk.v1.>"
+	// DLQStream holds dead letters: sylk.dlq.<consumer>.
+	DLQStream         = "SYLK_DLQ"
+	DLQStreamSubjects = "sylk.dlq.>"
+)
+
+// StreamConfig is the configuration of the SYLK stream: file storage, kept
+// forever, duplicates dropped by Nats-Msg-Id, direct get and atomic batches on.
+func StreamConfig(dupWindow time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               Stream,
+		Description:        "Sylk event log: every message between the user and the agents",
+		Subjects:           []string{StreamSubjects},
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Discard:            jetstream.DiscardOld,
+		Duplicates:         dupWindow,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+	}
+}
+
+// DLQStreamConfig is the configuration of the dead-letter stream.
+func DLQStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        DLQStream,
+		Description: "Sylk dead letters: original bytes and headers, with reason, consumer and delivery count",
+		Subjects:    []string{DLQStreamSubjects},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		AllowDirect: true,
+	}
+}
+
+// ProvisionStreams creates the streams, or brings existing ones to the expected
+// configuration. Running it again changes nothing.
+func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration) error {
+	for _, cfg := range []jetstream.StreamConfig{StreamConfig(dupWindow), DLQStreamConfig()} {
+		if err := provision(ctx, js, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func provision(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
+	s, err := js.Stream(ctx, want.Name)
+	if err == nil {
+		have := s.CachedInfo().Config
+		if sameStreamConfig(have, want) {
+			return nil
+		}
+		if _, err := js.UpdateStream(ctx, want); err != nil {
+			return fmt.Errorf("update stream %s: %w", want.Name, err)
+		}
+		return nil
+	}
+	if _, err := js.CreateStream(ctx, want); err != nil {
+		return fmt.Errorf("create stream %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+func sameStreamConfig(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description &&
+		len(have.Subjects) == 1 && len(want.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] &&
+		have.Storage == want.Storage && have.Retention == want.Retention &&
+		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
+		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish
+}
