@@ -154,7 +154,7 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 			return fmt.Errorf("write %s: %w", InfoFile, err)
 		}
 	}
-	slog.Info("broker started", "data", o.DataDir, "url", b.url, "sync", o.Sync)
+	slog.Debug("broker started", "data", o.DataDir, "url", b.url, "sync", o.Sync)
 	return nil
 }
 
@@ -211,7 +211,7 @@ func (b *Broker) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		slog.Info("broker stopped", "data", b.opts.DataDir)
+		slog.Debug("broker stopped", "data", b.opts.DataDir)
 	}
 	if b.lock != nil {
 		errs = append(errs, b.lock.release())

@@ -1,0 +1,58 @@
+// Package brokertest starts real embedded brokers for tests, and polls for
+// conditions with a deadline instead of sleeping.
+package brokertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sylk/sylk/broker"
+)
+
+// Timeout bounds each test's broker operations.
+const Timeout = 60 * time.Second
+
+// Context returns a context that ends with the test or after Timeout.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Options returns broker options for a fresh data directory under t.TempDir():
+// no listener, interval sync (tests measure behaviour, not durability).
+func Options(t testing.TB) broker.Options {
+	return broker.Options{DataDir: t.TempDir(), Listen: broker.ListenNone, Sync: broker.SyncInterval}
+}
+
+// Start starts an embedded broker with opts and closes it when the test ends.
+func Start(t testing.TB, opts broker.Options) *broker.Broker {
+	t.Helper()
+	b, err := broker.Start(Context(t), opts)
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return b
+}
+
+// Eventually polls cond every few milliseconds until it returns true, failing the
+// test with msg if it has not by the deadline.
+func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("not within %s: %s", within, msg)
+		case <-tick.C:
+		}
+	}
+}

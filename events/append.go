@@ -1,0 +1,172 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Header names set on every event.
+const (
+	HeaderMsgID       = jetstream.MsgIDHeader
+	HeaderSchema      = "Sylk-Schema"
+	HeaderSession     = "Sylk-Session"
+	HeaderType        = "Sylk-Type"
+	HeaderSource      = "Sylk-Source"
+	HeaderTarget      = "Sylk-Target"
+	HeaderCorrelation = "Sylk-Correlation"
+	HeaderContentType = "Content-Type"
+	ContentType       = "application/msgpack"
+
+	headerBatchID     = "Nats-Batch-Id"
+	headerBatchSeq    = "Nats-Batch-Sequence"
+	headerBatchCommit = "Nats-Batch-Commit"
+
+	// errCodeBatchDuplicate is nats-server's JSAtomicPublishContainsDuplicateMessageErr.
+	errCodeBatchDuplicate jetstream.ErrorCode = 10201
+)
+
+// MaxBatch is the most events one atomic AppendBatch takes (the server's limit).
+const MaxBatch = 1000
+
+// Errors of the event log.
+var (
+	// ErrDuplicate: a batch held an event whose id the stream already has, so
+	// none of it was stored. A single Append of a known id is not an error.
+	ErrDuplicate = errors.New("event already in the log")
+	// ErrBatchTooLarge: more than MaxBatch events in one AppendBatch.
+	ErrBatchTooLarge = errors.New("batch too large")
+)
+
+// Log appends to and reads from the SYLK stream.
+type Log struct {
+	js jetstream.JetStream
+	nc *nats.Conn
+}
+
+// New returns the event log on js.
+func New(js jetstream.JetStream) *Log {
+	return &Log{js: js, nc: js.Conn()}
+}
+
+// Message builds the NATS message of a validated-or-not envelope: it validates
+// env, encodes it and sets the subject and headers.
+func Message(env *schemas.Envelope) (*nats.Msg, error) {
+	body, err := schemas.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	target := env.Target
+	if target == "" {
+		target = Unaddressed
+	}
+	m := &nats.Msg{Subject: Subject(env), Data: body, Header: nats.Header{
+		HeaderMsgID:       {env.ID},
+		HeaderSchema:      {strconv.Itoa(env.Schema)},
+		HeaderSession:     {env.SessionID},
+		HeaderType:        {string(env.Type)},
+		HeaderSource:      {env.Source},
+		HeaderTarget:      {target},
+		HeaderContentType: {ContentType},
+	}}
+	if env.CorrelationID != "" {
+		m.Header[HeaderCorrelation] = []string{env.CorrelationID}
+	}
+	return m, nil
+}
+
+// Append validates env and appends it, returning its stream sequence. Appending
+// an id the stream already holds (within the duplicate window) stores nothing and
+// returns the sequence of the first copy.
+func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error) {
+	m, err := Message(env)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := l.js.PublishMsg(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
+	}
+	return ack.Sequence, nil
+}
+
+// AppendBatch appends envs atomically: all are stored, in order, or none. It
+// costs one round trip and, with --sync always, one fsync for the whole batch.
+// It returns the stream sequence of each envelope. If any id is already in the
+// stream, nothing is stored and the error wraps ErrDuplicate.
+func (l *Log) AppendBatch(ctx context.Context, envs []*schemas.Envelope) ([]uint64, error) {
+	switch {
+	case len(envs) == 0:
+		return nil, nil
+	case len(envs) > MaxBatch:
+		return nil, fmt.Errorf("%w: %d events, at most %d", ErrBatchTooLarge, len(envs), MaxBatch)
+	}
+	msgs := make([]*nats.Msg, len(envs))
+	for i, env := range envs {
+		m, err := Message(env)
+		if err != nil {
+			return nil, fmt.Errorf("batch event %d: %w", i, err)
+		}
+		msgs[i] = m
+	}
+	first, err := l.publishBatch(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]uint64, len(envs))
+	for i := range seqs {
+		seqs[i] = first + uint64(i)
+	}
+	return seqs, nil
+}
+
+// publishBatch sends msgs as one atomic batch (ADR-50): every message carries the
+// batch id and its position; only the last, marked commit, asks for an ack, and
+// the server stores all or nothing. It returns the first message's sequence.
+func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	id := nuid.Next()
+	for i, m := range msgs {
+		m.Header.Set(headerBatchID, id)
+		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := l.nc.PublishMsg(m); err != nil {
+				return 0, fmt.Errorf("append batch: %w", err)
+			}
+		}
+	}
+	last := msgs[len(msgs)-1]
+	last.Header.Set(headerBatchCommit, "1")
+	resp, err := l.nc.RequestMsgWithContext(ctx, last)
+	if err != nil {
+		return 0, fmt.Errorf("append batch of %d: %w", len(msgs), err)
+	}
+	var ack struct {
+		Stream string              `json:"stream"`
+		Seq    uint64              `json:"seq"`
+		Batch  string              `json:"batch"`
+		Count  int                 `json:"count"`
+		Error  *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, fmt.Errorf("append batch: unreadable ack %q: %w", resp.Data, err)
+	}
+	if ack.Error != nil {
+		if ack.Error.ErrorCode == errCodeBatchDuplicate {
+			return 0, fmt.Errorf("%w: %w", ErrDuplicate, ack.Error)
+		}
+		return 0, fmt.Errorf("append batch of %d: %w", len(msgs), ack.Error)
+	}
+	if ack.Stream != broker.Stream || ack.Batch != id || ack.Count != len(msgs) {
+		return 0, fmt.Errorf("append batch: ack for %d events of batch %q on %q, sent %d of %q", ack.Count, ack.Batch, ack.Stream, len(msgs), id)
+	}
+	return ack.Seq - uint64(len(msgs)) + 1, nil
+}

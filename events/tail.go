@@ -1,0 +1,189 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Event is one message of the SYLK stream as a reader sees it. Env is nil when
+// the bytes are not a valid envelope; Err then says why. Such bytes, published
+// by an outside client, are shown, never fatal.
+type Event struct {
+	Seq     uint64
+	Subject string
+	Time    time.Time // when the stream stored it
+	Env     *schemas.Envelope
+	Data    []byte
+	Header  map[string][]string
+	Err     error
+	// Pending is how many events matching the reader's filter follow this one in
+	// the stream right now: progress for a reader, zero at the end.
+	Pending uint64
+}
+
+// Cursor says where reading starts. The zero Cursor reads everything.
+type Cursor struct {
+	// Seq starts at this stream sequence (inclusive).
+	Seq uint64
+	// Time starts at the first event stored at or after it.
+	Time time.Time
+	// New starts after the last event: only events appended from now on.
+	New bool
+}
+
+// ParseCursor reads a cursor: "all", "new", a stream sequence, an RFC 3339 time,
+// or a duration meaning that long ago ("10m").
+func ParseCursor(s string, now time.Time) (Cursor, error) {
+	switch s {
+	case "", "all":
+		return Cursor{}, nil
+	case "new":
+		return Cursor{New: true}, nil
+	}
+	if seq, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return Cursor{Seq: seq}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return Cursor{Time: t}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return Cursor{Time: now.Add(-d)}, nil
+	}
+	return Cursor{}, fmt.Errorf("--since %q: want all, new, a sequence number (42), an RFC 3339 time (2026-11-21T09:00:00Z) or a duration ago (10m)", s)
+}
+
+func (c Cursor) apply(cfg *jetstream.OrderedConsumerConfig) {
+	switch {
+	case c.New:
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	case c.Seq > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.Seq
+	case !c.Time.IsZero():
+		t := c.Time
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+}
+
+// Tail is a live, ordered read of the stream. After a disconnect (a server
+// restart included) it resumes after the last event it returned: no gap, no
+// duplicate.
+type Tail struct {
+	msgs jetstream.MessagesContext
+	last uint64
+}
+
+// Tail follows events matching subject (a filter such as Filter.Subject gives)
+// from the cursor on.
+func (l *Log) Tail(ctx context.Context, subject string, from Cursor) (*Tail, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	from.apply(&cfg)
+	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tail %s: %w", subject, err)
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("tail %s: %w", subject, err)
+	}
+	return &Tail{msgs: msgs}, nil
+}
+
+// Next blocks until the next event, or ctx ends.
+func (t *Tail) Next(ctx context.Context) (*Event, error) {
+	m, err := t.msgs.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	ev, err := eventOf(m)
+	if err != nil {
+		return nil, err
+	}
+	t.last = ev.Seq
+	return ev, nil
+}
+
+// Cursor is where a new Tail would resume: after the last event returned.
+func (t *Tail) Cursor() Cursor { return Cursor{Seq: t.last + 1} }
+
+// Stop ends the tail.
+func (t *Tail) Stop() { t.msgs.Stop() }
+
+func eventOf(m jetstream.Msg) (*Event, error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("event metadata: %w", err)
+	}
+	ev := &Event{Seq: md.Sequence.Stream, Subject: m.Subject(), Time: md.Timestamp, Data: m.Data(), Header: m.Headers(), Pending: md.NumPending}
+	ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
+	return ev, nil
+}
+
+// Read returns the events matching subject with stream sequence in [from, to]
+// (to = 0: up to the last event now in the stream), in order, then stops.
+func (l *Log) Read(ctx context.Context, subject string, from Cursor, to uint64) ([]*Event, error) {
+	var out []*Event
+	err := l.Scan(ctx, subject, from, to, func(ev *Event) error {
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
+
+// Scan calls fn for each event matching subject from the cursor up to sequence
+// to (0: no upper bound), and returns once it has read the last matching event
+// the stream held when Scan started. fn's error stops the scan and is returned.
+func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, fn func(*Event) error) error {
+	if from.New {
+		return nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	from.apply(&cfg)
+	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", subject, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", subject, err)
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", subject, err)
+	}
+	t := &Tail{msgs: msgs}
+	defer t.Stop()
+	for {
+		ev, err := t.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if to > 0 && ev.Seq > to {
+			return nil
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		if ev.Pending == 0 || ev.Seq == to {
+			return nil
+		}
+	}
+}
+
+// IsStreamSubject reports whether s is a subject of the SYLK stream.
+func IsStreamSubject(s string) bool { return strings.HasPrefix(s, Prefix+".") }
