@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -169,4 +170,51 @@ func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error
 		return 0, fmt.Errorf("append batch: ack for %d events of batch %q on %q, sent %d of %q", ack.Count, ack.Batch, ack.Stream, len(msgs), id)
 	}
 	return ack.Seq - uint64(len(msgs)) + 1, nil
+}
+
+// PendingAppend is an AppendAsync whose ack has not been waited for.
+type PendingAppend struct{ f jetstream.PubAckFuture }
+
+// Wait returns the event's stream sequence once the stream has stored it.
+func (p PendingAppend) Wait(ctx context.Context) (uint64, error) {
+	select {
+	case ack := <-p.f.Ok():
+		return ack.Sequence, nil
+	case err := <-p.f.Err():
+		return 0, fmt.Errorf("append %s: %w", p.f.Msg().Header.Get(HeaderMsgID), err)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// AppendAsync validates env and publishes it without waiting for the stream's
+// ack, so many appends share the round trip: the throughput path for producers
+// of independent events. Wait on the result, or Flush, before relying on it.
+// Unlike AppendBatch it is not atomic, and each event is its own fsync in
+// --sync always mode.
+func (l *Log) AppendAsync(env *schemas.Envelope) (PendingAppend, error) {
+	m, err := Message(env)
+	if err != nil {
+		return PendingAppend{}, err
+	}
+	f, err := l.js.PublishMsgAsync(m, jetstream.WithStallWait(asyncStallWait))
+	if err != nil {
+		return PendingAppend{}, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
+	}
+	return PendingAppend{f: f}, nil
+}
+
+// asyncStallWait is how long AppendAsync waits for room when too many appends
+// await their acks (a slow disk in --sync always mode).
+const asyncStallWait = time.Minute
+
+// Flush waits until every AppendAsync made through this log's JetStream context
+// has been acknowledged.
+func (l *Log) Flush(ctx context.Context) error {
+	select {
+	case <-l.js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

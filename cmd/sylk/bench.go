@@ -1,0 +1,15 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newBenchCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Sylk against its raw baselines (bare JetStream, bare Pebble)",
+		Long: `Each benchmark runs Sylk's path and its raw baseline in the same run, on a fresh
+data directory, and reports both with ratio = Sylk's speed / baseline's speed
+(higher is better). The machine is noisy: compare ratios, not times.`,
+	}
+	cmd.AddCommand(newBenchAppendCmd(f))
+	return cmd
+}

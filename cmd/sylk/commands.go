@@ -1,0 +1,15 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// commands lists the top-level commands.
+func commands(f *Factory) []*cobra.Command {
+	return []*cobra.Command{
+		newServeCmd(f, nil),
+		newPublishCmd(f, nil),
+		newTailCmd(f, nil),
+		newConsumerCmd(f),
+		newSchemaCmd(f),
+		newBenchCmd(f),
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is Sylk's configuration. Layers, each over the one before: built-in
+// defaults, the user's config ($XDG_CONFIG_HOME/sylk/config.yaml), the project's
+// .sylk/config.yaml (found from the working directory up), SYLK_* variables,
+// then command-line flags. Unknown keys are errors.
+type Config struct {
+	Data     string `yaml:"data"`
+	NATSURL  string `yaml:"nats_url"`
+	Listen   string `yaml:"listen"`
+	Sync     string `yaml:"sync"`
+	LogLevel string `yaml:"log_level"`
+	Token    string `yaml:"token"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	LLM      struct {
+		BaseURL string `yaml:"base_url"`
+		Model   string `yaml:"model"`
+	} `yaml:"llm"`
+	// Permissions maps an agent to the tools it may use, over the defaults.
+	Permissions map[string][]string `yaml:"permissions"`
+}
+
+// configFiles returns the config files that exist, lowest precedence first.
+func configFiles() []string {
+	var files []string
+	userDir := os.Getenv("XDG_CONFIG_HOME")
+	if userDir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			userDir = filepath.Join(home, ".config")
+		}
+	}
+	if userDir != "" {
+		files = append(files, filepath.Join(userDir, "sylk", "config.yaml"))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			p := filepath.Join(dir, ".sylk", "config.yaml")
+			if _, err := os.Stat(p); err == nil {
+				files = append(files, p)
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return files
+}
+
+// loadConfig reads the config files and SYLK_* variables.
+func loadConfig() (Config, error) {
+	var cfg Config
+	for _, path := range configFiles() {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return cfg, err
+		}
+		if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+		}
+	}
+	for env, field := range map[string]*string{
+		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
+		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token,
+		"SYLK_LLM_BASE_URL": &cfg.LLM.BaseURL, "SYLK_LLM_MODEL": &cfg.LLM.Model,
+	} {
+		if v, ok := os.LookupEnv(env); ok {
+			*field = v
+		}
+	}
+	return cfg, nil
+}

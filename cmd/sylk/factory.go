@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+)
+
+// Factory builds a command's dependencies lazily, so `sylk schema` never opens a
+// store and tests can swap any of them.
+type Factory struct {
+	IO  *IOStreams
+	Cfg Config
+	Now func() time.Time
+
+	flagData, flagNATSURL, flagLogLevel string
+
+	broker *broker.Broker
+}
+
+func newFactory(io *IOStreams) *Factory {
+	return &Factory{IO: io, Now: time.Now}
+}
+
+func (f *Factory) bindGlobalFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.flagData, "data", "", "data directory (default $SYLK_DATA, else $XDG_DATA_HOME/sylk)")
+	pf.StringVar(&f.flagNATSURL, "nats-url", "", "use the external NATS server at this URL instead of an embedded one")
+	pf.StringVar(&f.flagLogLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default warn; info for serve)")
+}
+
+// configure layers config files, SYLK_* variables and flags into f.Cfg, and sets
+// up logging.
+func (f *Factory) configure(cmd *cobra.Command) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	flags := cmd.Flags()
+	if flags.Changed("data") {
+		cfg.Data = f.flagData
+	}
+	if flags.Changed("nats-url") {
+		cfg.NATSURL = f.flagNATSURL
+	}
+	if flags.Changed("log-level") {
+		cfg.LogLevel = f.flagLogLevel
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "warn"
+		if cmd.Name() == "serve" {
+			cfg.LogLevel = "info"
+		}
+	}
+	level, err := logLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
+	f.Cfg = cfg
+	return nil
+}
+
+// BrokerOptions are the broker options the configuration asks for.
+func (f *Factory) BrokerOptions() broker.Options {
+	o := broker.Options{
+		DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync,
+		Token: f.Cfg.Token, User: f.Cfg.User, Password: f.Cfg.Password, Name: "sylk-cli",
+	}
+	o.EnsureDefaults()
+	return o
+}
+
+// Broker connects to the server that owns the data directory. With none
+// running, it starts an embedded one for this command only, off the network.
+func (f *Factory) Broker(ctx context.Context) (*broker.Broker, error) {
+	if f.broker != nil {
+		return f.broker, nil
+	}
+	opts := f.BrokerOptions()
+	b, err := broker.Connect(ctx, opts)
+	if errors.Is(err, broker.ErrNoServer) {
+		opts.Listen = broker.ListenNone
+		b, err = broker.Start(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.broker = b
+	return b, nil
+}
+
+// Log is the event log on Broker.
+func (f *Factory) Log(ctx context.Context) (*events.Log, error) {
+	b, err := f.Broker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return events.New(b.JetStream()), nil
+}
+
+// Close releases what the factory opened.
+func (f *Factory) Close() {
+	if f.broker != nil {
+		if err := f.broker.Close(); err != nil {
+			slog.Warn("closing the broker", "err", err)
+		}
+		f.broker = nil
+	}
+}

@@ -1,0 +1,11 @@
+// Command sylk drives the Sylk runtime: serve the event log and agents, publish
+// and tail events, run workflows, inspect sessions and replay them.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], defaultIO()))
+}

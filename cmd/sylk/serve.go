@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sylk/sylk/broker"
+)
+
+// ServeOptions are the flags of `sylk serve`.
+type ServeOptions struct {
+	Listen   string
+	Sync     string
+	Token    string
+	User     string
+	Password string
+}
+
+func newServeCmd(f *Factory, runF func(context.Context, *Factory, *ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Sylk server in the foreground",
+		Long: `Run the broker (embedded NATS JetStream on the data directory), the projections
+and the agents until interrupted (Ctrl-C or SIGTERM stop it cleanly).
+
+The server writes <data>/server.json with its URL (and credentials when
+authentication is on) so other sylk commands and any NATS client can find it.
+Only one server may own a data directory; a second one fails at once.`,
+		Example: `  sylk serve
+  sylk serve --listen 127.0.0.1:4333 --sync interval
+  sylk serve --listen none          # reachable only from this process
+  sylk serve --token s3cret         # clients must present the token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flags := cmd.Flags()
+			if !flags.Changed("listen") && f.Cfg.Listen != "" {
+				opts.Listen = f.Cfg.Listen
+			}
+			if !flags.Changed("sync") && f.Cfg.Sync != "" {
+				opts.Sync = f.Cfg.Sync
+			}
+			if !flags.Changed("token") {
+				opts.Token = f.Cfg.Token
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return serveRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Listen, "listen", broker.DefaultListen, `address for NATS clients, HOST:PORT, or "none"`)
+	cmd.Flags().StringVar(&opts.Sync, "sync", broker.SyncAlways, `"always": fsync before every ack (durable); "interval": flush every 2s (fast)`)
+	cmd.Flags().StringVar(&opts.Token, "token", "", "require this token from clients")
+	cmd.Flags().StringVar(&opts.User, "user", "", "require this user (with --password) from clients")
+	cmd.Flags().StringVar(&opts.Password, "password", "", "password for --user")
+	return cmd
+}
+
+func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
+	bopts := f.BrokerOptions()
+	bopts.Listen, bopts.Sync, bopts.Token, bopts.User, bopts.Password = opts.Listen, opts.Sync, opts.Token, opts.User, opts.Password
+	bopts.Name = "sylk-serve"
+	if bopts.NATSURL != "" {
+		return usagef("serve runs its own broker; drop --nats-url (agents for an external NATS are started with 'sylk agents')")
+	}
+	srv, err := startServer(ctx, f, bopts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.broker.URL()), bopts.Sync)
+	select {
+	case <-ctx.Done():
+		slog.Info("shutting down")
+	case <-srv.failed:
+		slog.Error("a server component failed; shutting down")
+	}
+	return srv.stop()
+}
+
+func urlOrNone(url string) string {
+	if url == "" {
+		return "no listener"
+	}
+	return url
+}
+
+// server is a running broker with the components `sylk serve` runs over it.
+type server struct {
+	broker *broker.Broker
+	cancel context.CancelFunc
+	group  *errgroup.Group
+	// failed is closed when a component returns an error.
+	failed <-chan struct{}
+}
+
+// serverComponent runs beside the broker until ctx ends.
+type serverComponent struct {
+	name string
+	run  func(ctx context.Context, b *broker.Broker) error
+}
+
+// startServer starts an embedded broker on the data directory and the server's
+// components over it.
+func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server, error) {
+	b, err := broker.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(cctx)
+	for _, c := range serverComponents(f) {
+		g.Go(func() error {
+			err := c.run(gctx, b)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		})
+	}
+	return &server{broker: b, cancel: cancel, group: g, failed: gctx.Done()}, nil
+}
+
+// stop ends the components, then the broker.
+func (s *server) stop() error {
+	s.cancel()
+	err := s.group.Wait()
+	return errors.Join(err, s.broker.Close())
+}
+
+// serverComponents lists what runs beside the broker.
+func serverComponents(*Factory) []serverComponent {
+	return nil
+}

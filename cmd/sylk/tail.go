@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// TailOptions are the flags of `sylk tail`.
+type TailOptions struct {
+	Subject  string
+	Filter   events.Filter
+	Since    string
+	NoFollow bool
+	JSON     bool
+}
+
+func newTailCmd(f *Factory, runF func(context.Context, *Factory, *TailOptions) error) *cobra.Command {
+	opts := &TailOptions{}
+	var typ string
+	cmd := &cobra.Command{
+		Use:   "tail [SUBJECT]",
+		Short: "Show events as they are appended",
+		Long: `Show events, one line each: stream sequence, time, session, source→target, type
+and a short payload summary. Follows new events until Ctrl-C (exit 0).
+
+SUBJECT filters by the subject scheme sylk.v1.<session>.<source>.<target>.<type>
+("sylk.v1." may be left out; '*' matches one token, '>' the rest). The flags
+--session, --source, --target and --type build the same filter.
+
+Bytes on the stream that are not a valid envelope (from an outside client) are
+shown marked INVALID with the reason; they never stop the tail.`,
+		Example: `  sylk tail                                 # everything from the start, then live
+  sylk tail --session S1 --since new        # only what S1 does from now on
+  sylk tail '*.*.engineer.*' --no-follow    # all the engineers' mail so far
+  sylk tail --type task_dispatch --json | jq .payload.node_id`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Filter.Type = schemas.Type(typ)
+			if len(args) == 1 {
+				if opts.Filter != (events.Filter{}) {
+					return usagef("give a SUBJECT or the --session/--source/--target/--type flags, not both")
+				}
+				s, err := events.ParseSubject(args[0])
+				if err != nil {
+					return usageError{err}
+				}
+				opts.Subject = s
+			} else {
+				if err := opts.Filter.Validate(); err != nil {
+					return usageError{err}
+				}
+				opts.Subject = opts.Filter.Subject()
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return tailRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Filter.Session, "session", "", "only this session")
+	fl.StringVar(&opts.Filter.Source, "source", "", "only events from this sender")
+	fl.StringVar(&opts.Filter.Target, "target", "", "only events addressed to this agent (guide: unaddressed)")
+	fl.StringVar(&typ, "type", "", "only this message type")
+	fl.StringVar(&opts.Since, "since", "all", "start at: all, new, a sequence number, an RFC 3339 time, or a duration ago (10m)")
+	fl.BoolVar(&opts.NoFollow, "no-follow", false, "print the events so far and exit")
+	fl.BoolVar(&opts.JSON, "json", false, "one JSON object per line (the envelope with its payload decoded)")
+	return cmd
+}
+
+func tailRun(ctx context.Context, f *Factory, opts *TailOptions) error {
+	from, err := events.ParseCursor(opts.Since, f.Now())
+	if err != nil {
+		return usageError{err}
+	}
+	log, err := f.Log(ctx)
+	if err != nil {
+		return err
+	}
+	print := func(ev *events.Event) error { return printEvent(f.IO, ev, opts.JSON) }
+	if opts.NoFollow {
+		return log.Scan(ctx, opts.Subject, from, 0, print)
+	}
+	tail, err := log.Tail(ctx, opts.Subject, from)
+	if err != nil {
+		return err
+	}
+	defer tail.Stop()
+	for {
+		ev, err := tail.Next(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil // Ctrl-C
+			}
+			return err
+		}
+		if err := print(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// eventJSON is one line of `tail --json`: the stream position and the envelope,
+// or the reason the bytes are not one.
+type eventJSON struct {
+	Seq      uint64            `json:"seq"`
+	Subject  string            `json:"subject"`
+	Envelope *schemas.Envelope `json:"envelope,omitempty"`
+	Invalid  string            `json:"invalid,omitempty"`
+}
+
+func printEvent(io *IOStreams, ev *events.Event, asJSON bool) error {
+	if asJSON {
+		line := eventJSON{Seq: ev.Seq, Subject: ev.Subject, Envelope: ev.Env}
+		if ev.Err != nil {
+			line.Invalid = ev.Err.Error()
+		}
+		return io.printJSON(line)
+	}
+	_, err := fmt.Fprintln(io.Out, eventLine(ev))
+	return err
+}
+
+func eventLine(ev *events.Event) string {
+	if ev.Err != nil {
+		return fmt.Sprintf("%6d  %s  INVALID  %s  %v", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Subject, ev.Err)
+	}
+	e := ev.Env
+	target := e.Target
+	if target == "" {
+		target = events.Unaddressed
+	}
+	return fmt.Sprintf("%6d  %s  %-12s %s→%s  %s  %s", ev.Seq, e.Timestamp.Local().Format("15:04:05.000"), e.SessionID, e.Source, target, e.Type, summary(e, 100))
+}
+
+// summary is the payload as compact JSON, cut to max runes.
+func summary(e *schemas.Envelope, max int) string {
+	p, err := schemas.DecodePayload(e)
+	if err != nil {
+		return "(payload: " + err.Error() + ")"
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "(payload not printable)"
+	}
+	s := strings.ReplaceAll(string(b), "\n", " ")
+	if utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
