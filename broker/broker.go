@@ -127,6 +127,9 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 		sopts.DontListen = true
 	} else {
 		host, port, _ := splitListen(o.Listen)
+		if port == 0 {
+			port = server.RANDOM_PORT // nats-server reads 0 as its default, 4222
+		}
 		sopts.Host, sopts.Port = host, port
 	}
 	srv, err := server.NewServer(sopts)

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rogpeppe/go-internal/testscript"
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"sylk": func() { os.Exit(run(os.Args[1:], defaultIO())) },
+	})
+}
+
+// TestScripts runs the CLI acceptance scripts in testdata/script: each reads like
+// a shell session against a real sylk binary and a real embedded server.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("SYLK_DATA", filepath.Join(env.WorkDir, "data"))
+			env.Setenv("HOME", env.WorkDir)
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile":   cmdWaitFile,
+			"extconsume": cmdExtConsume,
+			"extpublish": cmdExtPublish,
+		},
+		RequireExplicitExec: true,
+	})
+}
+
+// waitfile FILE [SECONDS]: poll until FILE exists (a server's server.json).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: waitfile FILE [SECONDS]")
+	}
+	limit := 30 * time.Second
+	if len(args) == 2 {
+		s, _ := strconv.Atoi(args[1])
+		limit = time.Duration(s) * time.Second
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.After(limit)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := os.Stat(path)
+		exists := err == nil
+		if exists != neg {
+			return
+		}
+		select {
+		case <-deadline:
+			ts.Fatalf("%s: exists=%v after %s", path, exists, limit)
+		case <-tick.C:
+		}
+	}
+}
+
+// extconsume DATADIR CONSUMER SCHEMAFILE N: an outside client that knows nothing
+// of Sylk's Go code. It reads server.json for the URL, binds the durable
+// consumer with plain nats.go, fetches N messages, decodes each msgpack body
+// generically, validates it against the published JSON Schema and prints
+// "seq type session text" per message.
+func cmdExtConsume(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 4 {
+		ts.Fatalf("usage: extconsume DATADIR CONSUMER SCHEMAFILE N")
+	}
+	n, _ := strconv.Atoi(args[3])
+
+	doc, err := os.ReadFile(ts.MkAbs(args[2]))
+	ts.Check(err)
+	docv, err := sjs.UnmarshalJSON(bytes.NewReader(doc))
+	ts.Check(err)
+	c := sjs.NewCompiler()
+	ts.Check(c.AddResource("mem://s.json", docv))
+	schema, err := c.Compile("mem://s.json")
+	ts.Check(err)
+
+	nc := extConnect(ts, args[0])
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.Consumer(ctx, "SYLK", args[1])
+	ts.Check(err)
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(10*time.Second))
+	ts.Check(err)
+	got := 0
+	for m := range batch.Messages() {
+		var body map[string]any
+		ts.Check(msgpack.Unmarshal(m.Data(), &body))
+		j, err := json.Marshal(body)
+		ts.Check(err)
+		v, err := sjs.UnmarshalJSON(bytes.NewReader(j))
+		ts.Check(err)
+		if err := schema.Validate(v); err != nil {
+			ts.Fatalf("message %s fails the published schema: %v", j, err)
+		}
+		md, _ := m.Metadata()
+		payload, _ := body["payload"].(map[string]any)
+		fmt.Fprintf(ts.Stdout(), "%d %v %v %v %s\n", md.Sequence.Stream, body["type"], body["session_id"], payload["text"], m.Headers().Get("Sylk-Type"))
+		ts.Check(m.Ack())
+		got++
+	}
+	ts.Check(batch.Error())
+	if got != n {
+		ts.Fatalf("fetched %d messages, want %d", got, n)
+	}
+}
+
+// extpublish DATADIR SUBJECT DATA: an outside client publishes raw bytes to the
+// stream with plain nats.go and waits for the stream's ack.
+func cmdExtPublish(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: extpublish DATADIR SUBJECT DATA")
+	}
+	nc := extConnect(ts, args[0])
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = js.Publish(ctx, args[1], []byte(args[2]))
+	ts.Check(err)
+}
+
+// extConnect connects to the server of a data directory the way any NATS client
+// would: the URL from server.json.
+func extConnect(ts *testscript.TestScript, dataDir string) *nats.Conn {
+	var info struct {
+		URL string `json:"url"`
+	}
+	b, err := os.ReadFile(filepath.Join(ts.MkAbs(dataDir), "server.json"))
+	ts.Check(err)
+	ts.Check(json.Unmarshal(b, &info))
+	nc, err := nats.Connect(info.URL)
+	ts.Check(err)
+	return nc
+}
