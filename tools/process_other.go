@@ -1,0 +1,46 @@
+//go:build !unix
+
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+type procSpec struct {
+	argv     []string
+	dir      string
+	env      []string
+	stdin    []byte
+	base     time.Duration
+	rawLimit int
+}
+
+type procResult struct {
+	exitCode    int
+	signal      string
+	startErr    error
+	ioErr       error
+	timedOut    bool
+	canceled    bool
+	killSignals []string
+	orphans     bool
+	survivors   bool
+	stdout      *capture
+	stderr      *capture
+	raw         *rawBuf
+	duration    time.Duration
+}
+
+// runProcess is not implemented without Unix process groups (on Windows it
+// would need a Job Object).
+func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
+	return procResult{exitCode: -1, startErr: errors.ErrUnsupported,
+		stdout: newCapture(e.opts.Output, e.det), stderr: newCapture(e.opts.Output, e.det)}
+}
+
+func startErrorText(argv0 string, err error) string {
+	return fmt.Sprintf("cannot start %q: %v", argv0, err)
+}
