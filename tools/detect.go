@@ -136,9 +136,15 @@ func hasLocation(line []byte) bool {
 		if k == at || k < 2 || line[k-1] != '.' {
 			continue
 		}
-		if p := line[k-2]; isAlpha(p) || p >= '0' && p <= '9' || p == '_' || p == '-' {
-			return true
+		if p := line[k-2]; !(isAlpha(p) || p >= '0' && p <= '9' || p == '_' || p == '-') {
+			continue
 		}
+		// Not a host:port in a URL.
+		tokStart := bytes.LastIndexAny(line[:k], " \t\"'(") + 1
+		if bytes.Contains(line[tokStart:k], []byte("://")) {
+			continue
+		}
+		return true
 	}
 }
 

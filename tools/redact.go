@@ -86,11 +86,7 @@ func (r *Redactor) Redact(s string) string {
 			i += j + len(v)
 		}
 	}
-	for _, rule := range prefixRules {
-		scanPrefix(s, rule, &sp)
-	}
-	scanJWT(s, &sp)
-	scanBearer(s, &sp)
+	scanAnchors(s, &sp)
 	scanPrivateKeys(s, &sp)
 	r.scanSeparators(s, &sp)
 	for _, re := range r.extra {
@@ -123,6 +119,10 @@ func (sp *spans) apply(s, repl string) string {
 		}
 		b.WriteString(s[pos:a])
 		b.WriteString(repl)
+		// Keep the line count, so line numbers (grep, read_file) stay right.
+		for n := strings.Count(s[a:e], "\n"); n > 0; n-- {
+			b.WriteByte('\n')
+		}
 		pos = e
 	}
 	b.WriteString(s[pos:])
@@ -199,31 +199,83 @@ var prefixRules = []prefixRule{
 // case a prefix at i is inside another word ("task-..." is not "sk-...").
 func wordBefore(s string, i int) bool { return i > 0 && setWord[s[i-1]] }
 
-func scanPrefix(s string, r prefixRule, sp *spans) {
-	for i := 0; ; {
-		j := strings.Index(s[i:], r.prefix)
-		if j < 0 {
-			return
-		}
-		start := i + j
-		end := start + len(r.prefix)
-		for end < len(s) && r.body[s[end]] && end-start < 512 {
-			end++
-		}
-		n := end - start - len(r.prefix)
-		ok := !wordBefore(s, start)
-		if r.exact > 0 {
-			ok = ok && n == r.exact
-		} else {
-			// Random bodies of this length almost always hold a digit; a
-			// shorter all-letter run is more likely an identifier.
-			ok = ok && n >= r.min && (n >= 32 || hasDigit(s[start+len(r.prefix):end]))
-		}
-		if ok {
-			sp.add(start, end)
-		}
-		i = max(end, start+1)
+// prefixIndex maps a byte to the prefix rules whose prefix starts with it.
+var prefixIndex = func() (idx [256][]int) {
+	for i, r := range prefixRules {
+		idx[r.prefix[0]] = append(idx[r.prefix[0]], i)
 	}
+	return idx
+}()
+
+// anchorByte marks the bytes a token-shaped secret can start with.
+var anchorByte = func() (t [256]bool) {
+	for _, r := range prefixRules {
+		t[r.prefix[0]] = true
+	}
+	t['e'], t['b'], t['B'] = true, true, true // eyJ... (JWT), Bearer
+	return t
+}()
+
+// scanAnchors finds, in one pass over the word starts of s, the credentials
+// with a fixed prefix, JSON web tokens and bearer tokens.
+func scanAnchors(s string, sp *spans) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !anchorByte[c] || (i > 0 && setWord[s[i-1]]) {
+			continue
+		}
+		rest := s[i:]
+		end := -1
+		for _, ri := range prefixIndex[c] {
+			if r := &prefixRules[ri]; strings.HasPrefix(rest, r.prefix) {
+				if e := matchPrefix(s, i, r); e > 0 {
+					end = e
+					break
+				}
+			}
+		}
+		switch {
+		case end > 0:
+		case c == 'e' && strings.HasPrefix(rest, "eyJ"):
+			end = matchJWT(s, i)
+		case c|0x20 == 'b' && len(rest) > 7 && hasPrefixFold([]byte(rest[:7]), []byte("bearer ")):
+			start := i + 7
+			for start < len(s) && s[start] == ' ' {
+				start++
+			}
+			if e := runEnd(s, start, setBearer); e-start >= 8 && !isPlaceholder(s[start:e]) {
+				sp.add(start, e)
+				i = e - 1
+			}
+			continue
+		}
+		if end > 0 {
+			sp.add(i, end)
+			i = end - 1
+		}
+	}
+}
+
+// matchPrefix returns the end of the credential r matches at s[start:], or -1.
+func matchPrefix(s string, start int, r *prefixRule) int {
+	body := start + len(r.prefix)
+	end := body
+	for end < len(s) && r.body[s[end]] && end-body < 512 {
+		end++
+	}
+	n := end - body
+	if r.exact > 0 {
+		if n != r.exact {
+			return -1
+		}
+		return end
+	}
+	// Random bodies of this length almost always hold a digit; a shorter
+	// all-letter run is more likely an identifier.
+	if n < r.min || (n < 32 && !hasDigit(s[body:end])) {
+		return -1
+	}
+	return end
 }
 
 func hasDigit(s string) bool {
@@ -235,31 +287,21 @@ func hasDigit(s string) bool {
 	return false
 }
 
-// scanJWT redacts JSON web tokens: base64url parts separated by dots, the
-// first two starting with "eyJ" (a JSON object).
-func scanJWT(s string, sp *spans) {
-	for i := 0; ; {
-		j := strings.Index(s[i:], "eyJ")
-		if j < 0 {
-			return
-		}
-		start := i + j
-		p1 := runEnd(s, start, setB64URL)
-		i = max(p1, start+1)
-		if wordBefore(s, start) || p1-start < 8 || p1 >= len(s) || s[p1] != '.' || !strings.HasPrefix(s[p1+1:], "eyJ") {
-			continue
-		}
-		p2 := runEnd(s, p1+1, setB64URL)
-		if p2-p1-1 < 8 {
-			continue
-		}
-		end := p2
-		if p2 < len(s) && s[p2] == '.' {
-			end = runEnd(s, p2+1, setB64URL)
-		}
-		sp.add(start, end)
-		i = end
+// matchJWT returns the end of the JSON web token at s[start:] (base64url
+// parts separated by dots, the first two starting with "eyJ"), or -1.
+func matchJWT(s string, start int) int {
+	p1 := runEnd(s, start, setB64URL)
+	if p1-start < 8 || p1 >= len(s) || s[p1] != '.' || !strings.HasPrefix(s[p1+1:], "eyJ") {
+		return -1
 	}
+	p2 := runEnd(s, p1+1, setB64URL)
+	if p2-p1-1 < 8 {
+		return -1
+	}
+	if p2 < len(s) && s[p2] == '.' {
+		return runEnd(s, p2+1, setB64URL)
+	}
+	return p2
 }
 
 // runEnd returns the end of the run of set bytes starting at i (at most 16 KiB).
@@ -269,34 +311,6 @@ func runEnd(s string, i int, set *byteSet) int {
 		end++
 	}
 	return end
-}
-
-// scanBearer redacts the token after "Bearer " (any case of the first letter).
-func scanBearer(s string, sp *spans) {
-	for _, word := range []string{"earer ", "EARER "} {
-		for i := 0; ; {
-			j := strings.Index(s[i:], word)
-			if j < 0 {
-				break
-			}
-			at := i + j
-			i = at + len(word)
-			if at == 0 || (s[at-1]|0x20) != 'b' || wordBefore(s, at-1) {
-				continue
-			}
-			start := at + len(word)
-			for start < len(s) && s[start] == ' ' {
-				start++
-			}
-			end := start
-			for end < len(s) && setBearer[s[end]] {
-				end++
-			}
-			if end-start >= 8 && !isPlaceholder(s[start:end]) {
-				sp.add(start, end)
-			}
-		}
-	}
 }
 
 // scanPrivateKeys redacts PEM private key blocks. Truncated output may have
@@ -391,18 +405,26 @@ func lineBounds(s string, i int) (int, int) {
 	return start, i + end
 }
 
-// pemBodyLine reports whether line can be inside a PEM block: base64, a
-// "Header: value" line, or blank.
+// pemBodyLine reports whether line can be inside a PEM block: blank, a
+// "Header-Name: value" line, or base64, possibly behind a prefix that a tool
+// adds ("file:12: ", "+", a tab), as grep -n or a diff would show it.
 func pemBodyLine(line string) bool {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return true
 	}
-	if strings.Contains(line, ": ") {
+	if name, _, ok := strings.Cut(line, ": "); ok && name != "" && strings.Trim(name, lower+upper+"-") == "" {
 		return true
 	}
-	for i := 0; i < len(line); i++ {
-		if !setB64[line[i]] {
+	last := line
+	if i := strings.LastIndexAny(line, " \t:"); i >= 0 {
+		last = line[i+1:]
+		if len(last) < 16 {
+			return false
+		}
+	}
+	for i := 0; i < len(last); i++ {
+		if !setB64[last[i]] {
 			return false
 		}
 	}
@@ -433,7 +455,12 @@ func classifyKey(key string) keyClass {
 		}
 		k[i] = c
 	}
-	ks := string(k) // small, stays on the stack after escape analysis in practice
+	ks := string(k)
+	if !strings.Contains(ks, "pass") && !strings.Contains(ks, "pwd") && !strings.Contains(ks, "secret") &&
+		!strings.Contains(ks, "token") && !strings.Contains(ks, "key") && !strings.Contains(ks, "auth") &&
+		!strings.Contains(ks, "credential") {
+		return keyPlain
+	}
 	switch {
 	case ks == "authorization" || ks == "proxy-authorization" || strings.HasSuffix(ks, "-authorization"):
 		return keyAuth

@@ -22,6 +22,8 @@ const (
 	// countLinesLimit: read_file stops counting a file's lines past this
 	// many bytes and reports the total as unknown.
 	countLinesLimit = 64 << 20
+	// redactWholeLimit: read_file redacts files up to this size as a whole.
+	redactWholeLimit = 16 << 20
 )
 
 // relSlash returns rel with forward slashes, as results show paths.
@@ -140,6 +142,16 @@ func (e *Executor) readFile(a readArgs) (Result, error) {
 	br := bufio.NewReaderSize(f, 64<<10)
 	if head, _ := br.Peek(binarySniffBytes); bytes.IndexByte(head, 0) >= 0 {
 		return failed("read_file: %s is a binary file (%s); it is not shown", a.Path, sizeString(fi.Size())), nil
+	}
+	if fi.Size() <= redactWholeLimit {
+		// Redact the whole file before cutting the window, so a secret that
+		// spans lines (a PEM key) is recognised even when the window holds
+		// only part of it. Redaction keeps line numbers.
+		all, err := io.ReadAll(br)
+		if err != nil {
+			return failed("read_file: %s", describeFSError(a.Path, err)), nil
+		}
+		br = bufio.NewReaderSize(strings.NewReader(e.red.Redact(string(all))), 64<<10)
 	}
 
 	var out bytes.Buffer

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -442,8 +441,6 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 	fsys := root.FS()
 	var d grepData
 	stopped := errors.New("enough")
-	var line []byte
-	br := bufio.NewReaderSize(nil, 64<<10)
 	limited, err := e.walk(ctx, rel, func(q string, de fs.DirEntry) error {
 		if !de.Type().IsRegular() {
 			return nil
@@ -461,41 +458,39 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 			d.FilesSkipped++
 			return nil
 		}
-		f, err := fsys.Open(q)
+		data, err := fs.ReadFile(fsys, q)
 		if err != nil {
 			d.FilesSkipped++
 			return nil
 		}
-		defer f.Close()
-		br.Reset(f)
-		if head, _ := br.Peek(binarySniffBytes); bytes.IndexByte(head, 0) >= 0 {
+		if bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0 {
 			d.FilesSkipped++
 			return nil
 		}
 		d.FilesSearched++
-		for n := 1; ; n++ {
-			var size int
-			var rerr error
-			line, size, rerr = readLine(br, line[:0], maxGrepLineBytes)
-			if size == 0 {
-				return nil
+		// Match against the redacted text: a match never shows a secret,
+		// and a pattern cannot probe one character by character.
+		text := e.red.Redact(string(data))
+		for n := 1; len(text) > 0; n++ {
+			lineText, rest, _ := strings.Cut(text, "\n")
+			text = rest
+			lineText = strings.TrimSuffix(lineText, "\r")
+			if len(lineText) > maxGrepLineBytes {
+				lineText = lineText[:maxGrepLineBytes]
 			}
-			text := bytes.TrimRight(line, "\r\n")
-			if re.Match(text) {
-				if len(d.Matches) >= limit {
-					d.Truncated = true
-					return stopped
-				}
-				show := text
-				if len(show) > grepShowBytes {
-					show = append(show[:grepShowBytes:grepShowBytes], " [...]"...)
-				}
-				d.Matches = append(d.Matches, grepMatch{Path: q, Line: n, Text: strings.ToValidUTF8(string(show), "\uFFFD")})
+			if !re.MatchString(lineText) {
+				continue
 			}
-			if rerr != nil {
-				return nil
+			if len(d.Matches) >= limit {
+				d.Truncated = true
+				return stopped
 			}
+			if len(lineText) > grepShowBytes {
+				lineText = lineText[:grepShowBytes] + " [...]"
+			}
+			d.Matches = append(d.Matches, grepMatch{Path: q, Line: n, Text: strings.ToValidUTF8(lineText, "\uFFFD")})
 		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, stopped) {
 		return walkFailure(ToolGrep, p, err)
