@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"crypto/sha256"
 	"time"
 
 	"github.com/google/uuid"
@@ -158,4 +159,23 @@ func (e *Envelope) SetPayload(p any) error {
 	}
 	e.Payload, e.checked = b, b
 	return nil
+}
+
+// DeriveID returns a deterministic id for an event derived from the input event
+// parent: the same (parent, key) always gives the same id, so an agent that
+// handles a redelivered message appends events the stream recognises as
+// duplicates instead of new ones. The id is UUID-shaped (version 8): the
+// parent's millisecond timestamp, so derived ids sort near their cause, then
+// bits of SHA-256(parent id, key).
+func DeriveID(parent *Envelope, key string) string {
+	h := sha256.Sum256([]byte(parent.ID + "\x00" + key))
+	var u uuid.UUID
+	ms := uint64(parent.Timestamp.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	copy(u[6:], h[:10])
+	u[6] = u[6]&0x0f | 0x80 // version 8
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u.String()
 }

@@ -187,9 +187,11 @@ type PlanModified struct {
 	Rejected bool   `json:"rejected,omitempty"`
 }
 
-// DAGExecute submits a DAG for execution.
+// DAGExecute submits a DAG for execution. WorkDir is where its tools run (the
+// submitter's project directory); empty means the server's working directory.
 type DAGExecute struct {
-	DAG DAG `json:"dag"`
+	DAG     DAG    `json:"dag"`
+	WorkDir string `json:"work_dir,omitempty"`
 }
 
 // DAGRejected lists every problem found in a submitted DAG.
@@ -216,6 +218,9 @@ type TaskDispatch struct {
 	Args    map[string]any `json:"args,omitempty"`
 	Prompt  string         `json:"prompt,omitempty"`
 	Timeout time.Duration  `json:"timeout,omitempty"`
+	WorkDir string         `json:"work_dir,omitempty"`
+	// NotBefore delays a retry: the agent waits until then before it starts.
+	NotBefore time.Time `json:"not_before,omitempty"`
 }
 
 // TaskComplete reports a node that succeeded.

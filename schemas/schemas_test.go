@@ -448,3 +448,27 @@ func genericJSON(t *testing.T, b []byte) any {
 	}
 	return v
 }
+
+func TestDeriveIDIsDeterministicAndDistinct(t *testing.T) {
+	parent := fullEnvelope(t, TypeTaskDispatch)
+	a, b := DeriveID(parent, "out/0"), DeriveID(parent, "out/0")
+	if a != b {
+		t.Fatalf("DeriveID not deterministic: %s %s", a, b)
+	}
+	if c := DeriveID(parent, "out/1"); c == a {
+		t.Fatal("different keys gave the same id")
+	}
+	other := fullEnvelope(t, TypeTaskDispatch)
+	if DeriveID(other, "out/0") == a {
+		t.Fatal("different parents gave the same id")
+	}
+	if !ValidName(a) || a[14] != '8' {
+		t.Fatalf("derived id %q is not a valid version-8 id", a)
+	}
+	// Sorts with its parent's time: after ids made a second earlier.
+	earlier := *parent
+	earlier.Timestamp = parent.Timestamp.Add(-time.Second)
+	if DeriveID(&earlier, "x") >= a {
+		t.Fatal("derived ids do not follow their parent's time")
+	}
+}
