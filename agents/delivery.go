@@ -1,0 +1,69 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Delivery is one message handed to an agent's handler.
+type Delivery struct {
+	// Env is the decoded envelope.
+	Env *schemas.Envelope
+	// Seq is its stream sequence.
+	Seq uint64
+	// Attempt counts deliveries of this message: 1 the first time, more after a
+	// retry, a crash or a restart.
+	Attempt int
+	// Agent is the agent kind handling it.
+	Agent string
+
+	runner *Runner
+}
+
+// Now is the runner's clock, for the timestamps of derived events.
+func (d *Delivery) Now() time.Time { return d.runner.opts.Now() }
+
+// Log is the event log, for handlers that must append before returning (the
+// "started" record of a side effect).
+func (d *Delivery) Log() *events.Log { return d.runner.log }
+
+// Derive builds an event caused by this message, from this agent, with an id
+// determined by (message, key): handling a redelivered message derives the same
+// ids, which the stream drops as duplicates. Keys must be unique among one
+// message's outputs; name them for what they are ("dispatch/build/1").
+func (d *Delivery) Derive(t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
+	out, err := d.Env.Derive(t, d.Agent, target, d.Now(), payload)
+	if err != nil {
+		return nil, err
+	}
+	out.ID = schemas.DeriveID(d.Env, d.Agent+"/"+key)
+	return out, nil
+}
+
+// DeriveSession is Derive for an event of another session (the system session,
+// or the session a switch leaves), keeping the lineage.
+func (d *Delivery) DeriveSession(session string, t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
+	out, err := d.Derive(t, target, key, payload)
+	if err != nil {
+		return nil, err
+	}
+	out.SessionID = session
+	return out, nil
+}
+
+// appendNow appends one event at once (not with the handler's outputs): the
+// record that must be durable before a side effect starts.
+func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64, error) {
+	seq, err := d.runner.log.Append(ctx, env)
+	if err != nil {
+		return 0, Transient(fmt.Errorf("record %s: %w", env.Type, err), 0)
+	}
+	return seq, nil
+}
+
+func attemptKey(prefix string, attempt int) string { return prefix + "/" + strconv.Itoa(attempt) }

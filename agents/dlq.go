@@ -1,0 +1,103 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Headers a dead letter carries beside the original message's own.
+const (
+	HeaderDLQReason     = "Sylk-Dlq-Reason"
+	HeaderDLQConsumer   = "Sylk-Dlq-Consumer"
+	HeaderDLQDeliveries = "Sylk-Dlq-Deliveries"
+	HeaderDLQStreamSeq  = "Sylk-Dlq-Stream-Seq"
+	HeaderDLQSubject    = "Sylk-Dlq-Subject"
+)
+
+// deadLetter moves a message the runner gives up on to SYLK_DLQ, with its
+// original bytes and headers, the reason, the consumer and the delivery count,
+// and appends a dead_letter event so the session's history shows it. The DLQ
+// message id is (consumer, stream seq): reporting the same message twice stores
+// it once.
+func (r *Runner) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, reason string, env *schemas.Envelope) {
+	consumer := ConsumerName(r.opts.Agent)
+	r.opts.Logger.Warn("dead letter", "agent", r.opts.Agent, "seq", md.Sequence.Stream, "reason", reason)
+	if err := publishDeadLetter(ctx, r.js, consumer, msg.Subject(), msg.Headers(), msg.Data(), md.Sequence.Stream, int(md.NumDelivered), reason); err != nil {
+		r.opts.Logger.Error("dead letter not stored", "agent", r.opts.Agent, "seq", md.Sequence.Stream, "err", err)
+	}
+	session := schemas.SystemSession
+	parent := &schemas.Envelope{ID: strconv.FormatUint(md.Sequence.Stream, 10), Timestamp: md.Timestamp}
+	if env != nil {
+		session, parent = env.SessionID, env
+	}
+	dl, err := schemas.New(schemas.TypeDeadLetter, session, r.opts.Agent, "user", r.opts.Now(), schemas.DeadLetter{
+		Consumer: consumer, Reason: reason, StreamSeq: md.Sequence.Stream, Subject: msg.Subject(),
+		Deliveries: int(md.NumDelivered), OriginalID: parent.ID,
+	})
+	if err != nil {
+		return
+	}
+	dl.ID = schemas.DeriveID(parent, "dead_letter/"+consumer)
+	if env != nil {
+		dl.ParentID, dl.CorrelationID = env.ID, env.CorrelationID
+	}
+	if _, err := r.log.Append(ctx, dl); err != nil {
+		r.opts.Logger.Error("dead_letter event not appended", "agent", r.opts.Agent, "err", err)
+	}
+}
+
+func publishDeadLetter(ctx context.Context, js jetstream.JetStream, consumer, subject string, hdr nats.Header, data []byte, seq uint64, deliveries int, reason string) error {
+	m := nats.NewMsg(events.DLQSubject(consumer))
+	m.Data = data
+	for k, v := range hdr {
+		if k != jetstream.MsgIDHeader {
+			m.Header[k] = v
+		}
+	}
+	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-%d", consumer, seq))
+	m.Header.Set(HeaderDLQReason, truncate(reason, 1024))
+	m.Header.Set(HeaderDLQConsumer, consumer)
+	m.Header.Set(HeaderDLQDeliveries, strconv.Itoa(deliveries))
+	m.Header.Set(HeaderDLQStreamSeq, strconv.FormatUint(seq, 10))
+	m.Header.Set(HeaderDLQSubject, subject)
+	_, err := js.PublishMsg(ctx, m)
+	return err
+}
+
+// watchMaxDeliveries dead-letters the messages the server stops delivering on
+// its own: deliveries used up by crashes or ack timeouts, which the runner never
+// saw fail.
+func (r *Runner) watchMaxDeliveries(ctx context.Context) (*nats.Subscription, error) {
+	consumer := ConsumerName(r.opts.Agent)
+	subject := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", broker.Stream, consumer)
+	return r.js.Conn().Subscribe(subject, func(m *nats.Msg) {
+		var adv struct {
+			StreamSeq  uint64 `json:"stream_seq"`
+			Deliveries int    `json:"deliveries"`
+		}
+		if json.Unmarshal(m.Data, &adv) != nil {
+			return
+		}
+		s, err := r.js.Stream(ctx, broker.Stream)
+		if err != nil {
+			return
+		}
+		raw, err := s.GetMsg(ctx, adv.StreamSeq)
+		if err != nil {
+			return
+		}
+		reason := fmt.Sprintf("not acknowledged after %d deliveries (crashes or ack timeouts)", adv.Deliveries)
+		if err := publishDeadLetter(ctx, r.js, consumer, raw.Subject, raw.Header, raw.Data, adv.StreamSeq, adv.Deliveries, reason); err != nil {
+			r.opts.Logger.Error("dead letter not stored", "agent", r.opts.Agent, "seq", adv.StreamSeq, "err", err)
+		}
+	})
+}

@@ -1,0 +1,97 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// ToolRunner runs tool calls: *tools.Executor.
+type ToolRunner interface {
+	Run(ctx context.Context, agent string, call tools.Call) (tools.Result, error)
+}
+
+// ToolRecords finds a tool call's recorded result: projections.Store.
+type ToolRecords interface {
+	ToolResult(callID string) (*schemas.ToolResult, bool)
+}
+
+// ToolWhere says which DAG node a tool call belongs to, for the records.
+type ToolWhere struct {
+	DAGID   string
+	NodeID  string
+	Attempt int
+}
+
+// RunTool runs call once across all deliveries of this message. If its result
+// is recorded, it returns that and reused=true without running anything.
+// Otherwise it appends a tool_call event, runs the tool (through the runner's
+// subprocess circuit breaker), appends the tool_result event, and returns the
+// result. A tool cut off because the runner is stopping records no result: it
+// will run again on redelivery, after its tool_call. A refusal (unknown tool,
+// permission denied, bad arguments) is recorded as a failed result too, so it
+// is not retried.
+func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere) (res schemas.ToolResult, reused bool, err error) {
+	if rec, ok := records.ToolResult(call.ID); ok {
+		return *rec, true, nil
+	}
+	var args map[string]any
+	if len(call.Args) > 0 {
+		if err := json.Unmarshal(call.Args, &args); err != nil {
+			return res, false, Permanent(fmt.Errorf("tool %s: arguments are not a JSON object: %w", call.Tool, err))
+		}
+	}
+	started, err := d.Derive(schemas.TypeToolCall, "user", attemptKey("tool_call/"+call.ID, d.Attempt), schemas.ToolCall{
+		CallID: call.ID, Tool: call.Tool, Args: args, DAGID: where.DAGID, NodeID: where.NodeID, Attempt: where.Attempt,
+	})
+	if err != nil {
+		return res, false, Permanent(err)
+	}
+	if _, err := d.appendNow(ctx, started); err != nil {
+		return res, false, err
+	}
+
+	breaker := d.runner.breaker("subprocess")
+	if wait, err := breaker.Allow(); err != nil {
+		return res, false, Transient(err, wait)
+	}
+	out, runErr := exec.Run(ctx, d.Agent, call)
+	breaker.Record(runErr != nil && !refusal(runErr))
+	if ctx.Err() != nil && d.runner.stopping(ctx) {
+		return res, false, ctx.Err()
+	}
+	if runErr != nil {
+		out = tools.Result{CallID: call.ID, Tool: call.Tool, ExitCode: -1, Error: runErr.Error()}
+	}
+	res = ToolResultOf(out)
+	res.DAGID, res.NodeID, res.Attempt = where.DAGID, where.NodeID, where.Attempt
+	done, err := d.Derive(schemas.TypeToolResult, "user", "tool_result/"+call.ID, res)
+	if err != nil {
+		return res, false, Permanent(err)
+	}
+	if _, err := d.appendNow(ctx, done); err != nil {
+		return res, false, err
+	}
+	return res, false, nil
+}
+
+// refusal reports whether err is the tool layer refusing a call (the caller's
+// mistake), which says nothing about the resource's health.
+func refusal(err error) bool {
+	return errors.Is(err, tools.ErrUnknownTool) || errors.Is(err, tools.ErrPermissionDenied) ||
+		errors.Is(err, tools.ErrInvalidArgs) || errors.Is(err, tools.ErrInvalidCall) || errors.Is(err, tools.ErrPathEscape)
+}
+
+// ToolResultOf is the event payload of a tool result.
+func ToolResultOf(r tools.Result) schemas.ToolResult {
+	return schemas.ToolResult{
+		CallID: r.CallID, Tool: r.Tool, OK: r.OK, ExitCode: r.ExitCode, Signal: r.Signal, KillSignals: r.KillSignals,
+		Output: r.Output, Stdout: r.Stdout, Stderr: r.Stderr, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+		Truncated: r.Truncated, Partial: r.Partial, TimedOut: r.TimedOut, Canceled: r.Canceled,
+		DurationMS: r.DurationMS, Summary: r.Summary, Error: r.Error, Data: string(r.Data),
+	}
+}

@@ -1,0 +1,450 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Handler handles the messages addressed to one agent kind.
+type Handler interface {
+	// Handle processes one delivery and returns the events to append. The runner
+	// appends them, then acks. An error is classified (Transient, Permanent);
+	// a handler must not ack, and must record its side effects through the
+	// Delivery so a redelivery reuses them.
+	Handle(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+	return f(ctx, d)
+}
+
+// Hook wraps a handler: logging, checks, metrics. Hooks run in order, the first
+// outermost.
+type Hook func(next Handler) Handler
+
+// Caught is what the runner waits for before handling a redelivered message:
+// the projections, caught up to a stream sequence, so recorded side effects are
+// visible. projections.Store implements it.
+type Caught interface {
+	WaitFor(ctx context.Context, seq uint64) error
+}
+
+// Defaults.
+const (
+	DefaultConcurrency   = 4
+	DefaultMaxAckPending = 256
+	DefaultAckWait       = 30 * time.Second
+	DefaultMaxDeliver    = 10
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Agent is the kind: its consumer is agent-<Agent>, filtered to
+	// sylk.v1.*.*.<Agent>.* unless Filters says otherwise.
+	Agent   string
+	Filters []string
+	// Concurrency is how many messages this process handles at once;
+	// PerSession caps one session's share of them (fair share).
+	Concurrency int
+	PerSession  int
+	// MaxAckPending bounds the messages handed out and not yet acked across all
+	// processes of this kind: backpressure.
+	MaxAckPending int
+	AckWait       time.Duration
+	// MaxDeliver is the last delivery: a transient failure on it dead-letters.
+	MaxDeliver int
+	// Backoff is the delay before retrying a transient failure.
+	Backoff func(attempt int) time.Duration
+	// HoldSignals: signal events are handled even while their session is
+	// paused (the orchestrator must see resume).
+	Hooks []Hook
+	// SkipCancelled acks, without handling, messages of a session cancelled
+	// after they were appended (the workers); the orchestrator sees everything.
+	SkipCancelled bool
+	// Caught, when set, is waited on before a redelivered message is handled.
+	Caught Caught
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// EnsureDefaults fills unset options and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.PerSession <= 0 {
+		o.PerSession = max(1, o.Concurrency/2)
+	}
+	if o.MaxAckPending <= 0 {
+		o.MaxAckPending = DefaultMaxAckPending
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	if o.Backoff == nil {
+		o.Backoff = Backoff(100*time.Millisecond, 5*time.Second)
+	}
+	if len(o.Filters) == 0 {
+		o.Filters = []string{events.Filter{Target: o.Agent}.Subject()}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if err := schemas.CheckName("agent", o.Agent); err != nil {
+		return err
+	}
+	if o.PerSession > o.Concurrency {
+		return fmt.Errorf("agent %s: PerSession %d exceeds Concurrency %d", o.Agent, o.PerSession, o.Concurrency)
+	}
+	return nil
+}
+
+// ConsumerName is the durable consumer of an agent kind.
+func ConsumerName(agent string) string { return "agent-" + agent }
+
+// Runner consumes one agent kind's messages and hands them to its handler.
+type Runner struct {
+	opts    Options
+	js      jetstream.JetStream
+	log     *events.Log
+	handler Handler
+	signals *signalState
+	sched   *scheduler
+
+	// root is Run's context: when it ends, the runner is stopping.
+	root       context.Context
+	breakersMu sync.Mutex
+	breakers   map[string]*Breaker
+}
+
+// NewRunner returns a runner of h for opts.Agent over the stream of js.
+func NewRunner(js jetstream.JetStream, h Handler, opts Options) (*Runner, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	for i := len(opts.Hooks) - 1; i >= 0; i-- {
+		h = opts.Hooks[i](h)
+	}
+	return &Runner{
+		opts: opts, js: js, log: events.New(js), handler: h,
+		signals: newSignalState(),
+		sched:   newScheduler(opts.PerSession),
+	}, nil
+}
+
+// ConsumerConfig is the durable consumer of the runner's agent kind.
+func (r *Runner) ConsumerConfig() jetstream.ConsumerConfig {
+	o := r.opts
+	cfg := jetstream.ConsumerConfig{
+		Durable:       ConsumerName(o.Agent),
+		Description:   "Sylk agent " + o.Agent,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    o.MaxDeliver,
+		MaxAckPending: o.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if len(o.Filters) == 1 {
+		cfg.FilterSubject = o.Filters[0]
+	} else {
+		cfg.FilterSubjects = o.Filters
+	}
+	return cfg
+}
+
+// Run consumes until ctx ends. It first reads every signal so far, so a session
+// paused before a restart stays paused, then follows signals live while it
+// works. It returns nil when ctx is cancelled.
+func (r *Runner) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.root = ctx
+	if err := r.signals.follow(ctx, r.log, r.onSignal); err != nil {
+		return err
+	}
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, broker.Stream, r.ConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("agent %s: consumer: %w", r.opts.Agent, err)
+	}
+	adv, err := r.watchMaxDeliveries(ctx)
+	if err != nil {
+		return err
+	}
+	defer adv.Unsubscribe()
+
+	var workers sync.WaitGroup
+	for range r.opts.Concurrency {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			r.work(ctx)
+		}()
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { r.sched.push(ctx, r, m) },
+		jetstream.PullMaxMessages(r.opts.Concurrency*2),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				r.opts.Logger.Debug("consume", "agent", r.opts.Agent, "err", err)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("agent %s: consume: %w", r.opts.Agent, err)
+	}
+	r.touchQueued(ctx)
+	cc.Stop()
+	r.sched.close()
+	workers.Wait()
+	// Messages still queued were never handled: give them back at once.
+	for _, j := range r.sched.drain() {
+		j.msg.Nak()
+	}
+	return nil
+}
+
+// touchQueued keeps the ack timer of queued and held jobs from running out
+// until ctx ends: they are waiting their turn, not lost.
+func (r *Runner) touchQueued(ctx context.Context) {
+	t := time.NewTicker(r.opts.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, j := range r.sched.queued() {
+				j.msg.InProgress()
+			}
+		}
+	}
+}
+
+func (r *Runner) onSignal(s signalEvent) {
+	if s.Action == schemas.SignalCancel {
+		r.sched.cancelInFlight(s)
+	}
+	r.sched.wake()
+}
+
+func (r *Runner) work(ctx context.Context) {
+	for {
+		j, ok := r.sched.next(r.signals)
+		if !ok {
+			return
+		}
+		r.process(ctx, j)
+		r.sched.done(j)
+	}
+}
+
+// process handles one job from decode to ack.
+func (r *Runner) process(ctx context.Context, j *job) {
+	msg, o := j.msg, r.opts
+	if j.env == nil {
+		r.deadLetter(ctx, msg, j.md, "invalid envelope: "+j.decodeErr.Error(), nil)
+		msg.Term()
+		return
+	}
+	if o.SkipCancelled && r.signals.cancelled(j.env.SessionID, j.md.Sequence.Stream) {
+		o.Logger.Info("skipping cancelled work", "agent", o.Agent, "session", j.env.SessionID, "type", j.env.Type, "seq", j.md.Sequence.Stream)
+		msg.Ack()
+		return
+	}
+	d := &Delivery{Env: j.env, Seq: j.md.Sequence.Stream, Attempt: int(j.md.NumDelivered), Agent: o.Agent, runner: r}
+
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	j.setCancel(hcancel)
+	stopKeepalive := keepalive(hctx, msg, o.AckWait/3)
+	defer stopKeepalive()
+
+	err := r.handle(hctx, d)
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		// Cancelled by a signal while running.
+		err = Permanent(fmt.Errorf("cancelled by signal: %w", err))
+	}
+	class, delay := Classify(ctx, err)
+	switch class {
+	case ClassNone:
+		if aerr := msg.DoubleAck(ctx); aerr != nil {
+			o.Logger.Warn("ack", "agent", o.Agent, "seq", d.Seq, "err", aerr)
+		}
+	case ClassStopping:
+		msg.Nak()
+	case ClassTransient:
+		if d.Attempt >= o.MaxDeliver {
+			r.deadLetter(ctx, msg, j.md, fmt.Sprintf("gave up after %d deliveries: %v", d.Attempt, err), j.env)
+			msg.Term()
+			return
+		}
+		if delay <= 0 {
+			delay = o.Backoff(d.Attempt)
+		}
+		o.Logger.Info("retrying", "agent", o.Agent, "seq", d.Seq, "attempt", d.Attempt, "in", delay, "err", err)
+		msg.NakWithDelay(delay)
+	case ClassPermanent:
+		r.deadLetter(ctx, msg, j.md, err.Error(), j.env)
+		msg.TermWithReason(truncate(err.Error(), 200))
+	}
+}
+
+// handle runs the handler and appends its outputs.
+func (r *Runner) handle(ctx context.Context, d *Delivery) error {
+	if d.Attempt > 1 && r.opts.Caught != nil {
+		// A redelivery: whatever an earlier attempt recorded must be visible
+		// before the handler looks for it.
+		if err := r.waitCaughtUp(ctx); err != nil {
+			return Transient(err, 0)
+		}
+	}
+	outs, err := r.handler.Handle(ctx, d)
+	if err != nil {
+		return err
+	}
+	return r.appendOutputs(ctx, outs)
+}
+
+func (r *Runner) waitCaughtUp(ctx context.Context) error {
+	s, err := r.js.Stream(ctx, broker.Stream)
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	return r.opts.Caught.WaitFor(ctx, info.State.LastSeq)
+}
+
+// appendOutputs appends a handler's events atomically. If some were appended by
+// an earlier delivery (their derived ids are known to the stream), the batch is
+// refused whole; each is then appended alone, and the known ones are no-ops.
+func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) error {
+	switch len(outs) {
+	case 0:
+		return nil
+	case 1:
+		_, err := r.log.Append(ctx, outs[0])
+		return classifyAppend(err)
+	}
+	for i := 0; i < len(outs); i += events.MaxBatch {
+		batch := outs[i:min(i+events.MaxBatch, len(outs))]
+		_, err := r.log.AppendBatch(ctx, batch)
+		if errors.Is(err, events.ErrDuplicate) {
+			for _, e := range batch {
+				if _, err := r.log.Append(ctx, e); err != nil {
+					return classifyAppend(err)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return classifyAppend(err)
+		}
+	}
+	return nil
+}
+
+func classifyAppend(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, schemas.ErrInvalid) {
+		return Permanent(fmt.Errorf("handler produced an invalid event: %w", err))
+	}
+	return Transient(err, 0)
+}
+
+// keepalive tells the server the message is still being worked on, so a long
+// tool run is not redelivered to another process mid-way.
+func keepalive(ctx context.Context, msg jetstream.Msg, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// stopping reports whether the runner is shutting down.
+func (r *Runner) stopping(context.Context) bool { return r.root != nil && r.root.Err() != nil }
+
+// breaker returns the process's circuit breaker for a resource. Its
+// transitions are appended as circuit_change events of the system session.
+func (r *Runner) breaker(resource string) *Breaker {
+	r.breakersMu.Lock()
+	defer r.breakersMu.Unlock()
+	if b, ok := r.breakers[resource]; ok {
+		return b
+	}
+	if r.breakers == nil {
+		r.breakers = map[string]*Breaker{}
+	}
+	cfg, ok := DefaultBreakers()[resource]
+	if !ok {
+		cfg = DefaultBreakers()["network"]
+	}
+	b := NewBreaker(resource, cfg, r.opts.Now, func(c BreakerChange) {
+		r.opts.Logger.Warn("circuit breaker", "agent", r.opts.Agent, "resource", c.Resource, "from", c.From, "to", c.To, "reason", c.Reason)
+		env, err := schemas.New(schemas.TypeCircuitChange, schemas.SystemSession, r.opts.Agent, "user", r.opts.Now(),
+			schemas.CircuitChange{Resource: c.Resource, From: c.From, To: c.To, Reason: c.Reason, Failures: c.Failures})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.root), 5*time.Second)
+			defer cancel()
+			r.log.Append(ctx, env)
+		}
+	})
+	r.breakers[resource] = b
+	return b
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func sessionOf(subject string) string {
+	toks := strings.Split(subject, ".")
+	if len(toks) == 6 && schemas.ValidName(toks[2]) {
+		return toks[2]
+	}
+	return schemas.SystemSession
+}
