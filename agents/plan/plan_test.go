@@ -1,0 +1,46 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+var testCatalog = Catalog{
+	ToolAgents:   []string{"engineer", "inspector", "tester"},
+	PromptAgents: []string{"engineer", "inspector", "tester", "librarian", "academic"},
+	Tools:        []string{"exec", "read_file", "write_file", "git_commit"},
+	Allowed:      func(agent, tool string) bool { return !(agent == "inspector" && tool == "write_file") },
+}
+
+// TestPlans: plan files in, the parsed DAG with its layers, or every problem,
+// out. Rewrite the expectations with -rewrite.
+func TestPlans(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "plan" {
+				t.Fatalf("unknown command %s", d.Cmd)
+			}
+			p, err := Parse([]byte(d.Input))
+			if err == nil {
+				err = Validate(&p.DAG, p.ExecutionOrder, testCatalog)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("error %v does not match ErrInvalid", err)
+				}
+				return err.Error() + "\n"
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "ok: %s policy=%+v\n", p.DAG.Name, p.DAG.Policy)
+			for _, n := range p.DAG.Nodes {
+				fmt.Fprintf(&b, "node %s agent=%s tool=%s prompt=%q deps=%v timeout=%s args=%v\n", n.ID, n.Agent, n.Tool, n.Prompt, n.DependsOn, n.Timeout, n.Args)
+			}
+			fmt.Fprintf(&b, "layers %v\n", Layers(&p.DAG))
+			return b.String()
+		})
+	})
+}
