@@ -144,3 +144,15 @@ func propertyNames(s schema) []string {
 	sort.Strings(names)
 	return names
 }
+
+// optInt returns *v, or def when the argument was not given, refusing
+// values outside [lo, hi].
+func optInt(tool, field string, v *int, def, lo, hi int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < lo || *v > hi {
+		return 0, fmt.Errorf("%w: %s: %s must be between %d and %d, got %d", ErrInvalidArgs, tool, field, lo, hi, *v)
+	}
+	return *v, nil
+}

@@ -32,7 +32,7 @@ const (
 // testOptions returns options rooted at a fresh directory with a hermetic
 // environment: PATH from this process, HOME in the temp dir, git configured
 // only through the environment.
-func testOptions(t *testing.T) Options {
+func testOptions(t testing.TB) Options {
 	t.Helper()
 	dir := t.TempDir()
 	home := t.TempDir()
@@ -54,7 +54,7 @@ func testOptions(t *testing.T) Options {
 	}
 }
 
-func newTestExecutor(t *testing.T, mutate func(*Options)) *Executor {
+func newTestExecutor(t testing.TB, mutate func(*Options)) *Executor {
 	t.Helper()
 	o := testOptions(t)
 	if mutate != nil {

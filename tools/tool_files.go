@@ -65,8 +65,8 @@ func inGitDir(rel string) bool {
 
 type readArgs struct {
 	Path      string `json:"path"`
-	StartLine int    `json:"start_line"`
-	MaxLines  int    `json:"max_lines"`
+	StartLine *int   `json:"start_line"`
+	MaxLines  *int   `json:"max_lines"`
 }
 
 type readData struct {
@@ -106,17 +106,16 @@ func (e *Executor) readFileTool() builtin {
 const math32 = 1<<31 - 1
 
 func (e *Executor) readFile(a readArgs) (Result, error) {
-	switch {
-	case a.Path == "":
+	if a.Path == "" {
 		return Result{}, fmt.Errorf("%w: read_file: path is required", ErrInvalidArgs)
-	case a.StartLine < 0:
-		return Result{}, fmt.Errorf("%w: read_file: start_line must be at least 1, got %d", ErrInvalidArgs, a.StartLine)
-	case a.MaxLines < 0 || a.MaxLines > maxReadLines:
-		return Result{}, fmt.Errorf("%w: read_file: max_lines must be between 1 and %d, got %d", ErrInvalidArgs, maxReadLines, a.MaxLines)
 	}
-	start, limit := max(a.StartLine, 1), a.MaxLines
-	if limit == 0 {
-		limit = e.opts.Files.ReadLines
+	start, err := optInt(ToolReadFile, "start_line", a.StartLine, 1, 1, math32)
+	if err != nil {
+		return Result{}, err
+	}
+	limit, err := optInt(ToolReadFile, "max_lines", a.MaxLines, e.opts.Files.ReadLines, 1, maxReadLines)
+	if err != nil {
+		return Result{}, err
 	}
 	rel, res, ok, err := e.resolveArg("path", a.Path)
 	if !ok {

@@ -23,6 +23,8 @@ const (
 	maxGrepLineBytes = 64 << 10
 	// grepShowBytes: a matching line is shown cut to this length.
 	grepShowBytes = 400
+	// maxGrepMatches caps the max_matches argument of grep.
+	maxGrepMatches = 100000
 	// maxPatternLen caps glob and grep patterns.
 	maxPatternLen = 1024
 )
@@ -77,8 +79,8 @@ func walkFailure(tool, p string, err error) (Result, error) {
 
 type listArgs struct {
 	Path       string `json:"path"`
-	Depth      int    `json:"depth"`
-	MaxEntries int    `json:"max_entries"`
+	Depth      *int   `json:"depth"`
+	MaxEntries *int   `json:"max_entries"`
 }
 
 type entry struct {
@@ -115,25 +117,19 @@ func (e *Executor) listTool() builtin {
 	}
 }
 
-func (e *Executor) maxEntries(tool string, n int) (int, error) {
-	switch {
-	case n < 0 || n > maxWalkEntries:
-		return 0, fmt.Errorf("%w: %s: max_entries must be between 1 and %d, got %d", ErrInvalidArgs, tool, maxWalkEntries, n)
-	case n == 0:
-		return e.opts.Files.MaxEntries, nil
-	}
-	return n, nil
+func (e *Executor) maxEntries(tool string, n *int) (int, error) {
+	return optInt(tool, "max_entries", n, e.opts.Files.MaxEntries, 1, maxWalkEntries)
 }
 
 func (e *Executor) list(ctx context.Context, a listArgs) (Result, error) {
-	if a.Depth < 0 || a.Depth > maxListDepth {
-		return Result{}, fmt.Errorf("%w: list: depth must be between 1 and %d, got %d", ErrInvalidArgs, maxListDepth, a.Depth)
+	depth, err := optInt(ToolList, "depth", a.Depth, 1, 1, maxListDepth)
+	if err != nil {
+		return Result{}, err
 	}
 	limit, err := e.maxEntries(ToolList, a.MaxEntries)
 	if err != nil {
 		return Result{}, err
 	}
-	depth := max(a.Depth, 1)
 	p := a.Path
 	if p == "" {
 		p = "."
@@ -212,7 +208,7 @@ func (en entry) display() string {
 type globArgs struct {
 	Pattern    string `json:"pattern"`
 	Path       string `json:"path"`
-	MaxEntries int    `json:"max_entries"`
+	MaxEntries *int   `json:"max_entries"`
 }
 
 func (e *Executor) globTool() builtin {
@@ -354,7 +350,7 @@ type grepArgs struct {
 	Glob       string `json:"glob"`
 	IgnoreCase bool   `json:"ignore_case"`
 	Literal    bool   `json:"literal"`
-	MaxMatches int    `json:"max_matches"`
+	MaxMatches *int   `json:"max_matches"`
 }
 
 type grepMatch struct {
@@ -383,7 +379,7 @@ func (e *Executor) grepTool() builtin {
 				"glob":        str(`Only search files matching this glob, e.g. "*.go" (matched against the file name) or "internal/**/*.go" (against the path).`),
 				"ignore_case": boolean("Match case-insensitively. Default false."),
 				"literal":     boolean("Treat pattern as plain text, not a regular expression. Default false."),
-				"max_matches": integer(fmt.Sprintf("Most matching lines to return. Default %d.", e.opts.Files.MaxMatches), 1, 100000),
+				"max_matches": integer(fmt.Sprintf("Most matching lines to return. Default %d.", e.opts.Files.MaxMatches), 1, maxGrepMatches),
 			}, "pattern")
 		},
 		run: func(ctx context.Context, e *Executor, _ string, raw json.RawMessage) (Result, error) {
@@ -402,8 +398,10 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 		return Result{}, fmt.Errorf("%w: grep: pattern is required", ErrInvalidArgs)
 	case len(a.Pattern) > maxPatternLen:
 		return Result{}, fmt.Errorf("%w: grep: pattern is longer than %d bytes", ErrInvalidArgs, maxPatternLen)
-	case a.MaxMatches < 0 || a.MaxMatches > 100000:
-		return Result{}, fmt.Errorf("%w: grep: max_matches must be between 1 and 100000, got %d", ErrInvalidArgs, a.MaxMatches)
+	}
+	limit, err := optInt(ToolGrep, "max_matches", a.MaxMatches, e.opts.Files.MaxMatches, 1, maxGrepMatches)
+	if err != nil {
+		return Result{}, err
 	}
 	if a.Glob != "" {
 		if err := checkGlob(ToolGrep, "glob", a.Glob); err != nil {
@@ -420,10 +418,6 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: grep: pattern %q is not a valid RE2 regular expression (set literal to search plain text): %w", ErrInvalidArgs, truncForMsg(a.Pattern), err)
-	}
-	limit := a.MaxMatches
-	if limit == 0 {
-		limit = e.opts.Files.MaxMatches
 	}
 	p := a.Path
 	if p == "" {

@@ -1,0 +1,44 @@
+package tools
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// A Result survives a JSON round trip unchanged, so a recorded result can be
+// reused on redelivery as it was.
+func TestResultRoundTrip(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	writeFile(t, e.WorkDir()+"/f.txt", "x\ny\n")
+	for _, r := range []Result{
+		mustRun(t, e, "engineer", ToolExec, map[string]any{"command": "echo out; echo err >&2; exit 2", "shell": true}),
+		mustRun(t, e, "engineer", ToolReadFile, map[string]any{"path": "f.txt"}),
+		mustRun(t, e, "engineer", ToolGrep, map[string]any{"pattern": "y"}),
+	} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Result
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r, back) {
+			t.Errorf("round trip changed the result:\n%+v\n%+v", r, back)
+		}
+		for _, key := range []string{`"call_id"`, `"tool"`, `"ok"`, `"exit_code"`, `"duration_ms"`} {
+			if !strings.Contains(string(b), key) {
+				t.Errorf("JSON lacks %s: %s", key, b)
+			}
+		}
+	}
+	r := mustRun(t, e, "engineer", ToolExec, map[string]any{"command": "echo out; echo err >&2; exit 2", "shell": true})
+	text := r.Text()
+	for _, want := range []string{"exit status 2", "--- stdout ---\nout\n", "--- stderr ---\nerr\n", "error: "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Text() lacks %q:\n%s", want, text)
+		}
+	}
+}
