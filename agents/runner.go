@@ -331,15 +331,11 @@ func (r *Runner) handle(ctx context.Context, d *Delivery) error {
 }
 
 func (r *Runner) waitCaughtUp(ctx context.Context) error {
-	s, err := r.js.Stream(ctx, broker.Stream)
+	last, err := r.log.LastSeq(ctx)
 	if err != nil {
 		return err
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return err
-	}
-	return r.opts.Caught.WaitFor(ctx, info.State.LastSeq)
+	return r.opts.Caught.WaitFor(ctx, last)
 }
 
 // appendOutputs appends a handler's events atomically. If some were appended by

@@ -338,3 +338,24 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+func TestGetAndLastSeq(t *testing.T) {
+	log, _ := newLog(t)
+	ctx := brokertest.Context(t)
+	if last, err := log.LastSeq(ctx); err != nil || last != 0 {
+		t.Fatalf("LastSeq of an empty stream = %d, %v", last, err)
+	}
+	env := userInput(t, "S1", "x")
+	log.Append(ctx, env)
+	log.Append(ctx, userInput(t, "S1", "y"))
+	ev, err := log.Get(ctx, 1)
+	if err != nil || ev.Env.ID != env.ID || ev.Seq != 1 {
+		t.Fatalf("Get(1) = %+v, %v", ev, err)
+	}
+	if last, _ := log.LastSeq(ctx); last != 2 {
+		t.Fatalf("LastSeq = %d, want 2", last)
+	}
+	if _, err := log.Get(ctx, 99); !errors.Is(err, events.ErrNotFound) {
+		t.Fatalf("Get(99): err = %v, want ErrNotFound", err)
+	}
+}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -187,3 +188,38 @@ func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, 
 
 // IsStreamSubject reports whether s is a subject of the SYLK stream.
 func IsStreamSubject(s string) bool { return strings.HasPrefix(s, Prefix+".") }
+
+// ErrNotFound means no event has that sequence.
+var ErrNotFound = errors.New("no such event")
+
+// Get returns the event at stream sequence seq with a direct get: one message
+// block read, no consumer.
+func (l *Log) Get(ctx context.Context, seq uint64) (*Event, error) {
+	s, err := l.js.Stream(ctx, broker.Stream)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get seq %d: %w", seq, err)
+	}
+	ev := &Event{Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Data: m.Data, Header: m.Header}
+	ev.Env, ev.Err = schemas.Unmarshal(m.Data)
+	return ev, nil
+}
+
+// LastSeq is the sequence of the last event in the stream (0 when empty).
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	s, err := l.js.Stream(ctx, broker.Stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}
