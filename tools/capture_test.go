@@ -174,7 +174,7 @@ func TestCaptureMemoryBound(t *testing.T) {
 			c := testCapture(t, OutputOptions{MaxBytes: maxBytes})
 			chunk := []byte(strings.Repeat(unit, 32<<10/len(unit)+1))
 			var total int64
-			for total < 16<<20 {
+			for total < 4<<20 {
 				c.Write(chunk)
 				total += int64(len(chunk))
 				if r := c.retained(); r > maxBytes {

@@ -216,12 +216,7 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Env.Block == nil {
 		o.Env.Block = DefaultEnvBlocklist()
 	}
-	if o.Secrets.MinValueLen == 0 {
-		o.Secrets.MinValueLen = DefaultMinSecretLen
-	}
-	if o.Secrets.Replacement == "" {
-		o.Secrets.Replacement = DefaultRedaction
-	}
+	o.Secrets.ensureDefaults()
 	t := &o.Timeouts
 	if t.Default == 0 {
 		t.Default = DefaultTimeout
@@ -360,6 +355,15 @@ func (o *Options) Validate() error {
 		return bad("max_concurrent must be at least 1, got %d", o.MaxConcurrent)
 	}
 	return nil
+}
+
+func (s *SecretOptions) ensureDefaults() {
+	if s.MinValueLen == 0 {
+		s.MinValueLen = DefaultMinSecretLen
+	}
+	if s.Replacement == "" {
+		s.Replacement = DefaultRedaction
+	}
 }
 
 // lineBytes is the byte budget of one kept line.

@@ -32,6 +32,7 @@ type procResult struct {
 	stderr      *capture
 	raw         *rawBuf
 	duration    time.Duration
+	base        time.Duration
 }
 
 // runProcess is not implemented without Unix process groups (on Windows it

@@ -15,18 +15,23 @@ import (
 	"go.uber.org/goleak"
 )
 
-// A child shell that ignores SIGINT and SIGTERM and spawns a grandchild that
-// ignores them too: cancellation must kill both through the process group,
-// within the grace periods, and keep the output written so far.
-func TestCancelKillsGrandchildIgnoringSignals(t *testing.T) {
+// A child shell that traps SIGINT and SIGTERM spawns a grandchild that traps
+// them too and carries on: cancellation must signal the whole group, kill
+// both within the grace periods, and keep the output written so far.
+func TestCancelKillsGrandchildTrappingSignals(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	e := newTestExecutor(t, nil)
 	dir := e.WorkDir()
-	writeFile(t, filepath.Join(dir, "stubborn.sh"), `trap '' INT TERM
-sh -c 'trap "" INT TERM; echo $$ > grandchild.pid; while :; do sleep 0.02; done' &
+	// The child traps both signals; being busy with its foreground job, it
+	// would run the handlers only after the grandchild ends. The grandchild
+	// traps both too and carries on. (A background job would have SIGINT
+	// ignored by the shell, and ignored signals cannot be trapped.)
+	writeFile(t, filepath.Join(dir, "stubborn.sh"), `trap 'echo child got INT' INT
+trap 'echo child got TERM' TERM
 echo $$ > child.pid
 echo started
-wait
+sh -c 'trap "echo grandchild got INT" INT; trap "echo grandchild got TERM" TERM; echo $$ > grandchild.pid; while :; do sleep 0.02; done'
+echo child went on
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,14 +82,53 @@ wait
 	if r.Signal != "SIGKILL" {
 		t.Errorf("Signal = %q, want SIGKILL", r.Signal)
 	}
-	if !strings.Contains(r.Stdout, "started") {
-		t.Errorf("partial output lost: stdout %q", r.Stdout)
+	for _, want := range []string{"started", "grandchild got INT", "grandchild got TERM"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q: %q", want, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "child went on") {
+		t.Errorf("the grandchild ended before SIGKILL: %q", r.Stdout)
 	}
 	// Run returns only when the group is gone: no waiting needed.
 	for name, pid := range map[string]int{"child": child, "grandchild": grandchild} {
 		if !pidGone(pid) {
 			t.Errorf("%s %d is still alive after Run returned", name, pid)
 		}
+	}
+}
+
+// The main process dies of SIGINT, but a grandchild that ignores SIGINT and
+// SIGTERM and no longer holds the output pipes lives on in the group: the
+// kill sequence goes on until the group is empty.
+func TestKillSequenceOutlivesTheLeader(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	dir := e.WorkDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type outcome struct {
+		r   Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := e.Run(ctx, "engineer", Call{ID: "c2", Tool: ToolExec, Args: json.RawMessage(
+			`{"command":"sh -c 'trap \"\" TERM; echo $$ > gc.pid; exec sleep 30' >/dev/null 2>&1 & echo started; wait","shell":true}`)})
+		done <- outcome{r, err}
+	}()
+	waitFor(t, 10*time.Second, "the grandchild pid file", func() bool { return fileHasPid(filepath.Join(dir, "gc.pid")) })
+	gc := readPid(t, filepath.Join(dir, "gc.pid"))
+	start := time.Now()
+	cancel()
+	o := <-done
+	if took := time.Since(start); took < testINTGrace+testTERMGrace {
+		t.Errorf("returned after %v, before the group was empty", took)
+	}
+	if o.r.Signal != "SIGINT" || !slices.Equal(o.r.KillSignals, []string{"SIGINT", "SIGTERM", "SIGKILL"}) {
+		t.Errorf("Signal=%q KillSignals=%v, want the leader dead of SIGINT and the sequence run to SIGKILL", o.r.Signal, o.r.KillSignals)
+	}
+	if !pidGone(gc) {
+		t.Errorf("grandchild %d alive after Run returned", gc)
 	}
 }
 

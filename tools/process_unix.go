@@ -44,6 +44,7 @@ type procResult struct {
 	stderr      *capture
 	raw         *rawBuf // stdout verbatim, when procSpec.rawLimit > 0
 	duration    time.Duration
+	base        time.Duration // the base timeout it ran with
 }
 
 var errTimedOut = errors.New("tools: adaptive timeout")
@@ -62,7 +63,7 @@ var errTimedOut = errors.New("tools: adaptive timeout")
 // returns when the leader exits even if a grandchild still holds them; the
 // readers are then bounded by a read deadline.
 func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
-	res := procResult{exitCode: -1, stdout: newCapture(e.opts.Output, e.det), stderr: newCapture(e.opts.Output, e.det)}
+	res := procResult{exitCode: -1, base: spec.base, stdout: newCapture(e.opts.Output, e.det), stderr: newCapture(e.opts.Output, e.det)}
 	select {
 	case e.slots <- struct{}{}:
 		defer func() { <-e.slots }()
@@ -299,11 +300,12 @@ func (g *group) signal(sig syscall.Signal) {
 	if g.gone || pgid <= 0 {
 		return
 	}
-	if err := syscall.Kill(-pgid, sig); errors.Is(err, syscall.ESRCH) {
+	switch err := syscall.Kill(-pgid, sig); {
+	case errors.Is(err, syscall.ESRCH):
 		g.gone = true
-		return
+	case err == nil:
+		g.sent = append(g.sent, signalName(sig))
 	}
-	g.sent = append(g.sent, signalName(sig))
 }
 
 // alive reports whether any process of the group still runs. Zombies do

@@ -32,22 +32,21 @@ type Redactor struct {
 
 // NewRedactor builds a Redactor from opts (zero fields take their defaults).
 func NewRedactor(opts SecretOptions) (*Redactor, error) {
-	o := Options{WorkDir: ".", Secrets: opts}
-	o.EnsureDefaults()
-	for _, v := range o.Secrets.Values {
+	opts.ensureDefaults()
+	for _, v := range opts.Values {
 		if len(v) < minConfiguredSecretLen {
 			return nil, fmt.Errorf("%w: secrets.values: a value of %d bytes is shorter than %d", ErrInvalidOptions, len(v), minConfiguredSecretLen)
 		}
 	}
-	r := &Redactor{replacement: o.Secrets.Replacement}
-	for _, p := range o.Secrets.Patterns {
+	r := &Redactor{replacement: opts.Replacement}
+	for _, p := range opts.Patterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("%w: secrets.patterns %q: %w", ErrInvalidOptions, p, err)
 		}
 		r.extra = append(r.extra, re)
 	}
-	return r.withValues(o.Secrets.Values...), nil
+	return r.withValues(opts.Values...), nil
 }
 
 // withValues returns a copy of r that also redacts vals. Values shorter than

@@ -34,6 +34,7 @@ type Result struct {
 	// ExitCode is the process exit status; -1 when the process was ended by
 	// a signal (see Signal) or never ran; 127 when the program was not
 	// found and 126 when it could not be executed, as a shell reports them.
+	// Tools that run no process report 0 when OK and -1 when not.
 	ExitCode int `json:"exit_code" msgpack:"exit_code"`
 	// Signal names the signal that ended the process ("SIGKILL"), if any.
 	Signal string `json:"signal,omitempty" msgpack:"signal,omitempty"`

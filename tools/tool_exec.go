@@ -128,7 +128,7 @@ func (e *Executor) runExec(ctx context.Context, agent string, a execArgs) (Resul
 		what = fmt.Sprintf("sh -c %q", truncForMsg(a.Command))
 	}
 	pr := e.runProcess(ctx, spec)
-	res := e.processResult(pr, argv[0], what, spec.base)
+	res := e.processResult(pr, argv[0], what)
 	if pr.canceled {
 		return res, &interruptedError{err: context.Cause(ctx)}
 	}
@@ -141,7 +141,7 @@ func isRefusal(err error) bool {
 }
 
 // processResult turns a finished process into a Result.
-func (e *Executor) processResult(pr procResult, argv0, what string, base time.Duration) Result {
+func (e *Executor) processResult(pr procResult, argv0, what string) Result {
 	r := Result{
 		ExitCode:    pr.exitCode,
 		Signal:      pr.signal,
@@ -168,7 +168,7 @@ func (e *Executor) processResult(pr procResult, argv0, what string, base time.Du
 	switch {
 	case pr.timedOut:
 		outcome = fmt.Sprintf("timed out after %s (base timeout %s; output that is not noise extends it by %s, up to %s)",
-			roundDur(pr.duration), roundDur(base), roundDur(e.opts.Timeouts.ExtendOnOutput), roundDur(e.opts.Timeouts.Max))
+			roundDur(pr.duration), roundDur(pr.base), roundDur(e.opts.Timeouts.ExtendOnOutput), roundDur(e.opts.Timeouts.Max))
 	case pr.canceled:
 		outcome = fmt.Sprintf("canceled after %s", roundDur(pr.duration))
 	case pr.signal != "":

@@ -38,7 +38,7 @@ func (e *Executor) gitOutcome(ctx context.Context, tool string, pr procResult, a
 	if pr.startErr == nil && pr.exitCode == 0 && !pr.timedOut && !pr.canceled {
 		return Result{}, true, nil
 	}
-	res = e.processResult(pr, "git", truncForMsg(what), 0)
+	res = e.processResult(pr, "git", truncForMsg(what))
 	if pr.startErr == nil && pr.exitCode > 0 {
 		// git explains itself on stderr (or stdout for "nothing to commit").
 		msg := strings.TrimSpace(res.Stderr)
