@@ -466,24 +466,29 @@ type ToolCall struct {
 
 // ToolResult is the recorded, redacted result of a tool call.
 type ToolResult struct {
-	CallID      string `json:"call_id"`
-	Tool        string `json:"tool"`
-	OK          bool   `json:"ok"`
-	ExitCode    int    `json:"exit_code"`
-	Signal      string `json:"signal,omitempty"`
-	Stdout      string `json:"stdout,omitempty"`
-	Stderr      string `json:"stderr,omitempty"`
-	StdoutBytes int64  `json:"stdout_bytes,omitempty"`
-	StderrBytes int64  `json:"stderr_bytes,omitempty"`
-	Truncated   bool   `json:"truncated,omitempty"`
-	Partial     bool   `json:"partial,omitempty"`
-	TimedOut    bool   `json:"timed_out,omitempty"`
-	DurationMS  int64  `json:"duration_ms"`
-	Error       string `json:"error,omitempty"`
-	Data        string `json:"data,omitempty"`
-	DAGID       string `json:"dag_id,omitempty"`
-	NodeID      string `json:"node_id,omitempty"`
-	Attempt     int    `json:"attempt,omitempty"`
+	CallID      string   `json:"call_id"`
+	Tool        string   `json:"tool"`
+	OK          bool     `json:"ok"`
+	ExitCode    int      `json:"exit_code"`
+	Signal      string   `json:"signal,omitempty"`
+	KillSignals []string `json:"kill_signals,omitempty"`
+	Output      string   `json:"output,omitempty"`
+	Stdout      string   `json:"stdout,omitempty"`
+	Stderr      string   `json:"stderr,omitempty"`
+	StdoutBytes int64    `json:"stdout_bytes,omitempty"`
+	StderrBytes int64    `json:"stderr_bytes,omitempty"`
+	Truncated   bool     `json:"truncated,omitempty"`
+	Partial     bool     `json:"partial,omitempty"`
+	TimedOut    bool     `json:"timed_out,omitempty"`
+	Canceled    bool     `json:"canceled,omitempty"`
+	DurationMS  int64    `json:"duration_ms"`
+	Summary     string   `json:"summary,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	// Data is the structured result of the file tools, as JSON text.
+	Data    string `json:"data,omitempty"`
+	DAGID   string `json:"dag_id,omitempty"`
+	NodeID  string `json:"node_id,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 }
 
 // LLMMessage is one chat message sent to or received from a model.

@@ -11,5 +11,7 @@ func commands(f *Factory) []*cobra.Command {
 		newConsumerCmd(f),
 		newSchemaCmd(f),
 		newBenchCmd(f),
+		newSignalCmd(f),
+		newDLQCmd(f),
 	}
 }

@@ -30,3 +30,19 @@ func defaultIO() *IOStreams {
 func (s *IOStreams) printJSON(v any) error {
 	return json.NewEncoder(s.Out).Encode(v)
 }
+
+// printIndentedJSON writes v as indented JSON.
+func printIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("  ", "  ")
+	return enc.Encode(v)
+}
+
+// truncateRunes cuts s to max runes, marking the cut.
+func truncateRunes(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
+}

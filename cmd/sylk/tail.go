@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -152,10 +151,5 @@ func summary(e *schemas.Envelope, max int) string {
 	if err != nil {
 		return "(payload not printable)"
 	}
-	s := strings.ReplaceAll(string(b), "\n", " ")
-	if utf8.RuneCountInString(s) > max {
-		r := []rune(s)
-		s = string(r[:max-1]) + "…"
-	}
-	return s
+	return truncateRunes(strings.ReplaceAll(string(b), "\n", " "), max)
 }
