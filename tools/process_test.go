@@ -156,10 +156,13 @@ func TestTimeoutStopsSilentCommand(t *testing.T) {
 func TestTimeoutEscalatesToSIGKILL(t *testing.T) {
 	e := newTestExecutor(t, func(o *Options) { o.Timeouts.ExtendOnOutput = 50 * time.Millisecond })
 	r := mustRun(t, e, "engineer", ToolExec, map[string]any{
-		"command": `trap '' INT TERM; echo waiting; while :; do sleep 0.02; done`, "shell": true, "timeout": 0.2,
+		"command": `trap '' INT TERM; echo $$ > me.pid; echo waiting; while :; do sleep 0.02; done`, "shell": true, "timeout": 0.2,
 	})
 	if !r.TimedOut || r.Signal != "SIGKILL" || !slices.Equal(r.KillSignals, []string{"SIGINT", "SIGTERM", "SIGKILL"}) {
 		t.Fatalf("TimedOut=%v Signal=%q KillSignals=%v", r.TimedOut, r.Signal, r.KillSignals)
+	}
+	if pid := readPid(t, filepath.Join(e.WorkDir(), "me.pid")); !pidGone(pid) {
+		t.Fatalf("shell %d alive after Run returned", pid)
 	}
 	if !strings.Contains(r.Stdout, "waiting") {
 		t.Fatalf("partial output lost: %q", r.Stdout)
@@ -207,6 +210,13 @@ func TestAdaptiveTimeoutIgnoresNoise(t *testing.T) {
 				t.Fatalf("noise kept it alive for %v", took)
 			}
 		})
+	}
+	// A progress display that redraws one line with carriage returns.
+	r := mustRun(t, e, "engineer", ToolExec, map[string]any{
+		"command": `i=0; while [ $i -lt 100 ]; do printf '\r%d%%' $i; sleep 0.05; i=$((i+1)); done`, "shell": true,
+	})
+	if !r.TimedOut {
+		t.Fatalf("carriage-return progress extended the timeout: %+v", r)
 	}
 }
 
