@@ -34,7 +34,7 @@ func TestLineWatch(t *testing.T) {
 		{[]string{"\n\n   \n"}, false},
 		{[]string{"Comp", "iling\n"}, true},
 		{[]string{"50%\rdone\r"}, true},
-		{[]string{"no newline yet"}, false}, // judged when the line ends
+		{[]string{"no newline yet"}, false},         // judged when the line ends
 		{[]string{string(make([]byte, 300))}, true}, // a long line is judged by its start
 	} {
 		a := newActivity(time.Now(), time.Second, time.Second, time.Minute, det)
