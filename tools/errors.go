@@ -34,3 +34,15 @@ var (
 	// ErrInvalidOptions: Options or Policy failed validation.
 	ErrInvalidOptions = errors.New("tools: invalid options")
 )
+
+// IsRefusal reports whether err is a refusal by Run (unknown tool,
+// permission denied, invalid call or arguments, path escape): permanent, not
+// worth a retry. An interrupted call (context ended) is not a refusal.
+func IsRefusal(err error) bool {
+	for _, s := range []error{ErrUnknownTool, ErrPermissionDenied, ErrInvalidCall, ErrInvalidArgs, ErrPathEscape} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -123,5 +123,8 @@ func TestRunRefusals(t *testing.T) {
 		if r.CallID != "" || r.OK {
 			t.Errorf("refused call returned a result: %+v", r)
 		}
+		if !IsRefusal(err) {
+			t.Errorf("IsRefusal(%v) = false", err)
+		}
 	}
 }

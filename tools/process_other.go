@@ -22,7 +22,6 @@ type procResult struct {
 	exitCode    int
 	signal      string
 	startErr    error
-	ioErr       error
 	timedOut    bool
 	canceled    bool
 	killSignals []string

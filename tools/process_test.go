@@ -69,8 +69,8 @@ echo child went on
 	if limit := testINTGrace + testTERMGrace + testKillWait; took > limit {
 		t.Errorf("Run returned after %v, want within %v", took, limit)
 	}
-	if !errors.Is(o.err, context.Canceled) {
-		t.Errorf("err = %v, want one wrapping context.Canceled", o.err)
+	if !errors.Is(o.err, context.Canceled) || IsRefusal(o.err) {
+		t.Errorf("err = %v, want one wrapping context.Canceled and not a refusal", o.err)
 	}
 	r := o.r
 	if want := []string{"SIGINT", "SIGTERM", "SIGKILL"}; !slices.Equal(r.KillSignals, want) {

@@ -34,7 +34,6 @@ type procResult struct {
 	exitCode    int
 	signal      string
 	startErr    error // the process did not start
-	ioErr       error // reading its output failed
 	timedOut    bool
 	canceled    bool
 	killSignals []string
@@ -152,7 +151,7 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 		})
 	}()
 
-	_ = cmd.Wait() // the outcome is read from ProcessState below
+	waitErr := cmd.Wait() // the outcome is read from ProcessState below
 	res.duration = time.Since(start)
 	close(leaderExited)
 	<-supDone
@@ -170,10 +169,15 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 	res.stdout.finish()
 	res.stderr.finish()
 
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	switch ws, ok := processStatus(cmd); {
+	case !ok:
+		// Someone else reaped the process (a wait for any child elsewhere
+		// in this program): its status is lost.
+		res.startErr = fmt.Errorf("lost the exit status: %w", waitErr)
+	case ws.Signaled():
 		res.signal = signalName(ws.Signal())
-	} else {
-		res.exitCode = cmd.ProcessState.ExitCode()
+	default:
+		res.exitCode = ws.ExitStatus()
 	}
 	res.killSignals, res.orphans, res.survivors = g.report()
 	if g.interrupted.Load() {
@@ -184,6 +188,14 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 		e.opts.Logger.Warn("tools: processes survived SIGKILL", "pgid", cmd.Process.Pid, "argv0", spec.argv[0])
 	}
 	return res
+}
+
+func processStatus(cmd *exec.Cmd) (syscall.WaitStatus, bool) {
+	if cmd.ProcessState == nil {
+		return 0, false
+	}
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ws, ok
 }
 
 // readStream copies a pipe into a capture and reports output to the

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -100,7 +99,7 @@ func (e *Executor) runExec(ctx context.Context, agent string, a execArgs) (Resul
 	if a.Dir != "" {
 		_, abs, err := e.root.resolve("dir", a.Dir)
 		if err != nil {
-			if isRefusal(err) {
+			if IsRefusal(err) {
 				return Result{}, err
 			}
 			return failed("exec: dir %q: %v", a.Dir, err), nil
@@ -133,11 +132,6 @@ func (e *Executor) runExec(ctx context.Context, agent string, a execArgs) (Resul
 		return res, &interruptedError{err: context.Cause(ctx)}
 	}
 	return res, nil
-}
-
-// isRefusal reports errors that refuse a call (as opposed to I/O failures).
-func isRefusal(err error) bool {
-	return errors.Is(err, ErrInvalidArgs) || errors.Is(err, ErrPathEscape) || errors.Is(err, ErrPermissionDenied)
 }
 
 // processResult turns a finished process into a Result.

@@ -49,7 +49,7 @@ func describeFSError(path string, err error) string {
 func (e *Executor) resolveArg(field, p string) (rel string, res Result, ok bool, err error) {
 	rel, _, err = e.root.resolve(field, p)
 	if err != nil {
-		if isRefusal(err) {
+		if IsRefusal(err) {
 			return "", Result{}, false, err
 		}
 		return "", failed("%s", describeFSError(p, err)), false, nil

@@ -228,7 +228,7 @@ func (e *Executor) gitPaths(tool string, paths []string) ([]string, error) {
 	for i, p := range paths {
 		rel, _, err := e.root.resolve(fmt.Sprintf("paths[%d]", i), p)
 		if err != nil {
-			if isRefusal(err) {
+			if IsRefusal(err) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: %s: paths[%d] %q: %s", ErrInvalidArgs, tool, i, p, describeFSError(p, err))
