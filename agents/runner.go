@@ -292,7 +292,9 @@ func (r *Runner) process(ctx context.Context, j *job) {
 	class, delay := Classify(ctx, err)
 	switch class {
 	case ClassNone:
-		if aerr := msg.DoubleAck(ctx); aerr != nil {
+		// A plain ack: if it is lost, the redelivery finds its outputs already
+		// in the stream (derived ids) and its side effects recorded.
+		if aerr := msg.Ack(); aerr != nil {
 			o.Logger.Warn("ack", "agent", o.Agent, "seq", d.Seq, "err", aerr)
 		}
 	case ClassStopping:

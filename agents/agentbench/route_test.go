@@ -1,0 +1,24 @@
+package agentbench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sylk/sylk/broker"
+)
+
+// BenchmarkRoute runs the routed-path comparisons once per b.N (use
+// -benchtime 1x) and reports each ratio.
+func BenchmarkRoute(b *testing.B) {
+	for b.Loop() {
+		cs, err := Route(context.Background(), RouteConfig{DataDir: b.TempDir(), Messages: 5000, SyncModes: []string{broker.SyncInterval, broker.SyncAlways}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		names := []string{"route/raw_interval", "p50/raw_interval", "p99/raw_interval", "route/raw_always", "p50/raw_always", "p99/raw_always"}
+		for i, c := range cs {
+			b.ReportMetric(c.Ratio, names[i])
+			b.Logf("%s", c)
+		}
+	}
+}
