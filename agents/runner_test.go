@@ -232,7 +232,6 @@ func TestPermanentErrorAndGarbageAreDeadLettered(t *testing.T) {
 	}
 }
 
-
 func TestPausedSessionIsHeldThenReleased(t *testing.T) {
 	h := newHarness(t)
 	h.signal("S1", schemas.SignalPause, schemas.ScopeSession) // before the runner starts: read on start-up
