@@ -174,7 +174,7 @@ func adaptiveExecutor(t *testing.T, hard time.Duration) *Executor {
 		o.Timeouts = TimeoutOptions{
 			Default:        200 * time.Millisecond,
 			PerCommand:     map[string]time.Duration{},
-			ExtendOnOutput: 400 * time.Millisecond,
+			ExtendOnOutput: time.Second,
 			Max:            hard,
 		}
 	})
