@@ -3,7 +3,6 @@ package agents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/sylk/sylk/schemas"
@@ -60,11 +59,15 @@ func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRec
 		return res, false, Transient(err, wait)
 	}
 	out, runErr := exec.Run(ctx, d.Agent, call)
-	breaker.Record(runErr != nil && !refusal(runErr))
-	if ctx.Err() != nil && d.runner.stopping(ctx) {
+	// A tool cut off by the context left a partial result: recorded when a
+	// signal or the node's timeout stopped it, not when the runner is stopping
+	// (it runs again on redelivery).
+	interrupted := runErr != nil && ctx.Err() != nil
+	breaker.Record(runErr != nil && !interrupted && !tools.IsRefusal(runErr))
+	if interrupted && d.runner.stopping(ctx) {
 		return res, false, ctx.Err()
 	}
-	if runErr != nil {
+	if runErr != nil && !interrupted {
 		out = tools.Result{CallID: call.ID, Tool: call.Tool, ExitCode: -1, Error: runErr.Error()}
 	}
 	res = ToolResultOf(out)
@@ -77,13 +80,6 @@ func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRec
 		return res, false, err
 	}
 	return res, false, nil
-}
-
-// refusal reports whether err is the tool layer refusing a call (the caller's
-// mistake), which says nothing about the resource's health.
-func refusal(err error) bool {
-	return errors.Is(err, tools.ErrUnknownTool) || errors.Is(err, tools.ErrPermissionDenied) ||
-		errors.Is(err, tools.ErrInvalidArgs) || errors.Is(err, tools.ErrInvalidCall) || errors.Is(err, tools.ErrPathEscape)
 }
 
 // ToolResultOf is the event payload of a tool result.
