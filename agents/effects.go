@@ -3,8 +3,10 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -14,9 +16,10 @@ type ToolRunner interface {
 	Run(ctx context.Context, agent string, call tools.Call) (tools.Result, error)
 }
 
-// ToolRecords finds a tool call's recorded result: projections.Store.
+// ToolRecords finds a tool call's recorded result: projections.Store. Not
+// recorded is an error wrapping projections.ErrNotFound.
 type ToolRecords interface {
-	ToolResult(callID string) (*schemas.ToolResult, bool)
+	ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error)
 }
 
 // ToolWhere says which DAG node a tool call belongs to, for the records.
@@ -35,8 +38,12 @@ type ToolWhere struct {
 // permission denied, bad arguments) is recorded as a failed result too, so it
 // is not retried.
 func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere) (res schemas.ToolResult, reused bool, err error) {
-	if rec, ok := records.ToolResult(call.ID); ok {
+	rec, _, err := records.ToolResult(ctx, call.ID)
+	switch {
+	case err == nil:
 		return *rec, true, nil
+	case !errors.Is(err, projections.ErrNotFound):
+		return res, false, Transient(fmt.Errorf("look up recorded result of %s: %w", call.ID, err), 0)
 	}
 	var args map[string]any
 	if len(call.Args) > 0 {

@@ -6,6 +6,7 @@ import "github.com/spf13/cobra"
 func commands(f *Factory) []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(f, nil),
+		newRunCmd(f),
 		newPublishCmd(f, nil),
 		newTailCmd(f, nil),
 		newConsumerCmd(f),

@@ -22,6 +22,7 @@ type Factory struct {
 	flagData, flagNATSURL, flagLogLevel string
 
 	broker *broker.Broker
+	server *server
 }
 
 func newFactory(io *IOStreams) *Factory {
@@ -96,6 +97,33 @@ func (f *Factory) Broker(ctx context.Context) (*broker.Broker, error) {
 	return b, nil
 }
 
+// Server connects to the server that owns the data directory, or, with none
+// running, starts one in this process with the projections and the agents, on
+// a free loopback port, for the command's duration (started = true). Either
+// way the returned broker is the connection to use.
+func (f *Factory) Server(ctx context.Context) (b *broker.Broker, started bool, err error) {
+	if f.broker != nil {
+		return f.broker, f.server != nil, nil
+	}
+	opts := f.BrokerOptions()
+	b, err = broker.Connect(ctx, opts)
+	if err == nil {
+		f.broker = b
+		return b, false, nil
+	}
+	if !errors.Is(err, broker.ErrNoServer) {
+		return nil, false, err
+	}
+	opts.Listen = "127.0.0.1:0"
+	opts.Name = "sylk-embedded"
+	s, err := startServer(ctx, f, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	f.server, f.broker = s, s.broker
+	return s.broker, true, nil
+}
+
 // Log is the event log on Broker.
 func (f *Factory) Log(ctx context.Context) (*events.Log, error) {
 	b, err := f.Broker(ctx)
@@ -107,6 +135,13 @@ func (f *Factory) Log(ctx context.Context) (*events.Log, error) {
 
 // Close releases what the factory opened.
 func (f *Factory) Close() {
+	if f.server != nil {
+		if err := f.server.stop(); err != nil {
+			slog.Warn("stopping the embedded server", "err", err)
+		}
+		f.server, f.broker = nil, nil
+		return
+	}
 	if f.broker != nil {
 		if err := f.broker.Close(); err != nil {
 			slog.Warn("closing the broker", "err", err)

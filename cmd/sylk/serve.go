@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sylk/sylk/broker"
 )
@@ -88,52 +86,4 @@ func urlOrNone(url string) string {
 		return "no listener"
 	}
 	return url
-}
-
-// server is a running broker with the components `sylk serve` runs over it.
-type server struct {
-	broker *broker.Broker
-	cancel context.CancelFunc
-	group  *errgroup.Group
-	// failed is closed when a component returns an error.
-	failed <-chan struct{}
-}
-
-// serverComponent runs beside the broker until ctx ends.
-type serverComponent struct {
-	name string
-	run  func(ctx context.Context, b *broker.Broker) error
-}
-
-// startServer starts an embedded broker on the data directory and the server's
-// components over it.
-func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server, error) {
-	b, err := broker.Start(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	g, gctx := errgroup.WithContext(cctx)
-	for _, c := range serverComponents(f) {
-		g.Go(func() error {
-			err := c.run(gctx, b)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			return nil
-		})
-	}
-	return &server{broker: b, cancel: cancel, group: g, failed: gctx.Done()}, nil
-}
-
-// stop ends the components, then the broker.
-func (s *server) stop() error {
-	s.cancel()
-	err := s.group.Wait()
-	return errors.Join(err, s.broker.Close())
-}
-
-// serverComponents lists what runs beside the broker.
-func serverComponents(*Factory) []serverComponent {
-	return nil
 }

@@ -1,0 +1,274 @@
+// Package orchestrator is the Orchestrator: it validates submitted DAGs and
+// runs them under their policy (seed L25498-25550): it dispatches ready nodes
+// up to max_concurrency, retries failed nodes with backoff, skips the
+// dependents of a failed node (everything not started, with fail_fast),
+// writes a checkpoint as each layer completes and ends with workflow_complete.
+//
+// It keeps no state of its own. Each message makes it read the DAG's
+// projection, caught up with the whole stream, and append what follows from
+// it. The events it appends have ids fixed by the DAG and the node attempt, so
+// two deliveries (or two Orchestrator processes) deciding the same step append
+// it once.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Name is the Orchestrator's agent name.
+const Name = "orchestrator"
+
+// Store is what the Orchestrator reads from the projections.
+type Store interface {
+	agents.Caught
+	DAG(ctx context.Context, id string) (*projections.DAG, error)
+	DAGs(ctx context.Context, f projections.DAGFilter) ([]*projections.DAG, error)
+	Checkpoints(ctx context.Context, session, dag string) ([]*projections.Checkpoint, error)
+}
+
+// DefaultMaxConcurrency applies when a DAG's policy leaves it at 0.
+const DefaultMaxConcurrency = 4
+
+// Orchestrator runs DAGs.
+type Orchestrator struct {
+	Store   Store
+	Log     *events.Log
+	Catalog plan.Catalog
+
+	// definitions caches each running DAG's dag_execute event, read once by
+	// stream sequence.
+	mu          sync.Mutex
+	definitions map[string]*definition
+}
+
+type definition struct {
+	env  *schemas.Envelope
+	exec *schemas.DAGExecute
+	byID map[string]*schemas.Node
+}
+
+// Handle takes the messages addressed to the Orchestrator.
+func (o *Orchestrator) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	switch d.Env.Type {
+	case schemas.TypeDAGExecute:
+		p, err := schemas.PayloadAs[schemas.DAGExecute](d.Env)
+		if err != nil {
+			return nil, agents.Permanent(err)
+		}
+		if err := plan.Validate(&p.DAG, nil, o.Catalog); err != nil {
+			var probs plan.Problems
+			errors.As(err, &probs)
+			out, derr := d.Derive(schemas.TypeDAGRejected, "user", "rejected", schemas.DAGRejected{DAGID: p.DAG.ID, Problems: probs})
+			if derr != nil {
+				return nil, agents.Permanent(derr)
+			}
+			return []*schemas.Envelope{out}, nil
+		}
+		return o.step(ctx, p.DAG.ID)
+	case schemas.TypeTaskComplete, schemas.TypeTaskFailed, schemas.TypeTaskHelp, schemas.TypeNodeRetry:
+		id, err := dagOf(d.Env)
+		if err != nil {
+			return nil, agents.Permanent(err)
+		}
+		return o.step(ctx, id)
+	case schemas.TypeSignal:
+		return o.signal(ctx, d)
+	case schemas.TypeValidationResult, schemas.TypeDAGStatus:
+		return nil, nil
+	}
+	return nil, agents.Unhandled(Name, d.Env.Type)
+}
+
+func dagOf(env *schemas.Envelope) (string, error) {
+	switch env.Type {
+	case schemas.TypeTaskComplete:
+		p, err := schemas.PayloadAs[schemas.TaskComplete](env)
+		if err != nil {
+			return "", err
+		}
+		return p.DAGID, nil
+	case schemas.TypeTaskFailed:
+		p, err := schemas.PayloadAs[schemas.TaskFailed](env)
+		if err != nil {
+			return "", err
+		}
+		return p.DAGID, nil
+	case schemas.TypeTaskHelp:
+		p, err := schemas.PayloadAs[schemas.TaskHelp](env)
+		if err != nil {
+			return "", err
+		}
+		return p.DAGID, nil
+	}
+	p, err := schemas.PayloadAs[schemas.NodeRetry](env)
+	if err != nil {
+		return "", err
+	}
+	return p.DAGID, nil
+}
+
+// step reads the DAG as of the end of the stream and appends its next steps.
+func (o *Orchestrator) step(ctx context.Context, dagID string) ([]*schemas.Envelope, error) {
+	if err := o.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	dag, err := o.Store.DAG(ctx, dagID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, agents.Permanent(fmt.Errorf("DAG %q: %w", dagID, err))
+	}
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	if dag.State != projections.DAGRunning {
+		o.forget(dagID)
+		return nil, nil
+	}
+	def, err := o.definition(ctx, dag)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := o.Store.Checkpoints(ctx, dag.Session, dag.ID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	return next(dag, def, cps, time.Now())
+}
+
+// catchUp waits until the projections have applied everything in the stream,
+// this Orchestrator's own earlier steps included.
+func (o *Orchestrator) catchUp(ctx context.Context) error {
+	last, err := o.Log.LastSeq(ctx)
+	if err != nil {
+		return agents.Transient(err, 0)
+	}
+	if err := o.Store.WaitFor(ctx, last); err != nil {
+		return agents.Transient(err, 0)
+	}
+	return nil
+}
+
+func (o *Orchestrator) definition(ctx context.Context, dag *projections.DAG) (*definition, error) {
+	o.mu.Lock()
+	def, ok := o.definitions[dag.ID]
+	o.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	ev, err := o.Log.Get(ctx, dag.CreatedSeq)
+	if err != nil {
+		return nil, agents.Transient(fmt.Errorf("DAG %s definition at seq %d: %w", dag.ID, dag.CreatedSeq, err), 0)
+	}
+	if ev.Env == nil || ev.Env.Type != schemas.TypeDAGExecute {
+		return nil, agents.Permanent(fmt.Errorf("DAG %s: seq %d is not its dag_execute", dag.ID, dag.CreatedSeq))
+	}
+	exec, err := schemas.PayloadAs[schemas.DAGExecute](ev.Env)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	def = &definition{env: ev.Env, exec: exec, byID: map[string]*schemas.Node{}}
+	for i := range exec.DAG.Nodes {
+		def.byID[exec.DAG.Nodes[i].ID] = &exec.DAG.Nodes[i]
+	}
+	o.mu.Lock()
+	if o.definitions == nil {
+		o.definitions = map[string]*definition{}
+	}
+	o.definitions[dag.ID] = def
+	o.mu.Unlock()
+	return def, nil
+}
+
+func (o *Orchestrator) forget(dagID string) {
+	o.mu.Lock()
+	delete(o.definitions, dagID)
+	o.mu.Unlock()
+}
+
+// signal: a cancel ends the running DAGs it covers; pause and resume are the
+// runners' business (they hold the session's messages).
+func (o *Orchestrator) signal(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	p, err := schemas.PayloadAs[schemas.Signal](d.Env)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	if p.Action != schemas.SignalCancel {
+		return nil, nil
+	}
+	if err := o.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	f := projections.DAGFilter{State: projections.DAGRunning}
+	if p.Scope != schemas.ScopeAll {
+		f.Session = d.Env.SessionID
+	}
+	dags, err := o.Store.DAGs(ctx, f)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	var outs []*schemas.Envelope
+	for _, dag := range dags {
+		def, err := o.definition(ctx, dag)
+		if err != nil {
+			return nil, err
+		}
+		c := counts(dag.Nodes)
+		e, err := derive(def, dag, schemas.TypeWorkflowComplete, "user", "complete", d.Now(), schemas.WorkflowComplete{
+			DAGID: dag.ID, Outcome: schemas.OutcomeCancelled, Succeeded: c.succeeded, Failed: c.failed, Skipped: c.skipped + c.open,
+			Summary:  fmt.Sprintf("cancelled: %d succeeded, %d failed, %d not run (%s)", c.succeeded, c.failed, c.skipped+c.open, reason(p.Reason)),
+			Duration: d.Now().Sub(dag.CreatedAt),
+		})
+		if err != nil {
+			return nil, agents.Permanent(err)
+		}
+		outs = append(outs, e)
+		o.forget(dag.ID)
+	}
+	return outs, nil
+}
+
+func reason(r string) string {
+	if r == "" {
+		return "by signal"
+	}
+	return r
+}
+
+// derive builds an event of the DAG's with an id fixed by the DAG and key, so
+// that whoever decides the same step first, it is appended once.
+func derive(def *definition, dag *projections.DAG, t schemas.Type, target, key string, now time.Time, payload any) (*schemas.Envelope, error) {
+	e, err := def.env.Derive(t, Name, target, now, payload)
+	if err != nil {
+		return nil, err
+	}
+	e.ID = schemas.DeriveID(def.env, Name+"/"+dag.ID+"/"+key)
+	return e, nil
+}
+
+type tally struct{ succeeded, failed, skipped, open int }
+
+func counts(nodes []*projections.Node) tally {
+	var t tally
+	for _, n := range nodes {
+		switch n.State {
+		case projections.NodeSucceeded:
+			t.succeeded++
+		case projections.NodeFailed:
+			t.failed++
+		case projections.NodeSkipped, projections.NodeCancelled:
+			t.skipped++
+		default:
+			t.open++
+		}
+	}
+	return t
+}
