@@ -1,0 +1,44 @@
+// Package projections folds the event log into Pebble read models: sessions, DAG
+// progress, checkpoints, what waits on the user, each session's events, traces
+// by correlation id, and the index of recorded tool results and LLM responses.
+//
+// All state is a fold over the SYLK stream. A [Projector] reads the stream in
+// order and applies each event to every projection; each projection writes its
+// state changes and its cursor (the last stream sequence it applied) in the same
+// Pebble batch, so a crash at any moment leaves state and cursor consistent and
+// the projector resumes at cursor+1. Apply is a pure function of (state, event):
+// timestamps come from the events, never the wall clock, and a projection reads
+// only its own keys, so each can be dropped and rebuilt alone.
+//
+// An event that breaks a rule (an illegal session transition, a task event for
+// an unknown DAG node, an answer to a question nobody asked) is recorded as a
+// [Rejection] with the reason and changes nothing else; it never stops the
+// projector.
+//
+// Projections and their keys (ids are [A-Za-z0-9_-], so 0x00 separates them;
+// sequences are 8-byte big-endian so ranges are ordered):
+//
+//	sessions     sessions/s/<sid>                  Session
+//	             sessions/focus, sessions/global   focused session, global pause
+//	dags         dags/d/<sid>\0<dag>               DAG header
+//	             dags/n/<sid>\0<dag>\0<index>      one Node
+//	             dags/id/<dag>\0<sid>              DAG id -> session
+//	             dags/running                      running DAGs (for cancel)
+//	checkpoints  checkpoints/c/<sid>\0<dag>\0<seq> Checkpoint
+//	pending      pending/p/<sid>\0<corr>           PendingRequest
+//	log          log/s/<sid>\0<seq>                the event's bytes
+//	             log/g/<seq>                       global (scope all) signals
+//	trace        trace/<corr>\0<seq>               the hop's session
+//	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
+//	every one    <name>/rej/<seq>                  Rejection
+//	meta         meta/cursor/<name>, meta/version/<name>, meta/head
+//
+// A projection whose version changed is dropped and rebuilt on [Open]; a Pebble
+// directory that fails to open is moved aside and rebuilt. [Store.Verify]
+// rebuilds into memory and compares key by key; [Store.SessionAsOf] folds one
+// session's events up to a point (the session log makes that O(its events)).
+//
+// Reading: [Reader] is the query interface. [*Store] answers from its own Pebble;
+// the api subpackage serves the same interface on sylk.api.> and gives clients a
+// [Reader] over NATS.
+package projections

@@ -1,0 +1,525 @@
+package projections_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// base is the timestamp of the first event a test appends; each further event
+// is one second later, so golden output is stable.
+var base = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+
+// world is a real broker, its event log and a projections store on an
+// in-memory filesystem.
+type world struct {
+	t     testing.TB
+	ctx   context.Context
+	log   *events.Log
+	fs    vfs.FS
+	store *projections.Store
+	n     int // events built so far
+}
+
+func newWorld(t testing.TB) *world {
+	b := brokertest.Start(t, brokertest.Options(t))
+	w := &world{t: t, ctx: brokertest.Context(t), log: events.New(b.JetStream()), fs: vfs.NewMem()}
+	w.open()
+	t.Cleanup(func() {
+		if w.store != nil {
+			w.store.Close()
+		}
+	})
+	return w
+}
+
+func (w *world) open() {
+	s, err := projections.Open(w.ctx, projections.Options{Dir: "/proj", FS: w.fs})
+	if err != nil {
+		w.t.Fatalf("open store: %v", err)
+	}
+	w.store = s
+}
+
+func (w *world) restart() {
+	if err := w.store.Close(); err != nil {
+		w.t.Fatalf("close store: %v", err)
+	}
+	w.open()
+	w.catchUp()
+}
+
+func (w *world) catchUp() uint64 {
+	seq, err := w.store.Projector(w.log).CatchUp(w.ctx)
+	if err != nil {
+		w.t.Fatalf("catch up: %v", err)
+	}
+	return seq
+}
+
+// envOpts are the envelope fields a line may set; everything else of the form
+// key=value goes into the payload.
+var envOpts = map[string]bool{"source": true, "target": true, "corr": true, "parent": true, "id": true, "chain": true, "reroutes": true, "intent": true}
+
+// payloadFields maps shorthand keys to payload fields.
+var payloadFields = map[string]string{
+	"dag": "dag_id", "node": "node_id", "call": "call_id", "plan": "plan_id", "reply": "in_reply_to",
+}
+
+// parseEvent reads one line: SESSION TYPE [key=value ...] [JSON payload].
+// dag_execute and plan_response take dag=ID nodes=a;b:a;c:a,b (id:deps).
+func (w *world) parseEvent(line string) (*schemas.Envelope, error) {
+	var jsonPart string
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		line, jsonPart = line[:i], line[i:]
+	}
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return nil, fmt.Errorf("want SESSION TYPE [k=v ...] [JSON]: %q", line)
+	}
+	t := schemas.Type(f[1])
+	payload := map[string]any{}
+	if jsonPart != "" {
+		if err := json.Unmarshal([]byte(jsonPart), &payload); err != nil {
+			return nil, fmt.Errorf("payload %s: %w", jsonPart, err)
+		}
+	}
+	opts := map[string]string{}
+	for _, kv := range f[2:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("option %q: want key=value", kv)
+		}
+		if envOpts[k] {
+			opts[k] = v
+			continue
+		}
+		if t == schemas.TypeDAGExecute || t == schemas.TypePlanResponse {
+			if k == "dag" || k == "nodes" {
+				d, _ := payload["dag"].(map[string]any)
+				if d == nil {
+					d = map[string]any{}
+					payload["dag"] = d
+				}
+				if k == "dag" {
+					d["id"] = v
+				} else {
+					d["nodes"] = parseNodes(v)
+				}
+				continue
+			}
+		}
+		if pf, ok := payloadFields[k]; ok {
+			k = pf
+		}
+		payload[k] = scalar(v)
+	}
+	raw, _ := json.Marshal(payload)
+	p, err := schemas.NewPayload(t)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("payload for %s: %w", t, err)
+	}
+	w.n++
+	source := opts["source"]
+	if source == "" {
+		source = "user"
+	}
+	env, err := schemas.New(t, f[0], source, opts["target"], base.Add(time.Duration(w.n)*time.Second), p)
+	if err != nil {
+		return nil, err
+	}
+	env.ID = fmt.Sprintf("e%04d", w.n)
+	env.CorrelationID = env.ID
+	if v := opts["id"]; v != "" {
+		env.ID = v
+	}
+	if v := opts["corr"]; v != "" {
+		env.CorrelationID = v
+	}
+	env.ParentID = opts["parent"]
+	if v := opts["chain"]; v != "" {
+		for _, c := range strings.Split(v, ",") {
+			agent, conf, _ := strings.Cut(c, ":")
+			x, _ := strconv.ParseFloat(conf, 64)
+			env.ConfidenceChain = append(env.ConfidenceChain, schemas.ConfidenceEntry{Agent: agent, Confidence: x})
+		}
+	}
+	if v := opts["reroutes"]; v != "" {
+		for _, r := range strings.Split(v, ",") {
+			from, to, _ := strings.Cut(r, ">")
+			env.RerouteHistory = append(env.RerouteHistory, schemas.RerouteHop{From: from, To: to, Reason: "not my domain"})
+		}
+	}
+	if v := opts["intent"]; v != "" {
+		env.StructuredIntent = &schemas.StructuredIntent{OriginalRequest: v}
+	}
+	return env, schemas.Validate(env)
+}
+
+func parseNodes(spec string) []any {
+	var out []any
+	for _, n := range strings.Split(spec, ";") {
+		id, deps, _ := strings.Cut(n, ":")
+		node := map[string]any{"id": id, "agent": "engineer", "tool": "exec"}
+		if deps != "" {
+			var d []any
+			for _, x := range strings.Split(deps, ",") {
+				d = append(d, x)
+			}
+			node["depends_on"] = d
+		}
+		out = append(out, node)
+	}
+	return out
+}
+
+func scalar(v string) any {
+	if n, err := strconv.Atoi(v); err == nil {
+		return n
+	}
+	if v == "true" || v == "false" {
+		return v == "true"
+	}
+	return v
+}
+
+// appendLines appends one event per line, folds them and reports each event's
+// sequence and any rejection.
+func (w *world) appendLines(input string) string {
+	var out strings.Builder
+	var seqs []uint64
+	var envs []*schemas.Envelope
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		env, err := w.parseEvent(line)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		seq, err := w.log.Append(w.ctx, env)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		seqs, envs = append(seqs, seq), append(envs, env)
+	}
+	w.catchUp()
+	for i, seq := range seqs {
+		fmt.Fprintf(&out, "%d %s %s", seq, envs[i].SessionID, envs[i].Type)
+		rs, err := w.store.Rejections(w.ctx, projections.RejectionFilter{Seq: seq})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		for _, r := range rs {
+			fmt.Fprintf(&out, "\n  rejected by %s: %s", r.Projection, r.Reason)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+func formatTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format("15:04:05")
+}
+
+func formatSession(s *projections.Session) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", s.ID, s.State)
+	if s.Name != "" {
+		fmt.Fprintf(&b, " name=%q", s.Name)
+	}
+	if s.Focused {
+		b.WriteString(" focused")
+	}
+	if s.Paused {
+		b.WriteString(" paused")
+	}
+	fmt.Fprintf(&b, " created=%s activated=%s suspended=%s completed=%s failed=%s last=%d@%s",
+		s.CreatedAt.Format("15:04:05"), formatTime(s.ActivatedAt), formatTime(s.SuspendedAt), formatTime(s.CompletedAt),
+		formatTime(s.FailedAt), s.LastSeq, s.LastActiveAt.Format("15:04:05"))
+	if s.Summary != "" {
+		fmt.Fprintf(&b, " summary=%q", s.Summary)
+	}
+	if s.FailReason != "" {
+		fmt.Fprintf(&b, " fail=%q", s.FailReason)
+	}
+	if s.ActiveDAG != "" || len(s.DAGHistory) > 0 {
+		fmt.Fprintf(&b, " active_dag=%s dags=%v", s.ActiveDAG, s.DAGHistory)
+	}
+	b.WriteString("\n  transitions:")
+	for _, tr := range s.Transitions {
+		from := string(tr.From)
+		if from == "" {
+			from = "-"
+		}
+		fmt.Fprintf(&b, " %d:%s>%s(%s)", tr.Seq, from, tr.To, tr.Event)
+	}
+	c, _ := json.Marshal(s.Context)
+	if string(c) != "{}" {
+		fmt.Fprintf(&b, "\n  context: %s", c)
+	}
+	return b.String()
+}
+
+func formatDAG(d *projections.DAG) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %s: %s, layer %d of %d", d.ID, d.Session, d.State, d.CurrentLayer, len(d.Layers))
+	var counts []string
+	for _, s := range projections.NodeStates {
+		if n := d.Counts[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%s=%d", s, n))
+		}
+	}
+	fmt.Fprintf(&b, " [%s]", strings.Join(counts, " "))
+	if len(d.Layers) > 0 {
+		fmt.Fprintf(&b, " layers=%v", d.Layers)
+	}
+	if len(d.Problems) > 0 {
+		fmt.Fprintf(&b, "\n  problems: %s", strings.Join(d.Problems, "; "))
+	}
+	if d.Outcome != nil {
+		fmt.Fprintf(&b, "\n  outcome: %s %q at seq %d", d.Outcome.Outcome, d.Outcome.Summary, d.Outcome.Seq)
+	}
+	for _, n := range d.Nodes {
+		fmt.Fprintf(&b, "\n  %s L%d %s", n.ID, n.Layer, n.State)
+		if n.Attempt > 0 {
+			fmt.Fprintf(&b, " attempt=%d", n.Attempt)
+		}
+		if n.Result != nil {
+			fmt.Fprintf(&b, " result=%q@%d", n.Result.Summary, n.Result.Seq)
+		}
+		if n.LastError != "" {
+			fmt.Fprintf(&b, " error=%q", n.LastError)
+		}
+		if n.SkipReason != "" {
+			fmt.Fprintf(&b, " why=%q", n.SkipReason)
+		}
+		if n.Help != "" {
+			fmt.Fprintf(&b, " help=%q", n.Help)
+		}
+		for _, c := range n.Calls {
+			fmt.Fprintf(&b, " call=%s(start@%d result@%d ok=%v)", c.ID, c.Seq, c.ResultSeq, c.OK)
+		}
+	}
+	return b.String()
+}
+
+// run executes one datadriven command against the world.
+func (w *world) run(t *testing.T, cmd string, args map[string]string, input string) string {
+	ctx := w.ctx
+	errOut := func(err error) string { return "error: " + err.Error() + "\n" }
+	switch cmd {
+	case "append":
+		return w.appendLines(input)
+	case "restart":
+		w.restart()
+		return fmt.Sprintf("cursor %d\n", w.store.Cursor())
+	case "session":
+		s, err := w.store.Session(ctx, args["id"])
+		if err != nil {
+			return errOut(err)
+		}
+		return formatSession(s) + "\n"
+	case "sessions":
+		ss, err := w.store.Sessions(ctx, projections.SessionFilter{State: projections.SessionState(args["state"])})
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s %s\n", s.ID, s.State)
+		}
+		return b.String()
+	case "dag":
+		var d *projections.DAG
+		var err error
+		if args["session"] != "" {
+			d, err = w.store.SessionDAG(ctx, args["session"], args["id"])
+		} else {
+			d, err = w.store.DAG(ctx, args["id"])
+		}
+		if err != nil {
+			return errOut(err)
+		}
+		return formatDAG(d) + "\n"
+	case "dags":
+		ds, err := w.store.DAGs(ctx, projections.DAGFilter{Session: args["session"], State: projections.DAGState(args["state"])})
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, d := range ds {
+			fmt.Fprintf(&b, "%s %s %s\n", d.Session, d.ID, d.State)
+		}
+		return b.String()
+	case "checkpoints":
+		cs, err := w.store.Checkpoints(ctx, args["session"], args["dag"])
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, c := range cs {
+			fmt.Fprintf(&b, "seq %d %s/%s layer %d by %s succeeded=%v failed=%v skipped=%v\n", c.Seq, c.Session, c.DAG, c.Layer, c.Source, c.Succeeded, c.Failed, c.Skipped)
+		}
+		return b.String()
+	case "pending":
+		rs, err := w.store.Pending(ctx, args["session"])
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, r := range rs {
+			fmt.Fprintf(&b, "%s %s %s asked by %s at seq %d: %q\n", r.Session, r.Correlation, r.Kind, r.Asker, r.Seq, r.Question+r.PlanID)
+		}
+		if b.Len() == 0 {
+			return "(nothing waits)\n"
+		}
+		return b.String()
+	case "request":
+		r, err := w.store.PendingRequest(ctx, args["session"], args["ref"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("%s %s %s asker=%s answer=%q by %s at seq %d\n", r.Correlation, r.Kind, r.State, r.Asker, r.Answer, r.AnsweredBy, r.AnswerSeq)
+	case "trace":
+		tr, err := w.store.Trace(ctx, args["corr"])
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s sessions=%v confidence=%.4f reroutes=%d", tr.Correlation, tr.Sessions, tr.Confidence, len(tr.Reroutes))
+		if tr.Intent != nil {
+			fmt.Fprintf(&b, " intent=%q", tr.Intent.OriginalRequest)
+		}
+		for _, h := range tr.Hops {
+			fmt.Fprintf(&b, "\n  %d %s %s>%s %s", h.Seq, h.ID, h.Source, h.Target, h.Type)
+			if h.Confidence != nil {
+				fmt.Fprintf(&b, " %s:%.2f", h.Confidence.Agent, h.Confidence.Confidence)
+			}
+		}
+		return b.String() + "\n"
+	case "tool-result":
+		r, seq, err := w.store.ToolResult(ctx, args["call"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("seq %d call %s tool %s ok=%v stdout=%q\n", seq, r.CallID, r.Tool, r.OK, r.Stdout)
+	case "llm-response":
+		r, seq, err := w.store.LLMResponse(ctx, args["call"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("seq %d call %s content=%q\n", seq, r.CallID, r.Content)
+	case "log":
+		q := projections.LogQuery{Session: args["session"]}
+		if v := args["from"]; v != "" {
+			q.From, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v := args["until"]; v != "" {
+			q.Until, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v := args["limit"]; v != "" {
+			q.Limit, _ = strconv.Atoi(v)
+		}
+		page, err := w.store.SessionLog(ctx, q)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, e := range page.Entries {
+			env, err := schemas.Unmarshal(e.Data)
+			if err != nil {
+				return errOut(err)
+			}
+			fmt.Fprintf(&b, "%d %s %s\n", e.Seq, env.SessionID, env.Type)
+		}
+		if page.More {
+			fmt.Fprintf(&b, "more from %d\n", page.Next)
+		}
+		return b.String()
+	case "asof":
+		var at projections.AsOf
+		if v := args["seq"]; v != "" {
+			at.Seq, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v := args["time"]; v != "" {
+			at.Time, _ = time.Parse(time.RFC3339, v)
+		}
+		view, err := w.store.SessionAsOf(ctx, args["session"], at)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "as of %d\n", view.AsOf)
+		if view.Session == nil {
+			b.WriteString("no session yet\n")
+		} else {
+			b.WriteString(formatSession(view.Session) + "\n")
+		}
+		for _, d := range view.DAGs {
+			b.WriteString(formatDAG(d) + "\n")
+		}
+		for _, c := range view.Checkpoints {
+			fmt.Fprintf(&b, "checkpoint %s layer %d at seq %d\n", c.DAG, c.Layer, c.Seq)
+		}
+		for _, r := range view.Pending {
+			fmt.Fprintf(&b, "pending %s %s\n", r.Kind, r.Correlation)
+		}
+		return b.String()
+	case "rejections":
+		rs, err := w.store.Rejections(ctx, projections.RejectionFilter{Projection: args["projection"], Session: args["session"]})
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, r := range rs {
+			fmt.Fprintf(&b, "%d %s %s %s: %s\n", r.Seq, r.Projection, r.Session, r.Type, r.Reason)
+		}
+		return b.String()
+	case "verify":
+		rep, err := w.store.Verify(ctx, w.log)
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("ok: %d keys identical at seq %d\n", rep.Keys, rep.Applied)
+	case "status":
+		st, err := w.store.Status(ctx)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		names := make([]string, 0, len(st.Projections))
+		rej := map[string]int{}
+		for _, p := range st.Projections {
+			names = append(names, fmt.Sprintf("%s@%d", p.Name, p.Cursor))
+			rej[p.Name] = p.Rejected
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "applied %d ready %v cursors %v rejected %v\n", st.Applied, st.Ready, names, rej)
+		return b.String()
+	}
+	t.Fatalf("unknown command %q", cmd)
+	return ""
+}

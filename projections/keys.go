@@ -1,0 +1,120 @@
+package projections
+
+import (
+	"encoding/binary"
+)
+
+// Key layout: see the package comment. Ids never contain 0x00, so it separates
+// them and a prefix ending in 0x00 selects exactly one id's keys.
+const sep = 0x00
+
+// key joins parts with sep after a fixed prefix.
+func key(prefix string, parts ...string) []byte {
+	n := len(prefix)
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n+8)
+	b = append(b, prefix...)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, sep)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+// withSeq appends sep and a big-endian sequence to k.
+func withSeq(k []byte, seq uint64) []byte {
+	k = append(k, sep)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no upper bound
+}
+
+// under returns the prefix of all keys below k's id: k + sep.
+func under(k []byte) []byte { return append(append([]byte(nil), k...), sep) }
+
+// seqSuffix reads the big-endian sequence at the end of k.
+func seqSuffix(k []byte) uint64 {
+	if len(k) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[len(k)-8:])
+}
+
+// Keys of each projection.
+func sessionKey(sid string) []byte { return key("sessions/s/", sid) }
+
+var (
+	sessionsPrefix  = []byte("sessions/s/")
+	focusKey        = []byte("sessions/focus")
+	globalPauseKey  = []byte("sessions/global")
+	dagRunningKey   = []byte("dags/running")
+	dagHeaderPrefix = []byte("dags/d/")
+	headKey         = []byte("meta/head")
+)
+
+func dagKey(sid, dag string) []byte         { return key("dags/d/", sid, dag) }
+func dagNodesPrefix(sid, dag string) []byte { return under(key("dags/n/", sid, dag)) }
+func dagNodeKey(sid, dag string, i int) []byte {
+	return binary.BigEndian.AppendUint32(dagNodesPrefix(sid, dag), uint32(i))
+}
+func dagIDKey(dag, sid string) []byte { return key("dags/id/", dag, sid) }
+func dagIDPrefix(dag string) []byte   { return under(key("dags/id/", dag)) }
+
+func checkpointDAGKey(sid, dag string) []byte { return key("checkpoints/k/", sid, dag) }
+func checkpointKey(sid, dag string, seq uint64) []byte {
+	return withSeq(key("checkpoints/c/", sid, dag), seq)
+}
+func checkpointsPrefix(sid string) []byte { return under(key("checkpoints/c/", sid)) }
+func checkpointsDAGPrefix(sid, dag string) []byte {
+	return under(key("checkpoints/c/", sid, dag))
+}
+
+func pendingKey(sid, corr string) []byte     { return key("pending/p/", sid, corr) }
+func pendingPrefix(sid string) []byte        { return under(key("pending/p/", sid)) }
+func pendingAliasKey(sid, id string) []byte  { return key("pending/id/", sid, id) }
+func pendingPlanKey(sid, plan string) []byte { return key("pending/plan/", sid, plan) }
+
+func logKey(sid string, seq uint64) []byte { return withSeq(key("log/s/", sid), seq) }
+func logPrefix(sid string) []byte          { return under(key("log/s/", sid)) }
+func globalLogKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte("log/g/"), seq)
+}
+
+var globalLogPrefix = []byte("log/g/")
+
+func traceKey(corr string, seq uint64) []byte { return withSeq(key("trace/", corr), seq) }
+func tracePrefix(corr string) []byte          { return under(key("trace/", corr)) }
+
+func toolCallKey(call string) []byte { return key("calls/tool/", call) }
+func llmCallKey(call string) []byte  { return key("calls/llm/", call) }
+
+func rejectionKey(projection string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(projection+"/rej/"), seq)
+}
+func rejectionPrefix(projection string) []byte { return []byte(projection + "/rej/") }
+
+func cursorKey(projection string) []byte  { return []byte("meta/cursor/" + projection) }
+func versionKey(projection string) []byte { return []byte("meta/version/" + projection) }
+
+func putUint64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func getUint64(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}

@@ -1,0 +1,98 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Defaults.
+const (
+	// DefaultCacheObjects is how many decoded state objects the fold keeps
+	// between batches.
+	DefaultCacheObjects = 100_000
+	// DefaultBatchEvents and DefaultBatchBytes bound one Pebble batch: while
+	// catching up, events are folded in batches this large, each one commit.
+	DefaultBatchEvents = 50_000
+	DefaultBatchBytes  = 32 << 20
+	// DefaultBatchDelay is the longest an applied event waits for more events to
+	// share its batch when the stream says more are coming. An event with
+	// nothing behind it is committed at once.
+	DefaultBatchDelay = 100 * time.Millisecond
+	// DefaultBlockCacheBytes is Pebble's block cache.
+	DefaultBlockCacheBytes = 32 << 20
+	// DefaultMemTableBytes is Pebble's memtable size.
+	DefaultMemTableBytes = 64 << 20
+)
+
+// ErrInvalidOptions is wrapped by every Options.Validate failure.
+var ErrInvalidOptions = errors.New("invalid projections options")
+
+// Options configure Open.
+type Options struct {
+	// Dir is the Pebble directory, by convention <data>/projections. Required.
+	Dir string
+	// FS is the filesystem; tests use vfs.NewMem(). Default vfs.Default.
+	FS vfs.FS
+	// Logger receives warnings (a store moved aside, a projection rebuilt) and
+	// Pebble's own messages at debug level. Default slog.Default().
+	Logger *slog.Logger
+
+	CacheObjects    int
+	BatchEvents     int
+	BatchBytes      int
+	BatchDelay      time.Duration
+	BlockCacheBytes int64
+	MemTableBytes   uint64
+}
+
+// EnsureDefaults fills unset fields and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.CacheObjects == 0 {
+		o.CacheObjects = DefaultCacheObjects
+	}
+	if o.BatchEvents == 0 {
+		o.BatchEvents = DefaultBatchEvents
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.BatchDelay == 0 {
+		o.BatchDelay = DefaultBatchDelay
+	}
+	if o.BlockCacheBytes == 0 {
+		o.BlockCacheBytes = DefaultBlockCacheBytes
+	}
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = DefaultMemTableBytes
+	}
+	return o
+}
+
+// Validate reports the first unusable setting.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return fmt.Errorf("%w: no directory", ErrInvalidOptions)
+	case o.CacheObjects < 0:
+		return fmt.Errorf("%w: CacheObjects %d is negative", ErrInvalidOptions, o.CacheObjects)
+	case o.BatchEvents < 1:
+		return fmt.Errorf("%w: BatchEvents %d must be at least 1", ErrInvalidOptions, o.BatchEvents)
+	case o.BatchBytes < 1:
+		return fmt.Errorf("%w: BatchBytes %d must be at least 1", ErrInvalidOptions, o.BatchBytes)
+	case o.BatchDelay < 0:
+		return fmt.Errorf("%w: BatchDelay %s is negative", ErrInvalidOptions, o.BatchDelay)
+	case o.MemTableBytes < 1<<20:
+		return fmt.Errorf("%w: MemTableBytes %d is below 1 MiB", ErrInvalidOptions, o.MemTableBytes)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package projections
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Projection names.
+const (
+	Sessions    = "sessions"
+	DAGs        = "dags"
+	Checkpoints = "checkpoints"
+	Pending     = "pending"
+	Log         = "log"
+	Traces      = "trace"
+	Calls       = "calls"
+)
+
+// projection is one read model: a name, a version, the key prefix it owns, and
+// its fold. apply returns an error only when storage fails; an event that
+// breaks the projection's rules is recorded with tx.reject.
+type projection struct {
+	name    string
+	version int
+	apply   func(t *tx, ev *event) error
+}
+
+// prefix is the key range the projection owns: "<name>/".
+func (p *projection) prefix() []byte { return []byte(p.name + "/") }
+
+// projectionList is every projection in the order events are applied. Bump a
+// version when its fold or key layout changes: Open then rebuilds it.
+var projectionList = []*projection{
+	{name: Sessions, version: 1, apply: applySessions},
+	{name: DAGs, version: 1, apply: applyDAGs},
+	{name: Checkpoints, version: 1, apply: applyCheckpoints},
+	{name: Pending, version: 1, apply: applyPending},
+	{name: Log, version: 1, apply: applyLog},
+	{name: Traces, version: 1, apply: applyTrace},
+	{name: Calls, version: 1, apply: applyCalls},
+}
+
+// ProjectionNames lists the projections.
+func ProjectionNames() []string {
+	out := make([]string, len(projectionList))
+	for i, p := range projectionList {
+		out[i] = p.name
+	}
+	return out
+}
+
+func projectionByName(name string) *projection {
+	for _, p := range projectionList {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// event is one stream event being applied, with its payload decoded once for
+// all projections.
+type event struct {
+	seq  uint64
+	env  *schemas.Envelope // nil when the bytes are not an envelope
+	data []byte
+	id   string // the envelope id, or the Nats-Msg-Id of undecodable bytes
+	err  error
+
+	decoded bool
+	payload any
+	perr    error
+}
+
+func newEvent(ev *events.Event) *event {
+	e := &event{seq: ev.Seq, env: ev.Env, data: ev.Data, err: ev.Err}
+	switch {
+	case ev.Env != nil:
+		e.id = ev.Env.ID
+	case ev.Header != nil:
+		if v := ev.Header[events.HeaderMsgID]; len(v) > 0 {
+			e.id = v[0]
+		}
+	}
+	return e
+}
+
+// decode returns the decoded payload (a pointer to the type's struct).
+func (e *event) decode() (any, error) {
+	if !e.decoded {
+		e.decoded = true
+		e.payload, e.perr = schemas.DecodePayload(e.env)
+	}
+	return e.payload, e.perr
+}
+
+// reject records that projection p refused e, and why.
+func (t *tx) reject(p string, e *event, format string, args ...any) error {
+	r := Rejection{Projection: p, Seq: e.seq, ID: e.id, Reason: fmt.Sprintf(format, args...)}
+	if e.env != nil {
+		r.Session, r.Type = e.env.SessionID, e.env.Type
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return t.set(rejectionKey(p, e.seq), v)
+}
+
+// payloadOf decodes e's payload as a *P, recording a rejection by projection p
+// when it does not decode (it was valid when appended, so this means a newer
+// writer changed the payload incompatibly).
+func payloadOf[P any](t *tx, p string, e *event) (*P, error) {
+	v, err := e.decode()
+	if err != nil {
+		return nil, t.reject(p, e, "payload does not decode: %v", err)
+	}
+	out, ok := v.(*P)
+	if !ok {
+		return nil, t.reject(p, e, "payload is a %T", v)
+	}
+	return out, nil
+}

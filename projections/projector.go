@@ -1,0 +1,435 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sylk/sylk/events"
+)
+
+// Source is the event log a projector reads; *events.Log is one.
+type Source interface {
+	// Tail follows the events matching subject from a cursor, live.
+	Tail(ctx context.Context, subject string, from events.Cursor) (*events.Tail, error)
+	// Scan calls fn for the events matching subject from a cursor up to to (0:
+	// the last the stream holds when Scan starts), in order, then returns.
+	Scan(ctx context.Context, subject string, from events.Cursor, to uint64, fn func(*events.Event) error) error
+}
+
+// allEvents is the subject of every event.
+const allEvents = events.Prefix + ".>"
+
+// readAhead is how many events the reader decodes ahead of the fold.
+const readAhead = 8192
+
+// Projector folds the stream into a Store. Run follows it live; CatchUp folds
+// what the stream holds now and returns. Only one of them runs at a time.
+type Projector struct {
+	s   *Store
+	src Source
+	c   *cache
+
+	// until bounds a fold (verify): a projection never applies past it.
+	until map[string]uint64
+
+	busy sync.Mutex // held by Run, CatchUp and Rebuild
+
+	mu          sync.Mutex
+	cancelFold  context.CancelFunc
+	rebuildWant bool
+	rebuildDone chan struct{}
+}
+
+// Projector returns the store's projector reading src; a store has one.
+func (s *Store) Projector(src Source) *Projector {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projector == nil {
+		s.projector = &Projector{s: s, src: src, c: newCache(s.opts.CacheObjects)}
+	}
+	return s.projector
+}
+
+// Run folds the stream from the stored cursors, then follows it live until ctx
+// ends (it then returns ctx's error). Status says when it has caught up.
+func (p *Projector) Run(ctx context.Context) error {
+	p.busy.Lock()
+	defer p.busy.Unlock()
+	for {
+		fctx, cancel := context.WithCancel(ctx)
+		p.mu.Lock()
+		p.cancelFold = cancel
+		p.mu.Unlock()
+		err := p.fold(fctx, false, 0)
+		if err == nil {
+			p.s.markReady()
+			err = p.fold(fctx, true, 0)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.mu.Lock()
+		want := p.rebuildWant
+		p.rebuildWant = false
+		p.mu.Unlock()
+		if !want {
+			if err == nil {
+				err = errors.New("live tail ended")
+			}
+			return err
+		}
+		if err := p.startRebuild(); err != nil {
+			return err
+		}
+	}
+}
+
+// CatchUp folds every event the stream holds now and returns the last
+// sequence applied.
+func (p *Projector) CatchUp(ctx context.Context) (uint64, error) {
+	p.busy.Lock()
+	defer p.busy.Unlock()
+	if err := p.fold(ctx, false, 0); err != nil {
+		return p.s.Cursor(), err
+	}
+	p.s.markReady()
+	return p.s.Cursor(), nil
+}
+
+// Rebuild drops every projection and folds the stream again. If Run is active
+// it asks Run to do it and returns once the drop is done (Status().Rebuild
+// then shows the progress); otherwise it folds to the end of the stream,
+// calling progress after each batch, and returns when done.
+func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error {
+	if p.busy.TryLock() {
+		defer p.busy.Unlock()
+		if err := p.startRebuild(); err != nil {
+			return err
+		}
+		err := p.foldReporting(ctx, progress)
+		if err == nil {
+			p.s.markReady()
+		}
+		return err
+	}
+	p.mu.Lock()
+	if p.cancelFold == nil {
+		p.mu.Unlock()
+		return errors.New("the projector is busy with a catch-up; try again")
+	}
+	p.rebuildWant = true
+	done := make(chan struct{})
+	p.rebuildDone = done
+	p.cancelFold()
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startRebuild drops everything and marks a rebuild under way.
+func (p *Projector) startRebuild() error {
+	p.c.reset()
+	if err := p.s.dropAll(); err != nil {
+		return fmt.Errorf("drop projections: %w", err)
+	}
+	p.s.mu.Lock()
+	p.s.rebuild = &Progress{}
+	p.s.mu.Unlock()
+	p.mu.Lock()
+	if p.rebuildDone != nil {
+		close(p.rebuildDone)
+		p.rebuildDone = nil
+	}
+	p.mu.Unlock()
+	p.s.log.Info("rebuilding projections from the stream")
+	return nil
+}
+
+func (p *Projector) foldReporting(ctx context.Context, progress func(Progress)) error {
+	if progress != nil {
+		p.s.mu.Lock()
+		p.s.rebuild = &Progress{}
+		p.s.mu.Unlock()
+		defer func() {
+			p.s.mu.Lock()
+			r := p.s.rebuild
+			p.s.mu.Unlock()
+			if r != nil {
+				progress(*r)
+			}
+		}()
+	}
+	return p.foldWith(ctx, false, 0, progress)
+}
+
+func (p *Projector) fold(ctx context.Context, live bool, to uint64) error {
+	return p.foldWith(ctx, live, to, nil)
+}
+
+// foldWith reads the stream from the lowest cursor (up to to, if not 0) in one
+// goroutine and folds it in this one, batch by batch.
+func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress func(Progress)) error {
+	if !live {
+		if err := p.checkHead(ctx); err != nil {
+			return err
+		}
+	}
+	from := p.s.Cursor() + 1
+	if p.until != nil {
+		from = 1
+		for _, c := range p.s.cursorsCopy() {
+			from = min(from, c+1)
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan *events.Event, readAhead)
+	rerr := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		send := func(ev *events.Event) error {
+			select {
+			case ch <- ev:
+				return nil
+			case <-rctx.Done():
+				return rctx.Err()
+			}
+		}
+		if !live {
+			rerr <- p.src.Scan(rctx, allEvents, events.Cursor{Seq: from}, to, send)
+			return
+		}
+		tail, err := p.src.Tail(rctx, allEvents, events.Cursor{Seq: from})
+		if err != nil {
+			rerr <- err
+			return
+		}
+		defer tail.Stop()
+		for {
+			ev, err := tail.Next(rctx)
+			if err == nil {
+				err = send(ev)
+			}
+			if err != nil {
+				rerr <- err
+				return
+			}
+		}
+	}()
+	ferr := p.applyLoop(ctx, ch, live, progress)
+	cancel()
+	for range ch {
+	}
+	err := <-rerr
+	if ferr != nil {
+		return ferr
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		err = nil // we stopped the reader
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// applyLoop folds events from ch in batches: a batch grows while the stream
+// says more events follow, up to the batch limits or BatchDelay, and is
+// committed at once when an event has nothing behind it.
+func (p *Projector) applyLoop(ctx context.Context, ch <-chan *events.Event, live bool, progress func(Progress)) error {
+	o := p.s.opts
+	cursors := p.s.cursorsCopy()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	start := time.Now()
+	var first uint64
+	for {
+		var ev *events.Event
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			ev = e
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if first == 0 {
+			first = ev.Seq
+		}
+		b := p.s.db.NewBatch()
+		t := &tx{db: p.s.db, batch: b, cache: p.c}
+		n := 0
+		var last *event
+		closed := false
+		timer.Reset(o.BatchDelay)
+	batch:
+		for {
+			e := newEvent(ev)
+			if err := p.apply(t, e, cursors); err != nil {
+				b.Close()
+				p.c.reset()
+				return err
+			}
+			last = e
+			n++
+			if ev.Pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
+				break
+			}
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					closed = true
+					break batch
+				}
+				ev = e
+			case <-timer.C:
+				break batch
+			case <-ctx.Done():
+				b.Close()
+				p.c.reset()
+				return ctx.Err()
+			}
+		}
+		sync := !live && (ev.Pending == 0 || closed)
+		if err := p.commit(b, last, cursors, ev.Seq+ev.Pending, sync); err != nil {
+			p.c.reset()
+			return err
+		}
+		if progress != nil || p.rebuilding() {
+			total := ev.Seq + ev.Pending
+			pr := Progress{Done: ev.Seq - first + 1, Total: total - first + 1, Seconds: time.Since(start).Seconds(), Finished: ev.Pending == 0}
+			if pr.Seconds > 0 {
+				pr.PerSec = float64(pr.Done) / pr.Seconds
+			}
+			p.s.mu.Lock()
+			if pr.Finished {
+				p.s.rebuild = nil
+			} else {
+				p.s.rebuild = &pr
+			}
+			p.s.mu.Unlock()
+			if progress != nil {
+				progress(pr)
+			}
+		}
+		if closed {
+			return nil
+		}
+	}
+}
+
+func (p *Projector) rebuilding() bool {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.rebuild != nil
+}
+
+// apply applies one event to every projection that has not seen it.
+func (p *Projector) apply(t *tx, e *event, cursors map[string]uint64) error {
+	for _, pr := range projectionList {
+		if e.seq <= cursors[pr.name] {
+			continue
+		}
+		if p.until != nil && e.seq > p.until[pr.name] {
+			continue
+		}
+		if err := pr.apply(t, e); err != nil {
+			return fmt.Errorf("projection %s, seq %d: %w", pr.name, e.seq, err)
+		}
+	}
+	return nil
+}
+
+// commit writes the batch's objects, every advanced cursor and the head in one
+// batch. Only the end of a catch-up is synced: the stream is the truth, so a
+// lost tail of unsynced batches is folded again from the cursors that survive
+// with it.
+func (p *Projector) commit(b *pebble.Batch, last *event, cursors map[string]uint64, streamLast uint64, sync bool) error {
+	defer b.Close()
+	if err := p.c.flush(b); err != nil {
+		return err
+	}
+	advanced := map[string]uint64{}
+	for _, pr := range projectionList {
+		to := last.seq
+		if p.until != nil {
+			to = min(to, p.until[pr.name])
+		}
+		if cursors[pr.name] < to {
+			advanced[pr.name] = to
+			if err := b.Set(cursorKey(pr.name), putUint64(to), nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Set(headKey, encodeHead(last.seq, last.id), nil); err != nil {
+		return err
+	}
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
+	}
+	if err := b.Commit(wo); err != nil {
+		return fmt.Errorf("commit projections up to seq %d: %w", last.seq, err)
+	}
+	p.c.committed()
+	for k, v := range advanced {
+		cursors[k] = v
+	}
+	p.s.advanced(advanced, streamLast)
+	return nil
+}
+
+// checkHead makes sure the last event folded is still in the stream with the
+// same id. If not, the stream was replaced or lost its tail (an unsynced stream
+// after a crash): the projections describe events that no longer exist, so
+// they are dropped and rebuilt.
+func (p *Projector) checkHead(ctx context.Context) error {
+	if p.until != nil {
+		return nil
+	}
+	v, err := p.s.get(headKey)
+	if err != nil {
+		return err
+	}
+	seq, id := decodeHead(v)
+	if seq == 0 {
+		return nil
+	}
+	found := ""
+	err = p.src.Scan(ctx, allEvents, events.Cursor{Seq: seq}, seq, func(ev *events.Event) error {
+		if ev.Seq == seq {
+			found = newEvent(ev).id
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("check the stream at seq %d: %w", seq, err)
+	}
+	if found == id {
+		return nil
+	}
+	p.s.log.Warn("the projections are ahead of or differ from the stream; rebuilding them",
+		"seq", seq, "projected_id", id, "stream_id", found, "err", ErrDiverged)
+	return p.startRebuild()
+}
+
+func (s *Store) markReady() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ready {
+		s.ready = true
+		s.startup = time.Since(s.openedAt)
+	}
+}

@@ -1,0 +1,372 @@
+package projections
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// ErrLocked: another process has the store open.
+var ErrLocked = errors.New("projections store in use by another process")
+
+// Store is the Pebble store of every projection. Reads are safe from any
+// goroutine; one Projector writes. Close it after stopping its projector.
+type Store struct {
+	opts   Options
+	log    *slog.Logger
+	db     *pebble.DB
+	lock   *pebble.Lock
+	pcache *pebble.Cache
+
+	openedAt time.Time
+
+	mu         sync.Mutex
+	cursors    map[string]uint64
+	changed    chan struct{} // closed and replaced at each commit
+	streamLast uint64
+	ready      bool
+	startup    time.Duration
+	rebuild    *Progress
+	closed     bool
+	projector  *Projector
+}
+
+// Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open
+// is moved aside (to Dir.broken, Dir.broken-2, ...) with a warning and a fresh
+// store takes its place; a projection whose version changed is dropped. Either
+// way the projector then rebuilds from the stream.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{opts: opts, log: opts.Logger, openedAt: time.Now(), changed: make(chan struct{})}
+	err := s.openPebble()
+	if err == nil {
+		err = s.loadMeta()
+		if err != nil {
+			s.closePebble()
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrLocked) || ctx.Err() != nil {
+			return nil, err
+		}
+		moved, merr := moveAside(opts.FS, opts.Dir)
+		if merr != nil {
+			return nil, fmt.Errorf("projections store %s does not open (%w) and cannot be moved aside: %w", opts.Dir, err, merr)
+		}
+		s.log.Warn("projections store does not open; moved it aside and rebuilding it from the stream",
+			"dir", opts.Dir, "moved_to", moved, "err", err)
+		if err := s.openPebble(); err != nil {
+			return nil, err
+		}
+		if err := s.loadMeta(); err != nil {
+			s.closePebble()
+			return nil, err
+		}
+	}
+	if err := s.checkVersions(); err != nil {
+		s.closePebble()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openMem opens an empty store in memory, for rebuilds that are compared or
+// read and thrown away.
+func openMem(ctx context.Context, log *slog.Logger) (*Store, error) {
+	return Open(ctx, Options{Dir: "mem", FS: vfs.NewMem(), Logger: log, MemTableBytes: 16 << 20, BlockCacheBytes: 8 << 20})
+}
+
+func (s *Store) pebbleOptions() *pebble.Options {
+	o := &pebble.Options{
+		FS:                 s.opts.FS,
+		Cache:              s.pcache,
+		MemTableSize:       s.opts.MemTableBytes,
+		Logger:             pebbleLogger{s.log},
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	o.EnsureDefaults()
+	return o
+}
+
+func (s *Store) openPebble() error {
+	fs, dir := s.opts.FS, s.opts.Dir
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	lock, err := pebble.LockDirectory(dir, fs)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+	}
+	s.pcache = pebble.NewCache(s.opts.BlockCacheBytes)
+	o := s.pebbleOptions()
+	o.Lock = lock
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		lock.Close()
+		s.pcache.Unref()
+		s.pcache = nil
+		return fmt.Errorf("open pebble %s: %w", dir, err)
+	}
+	s.db, s.lock = db, lock
+	return nil
+}
+
+func (s *Store) closePebble() error {
+	var errs []error
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+		s.db = nil
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+		s.lock = nil
+	}
+	if s.pcache != nil {
+		s.pcache.Unref()
+		s.pcache = nil
+	}
+	return errors.Join(errs...)
+}
+
+// moveAside renames dir to the first free dir.broken[-N] and returns the name.
+func moveAside(fs vfs.FS, dir string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		to := dir + ".broken"
+		if i > 1 {
+			to += "-" + strconv.Itoa(i)
+		}
+		if _, err := fs.Stat(to); err == nil {
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		return to, fs.Rename(dir, to)
+	}
+	return "", fmt.Errorf("too many broken copies of %s", dir)
+}
+
+// loadMeta reads every cursor; a store whose metadata does not read counts as
+// broken.
+func (s *Store) loadMeta() error {
+	s.cursors = map[string]uint64{}
+	for _, p := range projectionList {
+		v, err := s.get(cursorKey(p.name))
+		if err != nil {
+			return fmt.Errorf("read cursor of %s: %w", p.name, err)
+		}
+		s.cursors[p.name] = getUint64(v)
+	}
+	if _, err := s.get(headKey); err != nil {
+		return fmt.Errorf("read head: %w", err)
+	}
+	return nil
+}
+
+// checkVersions drops every projection whose stored version is not the current
+// one, so the projector rebuilds it.
+func (s *Store) checkVersions() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, p := range projectionList {
+		v, err := s.get(versionKey(p.name))
+		if err != nil {
+			return err
+		}
+		have := 0
+		if len(v) > 0 {
+			have, _ = strconv.Atoi(string(v))
+		}
+		if have == p.version {
+			continue
+		}
+		if have != 0 || s.cursors[p.name] != 0 {
+			s.log.Info("projection version changed: rebuilding it", "projection", p.name, "from", have, "to", p.version)
+		}
+		if err := dropProjection(b, p); err != nil {
+			return err
+		}
+		s.cursors[p.name] = 0
+	}
+	if b.Empty() {
+		return nil
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// dropProjection deletes a projection's keys and cursor and records its current
+// version.
+func dropProjection(b *pebble.Batch, p *projection) error {
+	if err := b.DeleteRange(p.prefix(), prefixEnd(p.prefix()), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(cursorKey(p.name), nil); err != nil {
+		return err
+	}
+	return b.Set(versionKey(p.name), []byte(strconv.Itoa(p.version)), nil)
+}
+
+// dropAll deletes every projection and the head, for a full rebuild.
+func (s *Store) dropAll() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, p := range projectionList {
+		if err := dropProjection(b, p); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(headKey, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for k := range s.cursors {
+		s.cursors[k] = 0
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// get reads a value, copied; nil when absent.
+func (s *Store) get(k []byte) ([]byte, error) {
+	return getFrom(s.db, k)
+}
+
+func getFrom(r pebble.Reader, k []byte) ([]byte, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	return out, closer.Close()
+}
+
+// Close flushes the memtable (so the next Open replays nothing) and closes the
+// store. Stop the projector first.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.changed)
+	s.mu.Unlock()
+	var ferr error
+	if s.db != nil {
+		ferr = s.db.Flush()
+	}
+	return errors.Join(ferr, s.closePebble())
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.opts.Dir }
+
+// Cursor is the last stream sequence every projection has applied.
+func (s *Store) Cursor() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appliedLocked()
+}
+
+func (s *Store) appliedLocked() uint64 {
+	first := true
+	var min uint64
+	for _, c := range s.cursors {
+		if first || c < min {
+			min, first = c, false
+		}
+	}
+	return min
+}
+
+func (s *Store) cursorsCopy() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]uint64, len(s.cursors))
+	for k, v := range s.cursors {
+		out[k] = v
+	}
+	return out
+}
+
+// advanced records a commit and wakes WaitFor callers.
+func (s *Store) advanced(cursors map[string]uint64, streamLast uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range cursors {
+		s.cursors[k] = v
+	}
+	s.streamLast = max(s.streamLast, streamLast)
+	if !s.closed {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// WaitFor blocks until every projection has applied stream sequence seq (an
+// Append's result), so a read after it sees the write. It needs a running
+// projector (Projector.Run, or CatchUp after the append).
+func (s *Store) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		s.mu.Lock()
+		applied, ch, closed := s.appliedLocked(), s.changed, s.closed
+		s.mu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for seq %d (applied %d): %w", seq, applied, ctx.Err())
+		}
+	}
+}
+
+func encodeHead(seq uint64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, seq), id...)
+}
+
+func decodeHead(v []byte) (uint64, string) {
+	if len(v) < 8 {
+		return 0, ""
+	}
+	return binary.BigEndian.Uint64(v), string(v[8:])
+}
+
+// pebbleLogger sends Pebble's messages to slog: chatter at debug, errors as
+// warnings. Fatalf panics, as Pebble expects it not to return.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Warn("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error("pebble: " + msg)
+	panic("pebble: " + msg)
+}

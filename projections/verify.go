@@ -1,0 +1,237 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// AsOf is a point in the stream: the last event at or before sequence Seq, or,
+// with Time set, the events up to the first one stamped after Time. The zero
+// AsOf is the end of the stream.
+type AsOf struct {
+	Seq  uint64    `json:"seq,omitempty"`
+	Time time.Time `json:"time,omitzero"`
+}
+
+// VerifyReport is the result of Verify.
+type VerifyReport struct {
+	// Applied is the sequence the live store was compared at.
+	Applied uint64 `json:"applied"`
+	// Keys is how many keys were compared.
+	Keys int `json:"keys"`
+	// Difference is the first key that differs, if any.
+	Difference *Difference `json:"difference,omitempty"`
+	Seconds    float64     `json:"seconds"`
+}
+
+// Difference is a key whose live value differs from the rebuilt one; a missing
+// side is "(absent)".
+type Difference struct {
+	Key     string `json:"key"`
+	Live    string `json:"live"`
+	Rebuilt string `json:"rebuilt"`
+}
+
+func (d *Difference) String() string {
+	return fmt.Sprintf("key %s: live %s, rebuilt %s", d.Key, d.Live, d.Rebuilt)
+}
+
+// Verify rebuilds every projection in memory from src, each up to the cursor
+// the live store has for it, and compares the two key by key. It reads a
+// snapshot, so the projector may keep running. A difference is reported in the
+// report and as an error wrapping ErrVerify.
+func (s *Store) Verify(ctx context.Context, src Source) (*VerifyReport, error) {
+	start := time.Now()
+	snap, err := s.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	until := map[string]uint64{}
+	var to uint64
+	for _, p := range projectionList {
+		v, err := getFrom(snap, cursorKey(p.name))
+		if err != nil {
+			return nil, err
+		}
+		until[p.name] = getUint64(v)
+		to = max(to, until[p.name])
+	}
+	mem, err := openMem(ctx, s.log)
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	if to > 0 {
+		mp := mem.Projector(src)
+		mp.until = until
+		mp.busy.Lock()
+		err := mp.fold(ctx, false, to)
+		mp.busy.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("rebuild in memory: %w", err)
+		}
+	}
+	report := &VerifyReport{Applied: to}
+	for _, c := range until {
+		report.Applied = min(report.Applied, c)
+	}
+	d, n, err := compare(snap, mem.db)
+	report.Keys, report.Difference, report.Seconds = n, d, time.Since(start).Seconds()
+	if err != nil {
+		return report, err
+	}
+	if d != nil {
+		return report, fmt.Errorf("%w: %s", ErrVerify, d)
+	}
+	return report, nil
+}
+
+// compare walks two stores in key order and returns the first difference and
+// how many keys it compared.
+func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
+	li, err := live.NewIter(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer li.Close()
+	ri, err := rebuilt.NewIter(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer ri.Close()
+	n := 0
+	lv, rv := li.First(), ri.First()
+	for lv || rv {
+		n++
+		c := 0
+		switch {
+		case !lv:
+			c = 1
+		case !rv:
+			c = -1
+		default:
+			c = bytes.Compare(li.Key(), ri.Key())
+		}
+		switch {
+		case c < 0:
+			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: "(absent)"}, n, nil
+		case c > 0:
+			return &Difference{Key: printable(ri.Key()), Live: "(absent)", Rebuilt: printable(ri.Value())}, n, nil
+		case !bytes.Equal(li.Value(), ri.Value()):
+			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: printable(ri.Value())}, n, nil
+		}
+		lv, rv = li.Next(), ri.Next()
+	}
+	return nil, n, errorsJoin(li.Error(), ri.Error())
+}
+
+// printable quotes b, cut to 160 bytes.
+func printable(b []byte) string {
+	const max = 160
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + fmt.Sprintf("...(%d bytes)", len(b))
+	}
+	return strconv.Quote(string(b))
+}
+
+// asOfProjections are the projections a session view needs.
+var asOfProjections = []string{Sessions, DAGs, Checkpoints, Pending, Log}
+
+// SessionAsOf folds one session's events up to a point into memory and returns
+// the session, its DAGs, checkpoints and open requests as they were then. It
+// reads the session log (which also holds the switches that suspended the
+// session) and the global signals, so it costs O(the session's events), not
+// O(the stream). Session is nil if the session did not exist yet.
+func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*SessionView, error) {
+	snap, err := s.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	var entries []LogEntry
+	for i, p := range [][]byte{logPrefix(session), globalLogPrefix} {
+		if i == 1 && len(entries) == 0 {
+			break // the session has no events (yet)
+		}
+		err := scanPrefix(snap, p, func(k, v []byte) error {
+			seq := seqSuffix(k)
+			if until.Seq == 0 || seq <= until.Seq {
+				entries = append(entries, LogEntry{Seq: seq, Data: append([]byte(nil), v...)})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(entries) == 0 {
+		return nil, notFound("session", session)
+	}
+	sortEntries(entries)
+	evs := make([]*events.Event, 0, len(entries))
+	for _, e := range entries {
+		env, err := schemas.Unmarshal(e.Data)
+		if env != nil && !until.Time.IsZero() && env.Timestamp.After(until.Time) {
+			break
+		}
+		evs = append(evs, &events.Event{Seq: e.Seq, Data: e.Data, Env: env, Err: err})
+	}
+	for i, ev := range evs {
+		ev.Pending = uint64(len(evs) - i - 1)
+	}
+	mem, err := openMem(ctx, s.log)
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	view := &SessionView{DAGs: []*DAG{}, Checkpoints: []*Checkpoint{}, Pending: []*PendingRequest{}}
+	if len(evs) > 0 {
+		mp := mem.Projector(nil)
+		mp.until = map[string]uint64{}
+		for _, name := range asOfProjections {
+			mp.until[name] = evs[len(evs)-1].Seq
+		}
+		ch := make(chan *events.Event, len(evs))
+		for _, ev := range evs {
+			ch <- ev
+		}
+		close(ch)
+		if err := mp.applyLoop(ctx, ch, false, nil); err != nil {
+			return nil, err
+		}
+		view.AsOf = evs[len(evs)-1].Seq
+	}
+	if view.Session, err = mem.Session(ctx, session); err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	if view.DAGs, err = mem.DAGs(ctx, DAGFilter{Session: session}); err != nil {
+		return nil, err
+	}
+	if view.DAGs == nil {
+		view.DAGs = []*DAG{}
+	}
+	if view.Checkpoints, err = mem.Checkpoints(ctx, session, ""); err != nil {
+		return nil, err
+	}
+	if view.Pending, err = mem.Pending(ctx, session); err != nil {
+		return nil, err
+	}
+	return view, nil
+}
+
+func sortEntries(e []LogEntry) {
+	slices.SortFunc(e, func(a, b LogEntry) int { return cmpU64(a.Seq, b.Seq) })
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
