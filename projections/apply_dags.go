@@ -213,7 +213,9 @@ func waitingOn(o *dagObj, n *Node) string {
 // applyDAGs folds DAG events. A DAG is keyed by its session and id; events
 // naming a DAG or node the session does not have are refused, as are node
 // events the node's state does not allow (see the node rules below) and events
-// for a DAG that has finished.
+// for a DAG that has finished. A cancel signal cancels the nodes not done of
+// the running DAGs it covers; the DAG itself ends with the Orchestrator's
+// workflow_complete (outcome cancelled).
 func applyDAGs(t *tx, ev *event) error {
 	env := ev.env
 	if env == nil {
@@ -307,10 +309,17 @@ func applyDAGs(t *tx, ev *event) error {
 			if o == nil {
 				continue
 			}
-			o.d.Outcome = &Outcome{Outcome: schemas.OutcomeCancelled, Summary: p.Reason, Seq: ev.seq}
-			if err := finishDAG(t, o, DAGCancelled, ev, fmt.Sprintf("cancelled by signal at seq %d", ev.seq)); err != nil {
-				return err
+			why := fmt.Sprintf("cancelled by signal at seq %d", ev.seq)
+			if p.Reason != "" {
+				why += ": " + p.Reason
 			}
+			for i, n := range o.d.Nodes {
+				if !n.State.Done() {
+					n.State, n.SkipReason, n.FinishedAt = NodeCancelled, why, timePtr(env.Timestamp)
+					o.touchNode(i)
+				}
+			}
+			t.storeDAG(o)
 		}
 		return nil
 	case schemas.TypeTaskDispatch:

@@ -19,6 +19,11 @@ type Source interface {
 	// Scan calls fn for the events matching subject from a cursor up to to (0:
 	// the last the stream holds when Scan starts), in order, then returns.
 	Scan(ctx context.Context, subject string, from events.Cursor, to uint64, fn func(*events.Event) error) error
+	// Get returns the event at a sequence (an error wrapping events.ErrNotFound
+	// if there is none).
+	Get(ctx context.Context, seq uint64) (*events.Event, error)
+	// LastSeq is the sequence of the last event in the stream.
+	LastSeq(ctx context.Context) (uint64, error)
 }
 
 // allEvents is the subject of every event.
@@ -183,6 +188,11 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		if err := p.checkHead(ctx); err != nil {
 			return err
 		}
+		last, err := p.src.LastSeq(ctx)
+		if err != nil {
+			return fmt.Errorf("read the stream's last sequence: %w", err)
+		}
+		p.s.advanced(nil, last)
 	}
 	from := p.s.Cursor() + 1
 	if p.until != nil {
@@ -408,13 +418,11 @@ func (p *Projector) checkHead(ctx context.Context) error {
 		return nil
 	}
 	found := ""
-	err = p.src.Scan(ctx, allEvents, events.Cursor{Seq: seq}, seq, func(ev *events.Event) error {
-		if ev.Seq == seq {
-			found = newEvent(ev).id
-		}
-		return nil
-	})
-	if err != nil {
+	ev, err := p.src.Get(ctx, seq)
+	switch {
+	case err == nil:
+		found = newEvent(ev).id
+	case !errors.Is(err, events.ErrNotFound):
 		return fmt.Errorf("check the stream at seq %d: %w", seq, err)
 	}
 	if found == id {
