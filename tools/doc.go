@@ -72,7 +72,10 @@
 // ImportantLines); every gap is marked with the number of lines and bytes
 // cut, over-long lines are cut at a token boundary and say how much was cut.
 // The Result records exit code, signal, kill signals sent, duration, bytes
-// and lines written, and whether anything was truncated.
+// and lines written, and whether anything was truncated. A caller that must
+// see every line (to count test results over a huge output) uses
+// [Executor.RunObserved]: each line, redacted, goes to its function as it is
+// written, while the Result stays bounded.
 //
 // # Files
 //

@@ -130,8 +130,9 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 	if spec.rawLimit > 0 {
 		res.raw = &rawBuf{limit: spec.rawLimit}
 	}
-	go e.readStream(&wg, outR, res.stdout, res.raw, act)
-	go e.readStream(&wg, errR, res.stderr, nil, act)
+	obs := observerFrom(ctx)
+	go e.readStream(&wg, outR, res.stdout, res.raw, act, obs.splitter(StreamStdout))
+	go e.readStream(&wg, errR, res.stderr, nil, act, obs.splitter(StreamStderr))
 	if inW != nil {
 		wg.Add(1)
 		go func() {
@@ -198,10 +199,11 @@ func processStatus(cmd *exec.Cmd) (syscall.WaitStatus, bool) {
 	return ws, ok
 }
 
-// readStream copies a pipe into a capture and reports output to the
-// adaptive timeout.
-func (e *Executor) readStream(wg *sync.WaitGroup, r *os.File, c *capture, raw *rawBuf, act *activity) {
+// readStream copies a pipe into a capture, reports output to the adaptive
+// timeout and hands lines to the call's observer, if any.
+func (e *Executor) readStream(wg *sync.WaitGroup, r *os.File, c *capture, raw *rawBuf, act *activity, obs *splitter) {
 	defer wg.Done()
+	defer obs.finish()
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
 	buf := *bp
@@ -214,6 +216,7 @@ func (e *Executor) readStream(wg *sync.WaitGroup, r *os.File, c *capture, raw *r
 				raw.write(buf[:n])
 			}
 			w.observe(buf[:n])
+			obs.write(buf[:n])
 		}
 		if err != nil {
 			return
