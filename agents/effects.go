@@ -16,6 +16,26 @@ type ToolRunner interface {
 	Run(ctx context.Context, agent string, call tools.Call) (tools.Result, error)
 }
 
+// ObservingToolRunner is a ToolRunner that also hands every line a call's
+// processes write, redacted and before truncation, to a function:
+// *tools.Executor. RunToolObserved uses it when it is there.
+type ObservingToolRunner interface {
+	RunObserved(ctx context.Context, agent string, call tools.Call, onLine func(stream, line string)) (tools.Result, error)
+}
+
+// ToolObserver watches one tool call's output as it is written and adds what
+// it derived from all of it (test counts over an output the result keeps only
+// the head and tail of) to the recorded result, so a redelivery that reuses
+// the record reuses that too.
+type ToolObserver interface {
+	// Line is called with each line, without its newline, of stream
+	// (tools.StreamStdout or tools.StreamStderr), never concurrently.
+	Line(stream, line string)
+	// Data is called once the call has ended: a JSON object to record as
+	// the result's Data, or nil.
+	Data() json.RawMessage
+}
+
 // ToolRecords finds a tool call's recorded result: projections.Store. Not
 // recorded is an error wrapping projections.ErrNotFound.
 type ToolRecords interface {
@@ -38,6 +58,14 @@ type ToolWhere struct {
 // permission denied, bad arguments) is recorded as a failed result too, so it
 // is not retried.
 func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere) (res schemas.ToolResult, reused bool, err error) {
+	return d.RunToolObserved(ctx, exec, records, call, where, nil)
+}
+
+// RunToolObserved is RunTool with an observer of the call's output lines:
+// when exec is an ObservingToolRunner and obs is not nil, obs sees every line
+// and its Data is recorded as the result's Data (unless the tool returned
+// data of its own). Without an ObservingToolRunner obs sees nothing.
+func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere, obs ToolObserver) (res schemas.ToolResult, reused bool, err error) {
 	rec, _, err := records.ToolResult(ctx, call.ID)
 	switch {
 	case err == nil:
@@ -65,7 +93,13 @@ func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRec
 	if wait, err := breaker.Allow(); err != nil {
 		return res, false, Transient(err, wait)
 	}
-	out, runErr := exec.Run(ctx, d.Agent, call)
+	var out tools.Result
+	var runErr error
+	if ox, ok := exec.(ObservingToolRunner); ok && obs != nil {
+		out, runErr = ox.RunObserved(ctx, d.Agent, call, obs.Line)
+	} else {
+		out, runErr = exec.Run(ctx, d.Agent, call)
+	}
 	// A tool cut off by the context left a partial result: recorded when a
 	// signal or the node's timeout stopped it, not when the runner is stopping
 	// (it runs again on redelivery).
@@ -76,6 +110,8 @@ func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRec
 	}
 	if runErr != nil && !interrupted {
 		out = tools.Result{CallID: call.ID, Tool: call.Tool, ExitCode: -1, Error: runErr.Error()}
+	} else if obs != nil && len(out.Data) == 0 {
+		out.Data = obs.Data()
 	}
 	res = ToolResultOf(out)
 	res.DAGID, res.NodeID, res.Attempt = where.DAGID, where.NodeID, where.Attempt
