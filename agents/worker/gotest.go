@@ -5,14 +5,23 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
+
+// MaxFailedNames bounds the failing test names TestCounts keeps; Failed
+// counts them all.
+const MaxFailedNames = 200
 
 // TestCounts is the evidence of a test run, parsed line by line from
 // `go test -json` (or `go test -v`) output: never guessed from an exit code.
 type TestCounts struct {
-	Passed      int      `json:"passed"`
-	Failed      int      `json:"failed"`
-	Skipped     int      `json:"skipped"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// FailedTests names the first MaxFailedNames failing tests.
 	FailedTests []string `json:"failed_tests,omitempty"`
 	// BuildFailed lists packages that did not compile: their tests never ran.
 	BuildFailed []string `json:"build_failed,omitempty"`
@@ -63,7 +72,9 @@ func (c *TestCounts) count(result, name string) {
 		c.Passed++
 	case "FAIL":
 		c.Failed++
-		c.FailedTests = append(c.FailedTests, name)
+		if len(c.FailedTests) < MaxFailedNames {
+			c.FailedTests = append(c.FailedTests, name)
+		}
 	case "SKIP":
 		c.Skipped++
 	}
@@ -84,4 +95,47 @@ func ParseTestOutput(out string) TestCounts {
 	}
 	c.finish()
 	return c
+}
+
+// CountTests is the Tester's observer factory (Worker.Observe): it counts the
+// results in every line a test command writes to stdout, however long the
+// output, and records the counts with the tool result, where ByTests finds
+// them (also when a redelivery reuses the record).
+func CountTests(*schemas.TaskDispatch) agents.ToolObserver { return &testObserver{} }
+
+// testObserver feeds stdout lines to TestCounts.
+type testObserver struct{ c TestCounts }
+
+func (o *testObserver) Line(stream, line string) {
+	if stream == tools.StreamStdout {
+		o.c.Observe(line)
+	}
+}
+
+func (o *testObserver) Data() json.RawMessage {
+	o.c.finish()
+	b, err := json.Marshal(observedData{Counts: &o.c})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// observedData is the shape of a tool result's Data when an observer counted
+// its test results.
+type observedData struct {
+	Counts *TestCounts `json:"test_counts,omitempty"`
+}
+
+// RecordedCounts returns the test counts an observer recorded with res, if
+// any.
+func RecordedCounts(res schemas.ToolResult) (TestCounts, bool) {
+	if res.Data == "" {
+		return TestCounts{}, false
+	}
+	var d observedData
+	if err := json.Unmarshal([]byte(res.Data), &d); err != nil || d.Counts == nil {
+		return TestCounts{}, false
+	}
+	return *d.Counts, true
 }

@@ -52,9 +52,15 @@ func nonEmpty(xs ...string) []string {
 }
 
 // ByTests is the Tester's judgement: success needs parsed evidence, tests that
-// ran and none that failed. It reports a test_results event either way.
+// ran and none that failed. It reports a test_results event either way. The
+// counts are those an observer recorded over the whole output (CountTests),
+// else those parsed from the output the result kept, which a truncated result
+// undercounts.
 func ByTests(node *schemas.TaskDispatch, res schemas.ToolResult) Verdict {
-	c := ParseTestOutput(res.Output + "\n" + res.Stdout)
+	c, ok := RecordedCounts(res)
+	if !ok {
+		c = ParseTestOutput(res.Output + "\n" + res.Stdout)
+	}
 	results := schemas.TestResults{
 		DAGID: node.DAGID, NodeID: node.NodeID, Passed: c.Passed, Failed: c.Failed, Skipped: c.Skipped,
 		FailedTests: c.FailedTests, Evidence: evidence(res),
@@ -65,7 +71,7 @@ func ByTests(node *schemas.TaskDispatch, res schemas.ToolResult) Verdict {
 	case len(c.BuildFailed) > 0:
 		v.Summary = fmt.Sprintf("%s; did not build: %s", counts, strings.Join(c.BuildFailed, ", "))
 	case c.Failed > 0:
-		v.Summary = fmt.Sprintf("%s; failing: %s", counts, strings.Join(c.FailedTests, ", "))
+		v.Summary = fmt.Sprintf("%s; failing: %s", counts, names(c.FailedTests, c.Failed))
 		v.Retryable = true
 	case c.Total() == 0:
 		v.Summary = "no test evidence: the output reports no test results (" + summary(res) + ")"
@@ -125,4 +131,14 @@ func ByFindings(node *schemas.TaskDispatch, res schemas.ToolResult) Verdict {
 		v.Retryable = res.ExitCode != -1
 	}
 	return v
+}
+
+// names lists the first few of n names.
+func names(list []string, n int) string {
+	const show = 20
+	s := strings.Join(list[:min(len(list), show)], ", ")
+	if n > show {
+		s += fmt.Sprintf(" and %d more", n-min(len(list), show))
+	}
+	return s
 }

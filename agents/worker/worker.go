@@ -52,7 +52,11 @@ type Worker struct {
 	Judge     Judge
 	// Prepare, when set, adjusts a node's tool arguments before the call (the
 	// Tester asks go test for per-test results).
-	Prepare  func(args map[string]any) map[string]any
+	Prepare func(args map[string]any) map[string]any
+	// Observe, when set, makes an observer for a node's tool call: it sees
+	// every line the tool writes, before truncation, and what it derives is
+	// recorded with the result (the Tester counts test results: CountTests).
+	Observe  func(node *schemas.TaskDispatch) agents.ToolObserver
 	Prompter Prompter
 	// LLMHint says how to configure an LLM, for prompt nodes without one.
 	LLMHint string
@@ -94,7 +98,11 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 		runCtx, cancel = context.WithTimeout(ctx, node.Timeout)
 		defer cancel()
 	}
-	res, _, err := d.RunTool(runCtx, exec, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt})
+	var obs agents.ToolObserver
+	if w.Observe != nil {
+		obs = w.Observe(node)
+	}
+	res, _, err := d.RunToolObserved(runCtx, exec, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
 	if err != nil {
 		return nil, err
 	}
