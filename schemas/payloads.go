@@ -446,11 +446,14 @@ type StreamControl struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// StreamChunk is one piece of a streamed LLM response (seed L3209-3246).
+// StreamChunk is one piece of a streamed LLM response (seed L3209-3246),
+// published on the live subject of its correlation. CallID tells the calls of
+// one correlation (the steps of an agent loop) apart.
 type StreamChunk struct {
-	Index int    `json:"index"`
-	Kind  string `json:"kind"`
-	Text  string `json:"text,omitempty"`
+	Index  int    `json:"index"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text,omitempty"`
+	CallID string `json:"call_id,omitempty"`
 }
 
 // ToolCall records that a tool is about to run. It precedes the side effect, so a
