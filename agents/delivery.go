@@ -56,6 +56,22 @@ func (d *Delivery) DeriveSession(session string, t schemas.Type, target, key str
 	return out, nil
 }
 
+// AppendNow appends env at once rather than with the handler's outputs: the
+// record that must be durable before a side effect starts (an LLM request),
+// or the side effect's result that later steps of the same delivery depend
+// on. Errors are transient.
+func (d *Delivery) AppendNow(ctx context.Context, env *schemas.Envelope) (uint64, error) {
+	return d.appendNow(ctx, env)
+}
+
+// Breaker is the process's circuit breaker for a resource ("llm",
+// "subprocess", ...); its transitions are circuit_change events.
+func (d *Delivery) Breaker(resource string) *Breaker { return d.runner.breaker(resource) }
+
+// Stopping reports whether the runner is shutting down: a side effect cut off
+// now should run again on redelivery rather than be recorded as failed.
+func (d *Delivery) Stopping() bool { return d.runner.root != nil && d.runner.root.Err() != nil }
+
 // appendNow appends one event at once (not with the handler's outputs): the
 // record that must be durable before a side effect starts.
 func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64, error) {
