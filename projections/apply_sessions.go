@@ -163,6 +163,12 @@ func sessionMove(t *tx, ev *event) error {
 	if err != nil {
 		return err
 	}
+	if s == nil && ev.foreign {
+		if p, ok := payload.(*schemas.SessionSwitch); ok {
+			return suspendFrom(t, ev, p.From)
+		}
+		return nil
+	}
 	if s == nil {
 		return t.reject(Sessions, ev, "session %s does not exist", env.SessionID)
 	}
@@ -178,16 +184,8 @@ func sessionMove(t *tx, ev *event) error {
 	focused := f != nil && f.Session == s.ID
 	switch p := payload.(type) {
 	case *schemas.SessionSwitch:
-		if p.From != "" && p.From != s.ID {
-			if err := updateSession(t, p.From, func(from *Session) bool {
-				if from.State != StateActive {
-					return false
-				}
-				from.State, from.SuspendedAt = StateSuspended, timePtr(ts)
-				from.Transitions = append(from.Transitions, Transition{Seq: ev.seq, At: ts, From: StateActive, To: StateSuspended, Event: env.Type})
-				from.UpdatedSeq, from.LastActiveAt = ev.seq, ts
-				return true
-			}); err != nil {
+		if p.From != s.ID {
+			if err := suspendFrom(t, ev, p.From); err != nil {
 				return err
 			}
 		}
@@ -264,4 +262,21 @@ func sessionContext(t *tx, ev *event) error {
 	s.UpdatedSeq, s.LastActiveAt = ev.seq, env.Timestamp
 	store(t, k, s)
 	return nil
+}
+
+// suspendFrom suspends the session a switch leaves, if it is active.
+func suspendFrom(t *tx, ev *event, from string) error {
+	if from == "" {
+		return nil
+	}
+	ts := ev.env.Timestamp
+	return updateSession(t, from, func(s *Session) bool {
+		if s.State != StateActive {
+			return false
+		}
+		s.State, s.SuspendedAt = StateSuspended, timePtr(ts)
+		s.Transitions = append(s.Transitions, Transition{Seq: ev.seq, At: ts, From: StateActive, To: StateSuspended, Event: ev.env.Type})
+		s.UpdatedSeq, s.LastActiveAt = ev.seq, ts
+		return true
+	})
 }

@@ -73,6 +73,11 @@ type event struct {
 	decoded bool
 	payload any
 	perr    error
+
+	// foreign marks, in a one-session fold (SessionAsOf), another session's
+	// switch that the live fold accepted: only its effect on the session
+	// switched away from applies.
+	foreign bool
 }
 
 func newEvent(ev *events.Event) *event {

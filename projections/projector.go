@@ -41,6 +41,8 @@ type Projector struct {
 
 	// until bounds a fold (verify): a projection never applies past it.
 	until map[string]uint64
+	// foreign lists the sequences of a one-session fold's foreign switches.
+	foreign map[uint64]bool
 
 	busy sync.Mutex // held by Run, CatchUp and Rebuild
 
@@ -286,6 +288,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *events.Event, live
 	batch:
 		for {
 			e := newEvent(ev)
+			e.foreign = p.foreign[e.seq]
 			if err := p.apply(t, e, cursors); err != nil {
 				b.Close()
 				p.c.reset()

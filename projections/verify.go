@@ -180,10 +180,21 @@ func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*S
 	}
 	sortEntries(entries)
 	evs := make([]*events.Event, 0, len(entries))
+	foreign := map[uint64]bool{}
 	for _, e := range entries {
 		env, err := schemas.Unmarshal(e.Data)
 		if env != nil && !until.Time.IsZero() && env.Timestamp.After(until.Time) {
 			break
+		}
+		if env != nil && env.SessionID != session && env.Type == schemas.TypeSessionSwitch {
+			// Another session's switch away from this one: it suspends this
+			// session only if the live fold accepted it, which only that fold
+			// can know; a refused one is still in the log.
+			rej, err := getFrom(snap, rejectionKey(Sessions, e.Seq))
+			if err != nil {
+				return nil, err
+			}
+			foreign[e.Seq] = rej == nil
 		}
 		evs = append(evs, &events.Event{Seq: e.Seq, Data: e.Data, Env: env, Err: err})
 	}
@@ -198,6 +209,7 @@ func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*S
 	view := &SessionView{DAGs: []*DAG{}, Checkpoints: []*Checkpoint{}, Pending: []*PendingRequest{}}
 	if len(evs) > 0 {
 		mp := mem.Projector(nil)
+		mp.foreign = foreign
 		mp.until = map[string]uint64{}
 		for _, name := range asOfProjections {
 			mp.until[name] = evs[len(evs)-1].Seq
