@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -59,7 +60,9 @@ func publishDeadLetter(ctx context.Context, js jetstream.JetStream, consumer, su
 	m := nats.NewMsg(events.DLQSubject(consumer))
 	m.Data = data
 	for k, v := range hdr {
-		if k != jetstream.MsgIDHeader {
+		// The original's own JetStream headers (its id, its batch) would
+		// apply to this publish: keep Sylk's and the client's only.
+		if !strings.HasPrefix(k, "Nats-") {
 			m.Header[k] = v
 		}
 	}

@@ -119,7 +119,8 @@ func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records
 	if err != nil {
 		return res, false, Permanent(err)
 	}
-	if _, err := d.appendNow(ctx, done); err != nil {
+	// Record even when a signal cancelled ctx: the result is what happened.
+	if _, err := d.appendNow(context.WithoutCancel(ctx), done); err != nil {
 		return res, false, err
 	}
 	return res, false, nil

@@ -246,7 +246,9 @@ func (r *Runner) touchQueued(ctx context.Context) {
 }
 
 func (r *Runner) onSignal(s signalEvent) {
-	if s.Action == schemas.SignalCancel {
+	// Only workers stop what they are doing: the orchestrator must finish
+	// handling a cancel (the signal itself is in flight there).
+	if s.Action == schemas.SignalCancel && r.opts.SkipCancelled {
 		r.sched.cancelInFlight(s)
 	}
 	r.sched.wake()
@@ -284,7 +286,7 @@ func (r *Runner) process(ctx context.Context, j *job) {
 	stopKeepalive := keepalive(hctx, msg, o.AckWait/3)
 	defer stopKeepalive()
 
-	err := r.handle(hctx, d)
+	err := r.handle(ctx, hctx, d)
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		// Cancelled by a signal while running.
 		err = Permanent(fmt.Errorf("cancelled by signal: %w", err))
@@ -316,16 +318,18 @@ func (r *Runner) process(ctx context.Context, j *job) {
 	}
 }
 
-// handle runs the handler and appends its outputs.
-func (r *Runner) handle(ctx context.Context, d *Delivery) error {
+// handle runs the handler under hctx (which a cancel signal ends) and appends
+// its outputs under ctx (which only the runner's stop ends): a handler that
+// reports its cancellation gets the report recorded.
+func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 	if d.Attempt > 1 && r.opts.Caught != nil {
 		// A redelivery: whatever an earlier attempt recorded must be visible
 		// before the handler looks for it.
-		if err := r.waitCaughtUp(ctx); err != nil {
+		if err := r.waitCaughtUp(hctx); err != nil {
 			return Transient(err, 0)
 		}
 	}
-	outs, err := r.handler.Handle(ctx, d)
+	outs, err := r.handler.Handle(hctx, d)
 	if err != nil {
 		return err
 	}

@@ -156,6 +156,9 @@ func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, 
 	if err != nil {
 		return fmt.Errorf("read %s: %w", subject, err)
 	}
+	// A bounded read removes its consumer at once rather than leaving it to
+	// expire: a reader that polls must not pile up consumers on the stream.
+	defer func() { l.js.DeleteConsumer(context.WithoutCancel(ctx), broker.Stream, cons.CachedInfo().Name) }()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", subject, err)

@@ -7,6 +7,7 @@ package guide
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -236,12 +237,16 @@ func orDash(s string) string {
 	return s
 }
 
+// requestText is what the user is shown of a request: its original words, or
+// its payload.
 func requestText(env *schemas.Envelope) string {
 	if env.StructuredIntent != nil {
 		return env.StructuredIntent.OriginalRequest
 	}
-	if p, err := schemas.PayloadAs[schemas.UserInput](env); err == nil {
-		return p.Text
+	if p, err := schemas.DecodePayload(env); err == nil {
+		if b, err := json.Marshal(p); err == nil {
+			return fmt.Sprintf("%s %s", env.Type, b)
+		}
 	}
 	return fmt.Sprintf("%s %s", env.Type, env.ID)
 }

@@ -56,7 +56,7 @@ type Config struct {
 // tools that exist and who may use which.
 func (c *Config) Catalog() plan.Catalog {
 	policy := c.Tools.Permissions
-	if policy.Agents == nil {
+	if policy.Agents == nil { // as Run does
 		policy = tools.DefaultPolicy()
 	}
 	var names []string
@@ -133,6 +133,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = agents.DefaultConcurrency
+	}
+	if cfg.Tools.Permissions.Agents == nil {
+		cfg.Tools.Permissions = tools.DefaultPolicy()
 	}
 	log := events.New(cfg.JetStream)
 	ctx, cancel := context.WithCancel(ctx)
