@@ -28,13 +28,10 @@ lint:
 clean:
 	rm -rf bin
 
-# The main job on embedded defaults: a fresh data directory, a few events
-# appended through an embedded server, then read back with tail.
+# The main job on embedded defaults: a fresh data directory, an embedded server
+# with its agents, and a workflow (build, vet and test a Go module) run with no LLM.
 demo: build
 	@d=$$(mktemp -d); set -e; \
-	$(BIN) --data $$d publish --session demo --type user_input --payload '{"text":"add input validation to the config loader"}'; \
-	$(BIN) --data $$d publish --session demo --type task_dispatch --source orchestrator --target engineer \
-	  --payload '{"dag_id":"d1","node_id":"build","attempt":1,"agent":"engineer","tool":"exec","args":{"argv":["go","build","./..."]}}'; \
-	$(BIN) --data $$d publish --session demo --type task_complete --source engineer --target orchestrator \
-	  --payload '{"dag_id":"d1","node_id":"build","attempt":1,"summary":"built"}'; \
-	echo; $(BIN) --data $$d tail --no-follow; rm -rf $$d
+	$(BIN) --data $$d run examples/build-and-test.yaml; \
+	echo; echo "the event log of that run (sylk tail --no-follow):"; \
+	$(BIN) --data $$d tail --no-follow | cut -c1-160; rm -rf $$d

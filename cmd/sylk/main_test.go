@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -37,9 +38,10 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":   cmdWaitFile,
-			"extconsume": cmdExtConsume,
-			"extpublish": cmdExtPublish,
+			"waitfile":     cmdWaitFile,
+			"extconsume":   cmdExtConsume,
+			"extpublish":   cmdExtPublish,
+			"waitconsumer": cmdWaitConsumer,
 		},
 		RequireExplicitExec: true,
 	})
@@ -154,4 +156,35 @@ func extConnect(ts *testscript.TestScript, dataDir string) *nats.Conn {
 	nc, err := nats.Connect(info.URL)
 	ts.Check(err)
 	return nc
+}
+
+// waitconsumer DATADIR FILTER: poll until the SYLK stream has a consumer with
+// that filter subject (a background tail is ready).
+func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitconsumer DATADIR FILTER")
+	}
+	nc := extConnect(ts, args[0])
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s, err := js.Stream(ctx, "SYLK")
+		ts.Check(err)
+		lister := s.ListConsumers(ctx)
+		for info := range lister.Info() {
+			if info.Config.FilterSubject == args[1] || slices.Contains(info.Config.FilterSubjects, args[1]) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			ts.Fatalf("no consumer on %s within 30s", args[1])
+		case <-tick.C:
+		}
+	}
 }

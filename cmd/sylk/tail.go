@@ -19,6 +19,7 @@ type TailOptions struct {
 	Filter   events.Filter
 	Since    string
 	NoFollow bool
+	Count    int
 	JSON     bool
 }
 
@@ -72,6 +73,7 @@ shown marked INVALID with the reason; they never stop the tail.`,
 	fl.StringVar(&typ, "type", "", "only this message type")
 	fl.StringVar(&opts.Since, "since", "all", "start at: all, new, a sequence number, an RFC 3339 time, or a duration ago (10m)")
 	fl.BoolVar(&opts.NoFollow, "no-follow", false, "print the events so far and exit")
+	fl.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON object per line (the envelope with its payload decoded)")
 	return cmd
 }
@@ -85,9 +87,21 @@ func tailRun(ctx context.Context, f *Factory, opts *TailOptions) error {
 	if err != nil {
 		return err
 	}
-	print := func(ev *events.Event) error { return printEvent(f.IO, ev, opts.JSON) }
+	printed := 0
+	print := func(ev *events.Event) error {
+		if err := printEvent(f.IO, ev, opts.JSON); err != nil {
+			return err
+		}
+		if printed++; opts.Count > 0 && printed >= opts.Count {
+			return errEnough
+		}
+		return nil
+	}
 	if opts.NoFollow {
-		return log.Scan(ctx, opts.Subject, from, 0, print)
+		if err := log.Scan(ctx, opts.Subject, from, 0, print); !errors.Is(err, errEnough) {
+			return err
+		}
+		return nil
 	}
 	tail, err := log.Tail(ctx, opts.Subject, from)
 	if err != nil {
@@ -103,10 +117,16 @@ func tailRun(ctx context.Context, f *Factory, opts *TailOptions) error {
 			return err
 		}
 		if err := print(ev); err != nil {
+			if errors.Is(err, errEnough) {
+				return nil
+			}
 			return err
 		}
 	}
 }
+
+// errEnough ends a tail that has printed --count events.
+var errEnough = errors.New("enough events")
 
 // eventJSON is one line of `tail --json`: the stream position and the envelope,
 // or the reason the bytes are not one.
