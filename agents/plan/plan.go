@@ -144,6 +144,72 @@ func Parse(src []byte) (*Plan, error) {
 	return &Plan{DAG: dag, ExecutionOrder: f.ExecutionOrder}, nil
 }
 
+// Load parses a plan file and validates its DAG, reporting the problems of
+// both at once: a typo in a key does not hide a cycle.
+func Load(src []byte, cat Catalog) (*Plan, error) {
+	probs := unknownKeysOf(src)
+	clean, err := withoutUnknownKeys(src)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(clean)
+	if err != nil {
+		return nil, append(probs, err.(Problems)...)
+	}
+	if verr := Validate(&p.DAG, p.ExecutionOrder, cat); verr != nil {
+		probs = append(probs, verr.(Problems)...)
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return p, nil
+}
+
+func unknownKeysOf(src []byte) Problems {
+	var raw map[string]any
+	if yaml.Unmarshal(src, &raw) != nil {
+		return nil
+	}
+	return unknownKeys(raw)
+}
+
+// withoutUnknownKeys re-encodes the plan with the keys the format does not
+// have removed, so the rest can still be checked.
+func withoutUnknownKeys(src []byte) ([]byte, error) {
+	var raw map[string]any
+	if err := yaml.Unmarshal(src, &raw); err != nil {
+		return nil, Problems{yaml.FormatError(err, false, true)}
+	}
+	if raw == nil {
+		return src, nil
+	}
+	keep := func(m map[string]any, allowed []string) {
+		for k := range m {
+			if !slices.Contains(allowed, k) {
+				delete(m, k)
+			}
+		}
+	}
+	keep(raw, topKeys)
+	if p, ok := raw["policy"].(map[string]any); ok {
+		keep(p, policyKeys)
+		if r, ok := p["retry"].(map[string]any); ok {
+			keep(r, retryKeys)
+		}
+	}
+	if nodes, ok := raw["nodes"].([]any); ok {
+		for _, n := range nodes {
+			if m, ok := n.(map[string]any); ok {
+				keep(m, nodeKeys)
+				if r, ok := m["retry"].(map[string]any); ok {
+					keep(r, retryKeys)
+				}
+			}
+		}
+	}
+	return yaml.Marshal(raw)
+}
+
 func nodeName(i int, id string) string {
 	if id == "" {
 		return fmt.Sprintf("node #%d", i+1)

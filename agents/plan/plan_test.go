@@ -24,10 +24,7 @@ func TestPlans(t *testing.T) {
 			if d.Cmd != "plan" {
 				t.Fatalf("unknown command %s", d.Cmd)
 			}
-			p, err := Parse([]byte(d.Input))
-			if err == nil {
-				err = Validate(&p.DAG, p.ExecutionOrder, testCatalog)
-			}
+			p, err := Load([]byte(d.Input), testCatalog)
 			if err != nil {
 				if !errors.Is(err, ErrInvalid) {
 					t.Fatalf("error %v does not match ErrInvalid", err)

@@ -92,11 +92,8 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := plan.Parse(src)
-	if err == nil {
-		rc := f.RuntimeConfig()
-		err = plan.Validate(&p.DAG, p.ExecutionOrder, rc.Catalog())
-	}
+	rc := f.RuntimeConfig()
+	p, err := plan.Load(src, rc.Catalog())
 	if err != nil {
 		return usagef("%s: %w", opts.Plan, err)
 	}
