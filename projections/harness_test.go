@@ -523,3 +523,5 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 	t.Fatalf("unknown command %q", cmd)
 	return ""
 }
+
+func newMemFS() vfs.FS { return vfs.NewMem() }

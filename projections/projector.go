@@ -319,6 +319,9 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *events.Event, live
 			p.c.reset()
 			return err
 		}
+		if ev.Pending == 0 {
+			p.s.markReady()
+		}
 		if progress != nil || p.rebuilding() {
 			total := ev.Seq + ev.Pending
 			pr := Progress{Done: ev.Seq - first + 1, Total: total - first + 1, Seconds: time.Since(start).Seconds(), Finished: ev.Pending == 0}
