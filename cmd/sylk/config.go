@@ -22,6 +22,10 @@ type Config struct {
 	Listen   string `yaml:"listen"`
 	Sync     string `yaml:"sync"`
 	LogLevel string `yaml:"log_level"`
+	// AckWait is how long an agent may hold a message without a sign of life
+	// before it is given to another process (a crashed agent's work is retried
+	// after it): a Go duration.
+	AckWait string `yaml:"ack_wait"`
 	Token    string `yaml:"token"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
@@ -77,7 +81,7 @@ func loadConfig() (Config, error) {
 	}
 	for env, field := range map[string]*string{
 		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
-		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token,
+		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token, "SYLK_ACK_WAIT": &cfg.AckWait,
 		"SYLK_LLM_BASE_URL": &cfg.LLM.BaseURL, "SYLK_LLM_MODEL": &cfg.LLM.Model,
 	} {
 		if v, ok := os.LookupEnv(env); ok {

@@ -59,6 +59,11 @@ func (f *Factory) configure(cmd *cobra.Command) error {
 			cfg.LogLevel = "info"
 		}
 	}
+	if cfg.AckWait != "" {
+		if d, err := time.ParseDuration(cfg.AckWait); err != nil || d <= 0 {
+			return usagef("ack_wait %q: want a positive duration like 30s", cfg.AckWait)
+		}
+	}
 	level, err := logLevel(cfg.LogLevel)
 	if err != nil {
 		return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/broker"
 )
 
@@ -17,6 +19,7 @@ type ServeOptions struct {
 	Token    string
 	User     string
 	Password string
+	AckWait  time.Duration
 }
 
 func newServeCmd(f *Factory, runF func(context.Context, *Factory, *ServeOptions) error) *cobra.Command {
@@ -46,6 +49,9 @@ Only one server may own a data directory; a second one fails at once.`,
 			if !flags.Changed("token") {
 				opts.Token = f.Cfg.Token
 			}
+			if flags.Changed("ack-wait") {
+				f.Cfg.AckWait = opts.AckWait.String()
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -57,6 +63,7 @@ Only one server may own a data directory; a second one fails at once.`,
 	cmd.Flags().StringVar(&opts.Token, "token", "", "require this token from clients")
 	cmd.Flags().StringVar(&opts.User, "user", "", "require this user (with --password) from clients")
 	cmd.Flags().StringVar(&opts.Password, "password", "", "password for --user")
+	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", agents.DefaultAckWait, "how soon the work of an agent that died is handed to another (agents working on long tools report in, so this is no time limit)")
 	return cmd
 }
 

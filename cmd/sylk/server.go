@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -94,9 +95,11 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	for agent, allowed := range f.Cfg.Permissions {
 		policy.Agents[agent] = tools.AgentPolicy{Tools: allowed}
 	}
+	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
 	return runtime.Config{
 		Tools:          tools.Options{Permissions: policy},
 		DefaultWorkDir: wd,
+		AckWait:        ackWait,
 		Logger:         slog.Default(),
 	}
 }
