@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -53,6 +54,16 @@ func deadLetterOf(m *jetstream.RawStreamMsg) deadLetter {
 		ID: m.Sequence, Time: m.Time, Consumer: h.Get(agents.HeaderDLQConsumer), Reason: h.Get(agents.HeaderDLQReason),
 		Deliveries: h.Get(agents.HeaderDLQDeliveries), StreamSeq: h.Get(agents.HeaderDLQStreamSeq),
 		Subject: h.Get(agents.HeaderDLQSubject), Type: h.Get(events.HeaderType), Session: h.Get(events.HeaderSession),
+	}
+	if toks := strings.Split(dl.Subject, "."); len(toks) == 6 {
+		// Bytes from an outside client carry no Sylk headers: the subject
+		// still says where they were going.
+		if dl.Session == "" {
+			dl.Session = toks[2]
+		}
+		if dl.Type == "" {
+			dl.Type = toks[5]
+		}
 	}
 	env, err := schemas.Unmarshal(m.Data)
 	if err != nil {
