@@ -1,0 +1,234 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/sylk/sylk/projections"
+)
+
+// Service answers the endpoints from a store. Each request is handled in its
+// own goroutine, so a slow one (verify, a min_seq wait) holds up no other.
+type Service struct {
+	svc    micro.Service
+	store  *projections.Store
+	src    projections.Source
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Serve starts the service on nc, answering from store; verify and rebuild
+// read src (the event log). Stop it before closing the store.
+func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src projections.Source, log *slog.Logger) (*Service, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Service{store: store, src: src, log: log}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	svc, err := micro.AddService(nc, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces",
+	})
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("start the api service: %w", err)
+	}
+	s.svc = svc
+	for subject, h := range s.handlers() {
+		name := strings.ReplaceAll(strings.TrimPrefix(subject, Prefix+"."), ".", "-")
+		if err := svc.AddEndpoint(name, s.wrap(subject, h), micro.WithEndpointSubject(subject)); err != nil {
+			return nil, errors.Join(fmt.Errorf("add endpoint %s: %w", subject, err), s.Stop())
+		}
+	}
+	// Make sure the server has the subscriptions before anyone is told we
+	// answer.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		return nil, errors.Join(fmt.Errorf("start the api service: %w", err), s.Stop())
+	}
+	return s, nil
+}
+
+// Stop stops answering and waits for the requests in progress.
+func (s *Service) Stop() error {
+	err := s.svc.Stop()
+	s.cancel()
+	s.wg.Wait()
+	return err
+}
+
+type handler func(ctx context.Context, req *Request) (any, error)
+
+func (s *Service) wrap(subject string, h handler) micro.Handler {
+	return micro.HandlerFunc(func(r micro.Request) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serve(subject, h, r)
+		}()
+	})
+}
+
+func (s *Service) serve(subject string, h handler, r micro.Request) {
+	req := &Request{}
+	if len(r.Data()) > 0 {
+		if err := json.Unmarshal(r.Data(), req); err != nil {
+			s.respondError(r, subject, fmt.Errorf("%w: %s: the body is not a JSON request: %w", errBadRequest, subject, err))
+			return
+		}
+	}
+	if req.MinSeq > 0 {
+		wctx, cancel := context.WithTimeout(s.ctx, MaxWait)
+		err := s.store.WaitFor(wctx, req.MinSeq)
+		cancel()
+		if err != nil {
+			s.respondError(r, subject, fmt.Errorf("%w: the projections did not reach seq %d: %w", errTimeout, req.MinSeq, err))
+			return
+		}
+	}
+	out, err := h(s.ctx, req)
+	if err != nil {
+		s.respondError(r, subject, err)
+		return
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		s.respondError(r, subject, err)
+		return
+	}
+	if err := r.Respond(body); err != nil {
+		s.log.Warn("api: respond", "subject", subject, "err", err)
+	}
+}
+
+func (s *Service) respondError(r micro.Request, subject string, err error) {
+	c := code(err)
+	if c == CodeInternal {
+		s.log.Warn("api: request failed", "subject", subject, "err", err)
+	}
+	if rerr := r.Error(c, err.Error(), nil); rerr != nil {
+		s.log.Warn("api: respond", "subject", subject, "err", rerr)
+	}
+}
+
+func need(field, v string) error {
+	if v == "" {
+		return fmt.Errorf("%w: %s is required", errBadRequest, field)
+	}
+	return nil
+}
+
+func (s *Service) handlers() map[string]handler {
+	st := s.store
+	return map[string]handler{
+		SubjectSessionGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			return st.Session(ctx, r.ID)
+		},
+		SubjectSessionList: func(ctx context.Context, r *Request) (any, error) {
+			return nonNil(st.Sessions(ctx, projections.SessionFilter{State: projections.SessionState(r.State)}))
+		},
+		SubjectDAGGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			if r.Session != "" {
+				return st.SessionDAG(ctx, r.Session, r.ID)
+			}
+			return st.DAG(ctx, r.ID)
+		},
+		SubjectDAGList: func(ctx context.Context, r *Request) (any, error) {
+			return nonNil(st.DAGs(ctx, projections.DAGFilter{Session: r.Session, State: projections.DAGState(r.State)}))
+		},
+		SubjectCheckpointList: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil {
+				return nil, err
+			}
+			return st.Checkpoints(ctx, r.Session, r.DAG)
+		},
+		SubjectPendingList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Pending(ctx, r.Session)
+		},
+		SubjectPendingGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := errors.Join(need("session", r.Session), need("id", r.ID)); err != nil {
+				return nil, err
+			}
+			return st.PendingRequest(ctx, r.Session, r.ID)
+		},
+		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil {
+				return nil, err
+			}
+			return st.SessionLog(ctx, projections.LogQuery{Session: r.Session, From: r.From, Until: r.Until, UntilTime: r.UntilTime, Limit: r.Limit})
+		},
+		SubjectReplayState: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil {
+				return nil, err
+			}
+			return st.SessionAsOf(ctx, r.Session, r.AsOf)
+		},
+		SubjectTrace: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			return st.Trace(ctx, r.ID)
+		},
+		SubjectToolResult: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			res, seq, err := st.ToolResult(ctx, r.ID)
+			return &Call{Seq: seq, ToolResult: res}, err
+		},
+		SubjectLLMResponse: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			res, seq, err := st.LLMResponse(ctx, r.ID)
+			return &Call{Seq: seq, LLMResponse: res}, err
+		},
+		SubjectRejectionList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Rejections(ctx, projections.RejectionFilter{Projection: r.Projection, Session: r.Session, Seq: r.Seq, Limit: r.Limit})
+		},
+		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
+			return st.Status(ctx) // min_seq was waited for already
+		},
+		SubjectStatus: func(ctx context.Context, r *Request) (any, error) {
+			return st.Status(ctx)
+		},
+		SubjectVerify: func(ctx context.Context, r *Request) (any, error) {
+			rep, err := st.Verify(ctx, s.src)
+			if errors.Is(err, projections.ErrVerify) {
+				return rep, nil // the report carries the difference
+			}
+			return rep, err
+		},
+		SubjectRebuild: func(ctx context.Context, r *Request) (any, error) {
+			if err := st.Projector(s.src).Rebuild(ctx, nil); err != nil {
+				return nil, err
+			}
+			return st.Status(ctx)
+		},
+	}
+}
+
+// nonNil turns a nil list into an empty one, so JSON says [] rather than null.
+func nonNil[T any](l []T, err error) ([]T, error) {
+	if l == nil && err == nil {
+		l = []T{}
+	}
+	return l, err
+}
