@@ -275,7 +275,9 @@ func TestRateLimitDoesNotTakeOverAUserPause(t *testing.T) {
 		_, _, err := f.client.Complete(ctx, d, llm.Request{Key: "q", Messages: msgs("q")})
 		done.Store(err == nil)
 		return nil, err
-	}), func(o *agents.Options) { o.Filters = []string{events.Filter{Target: "engineer", Type: schemas.TypeSignal}.Subject()} })
+	}), func(o *agents.Options) {
+		o.Filters = []string{events.Filter{Target: "engineer", Type: schemas.TypeSignal}.Subject()}
+	})
 	// A signal is never held: the handler runs although everything is paused.
 	f.Send(schemas.SystemSession, "user", "engineer", schemas.TypeSignal, schemas.Signal{Action: schemas.SignalCancel, Scope: schemas.ScopeSession})
 	f.Eventually(10*time.Second, "the call answered", done.Load)
