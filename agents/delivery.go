@@ -3,7 +3,6 @@ package agents
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/sylk/sylk/events"
@@ -81,5 +80,3 @@ func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64
 	}
 	return seq, nil
 }
-
-func attemptKey(prefix string, attempt int) string { return prefix + "/" + strconv.Itoa(attempt) }

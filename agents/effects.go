@@ -79,12 +79,16 @@ func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records
 			return res, false, Permanent(fmt.Errorf("tool %s: arguments are not a JSON object: %w", call.Tool, err))
 		}
 	}
-	started, err := d.Derive(schemas.TypeToolCall, "user", attemptKey("tool_call/"+call.ID, d.Attempt), schemas.ToolCall{
+	started, err := d.Derive(schemas.TypeToolCall, "user", "", schemas.ToolCall{
 		CallID: call.ID, Tool: call.Tool, Args: args, DAGID: where.DAGID, NodeID: where.NodeID, Attempt: where.Attempt,
 	})
 	if err != nil {
 		return res, false, Permanent(err)
 	}
+	// Every run gets its own record, so the stream shows each one: a fresh id,
+	// not a derived one. A delivery count would not do: a server killed before
+	// it persisted the count redelivers with the same one.
+	started.ID = schemas.NewID()
 	if _, err := d.appendNow(ctx, started); err != nil {
 		return res, false, err
 	}

@@ -22,3 +22,16 @@ func BenchmarkRoute(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDAG runs a DAG of no-op tool nodes one at a time and in parallel,
+// and reports the runtime's overhead per node and nodes per second.
+func BenchmarkDAG(b *testing.B) {
+	for b.Loop() {
+		rep, err := DAG(context.Background(), DAGConfig{DataDir: b.TempDir(), Nodes: 300}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(rep.OverheadPerNodeMS, "overhead_ms/node")
+		b.ReportMetric(rep.ParallelNodesPerS, "nodes/s")
+	}
+}

@@ -10,6 +10,6 @@ func newBenchCmd(f *Factory) *cobra.Command {
 data directory, and reports both with ratio = Sylk's speed / baseline's speed
 (higher is better). The machine is noisy: compare ratios, not times.`,
 	}
-	cmd.AddCommand(newBenchAppendCmd(f))
+	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchDAGCmd(f))
 	return cmd
 }

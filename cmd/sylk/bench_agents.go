@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents/agentbench"
+	"github.com/sylk/sylk/broker"
+)
+
+func newBenchRouteCmd(f *Factory) *cobra.Command {
+	opts := &BenchOptions{}
+	var syncModes []string
+	var rate int
+	cmd := &cobra.Command{
+		Use:   "route",
+		Short: "The routed message path vs raw JetStream, throughput and latency",
+		Long: `Appends unaddressed context requests; the Guide routes each to an agent that
+answers at once, and the answer is appended: append -> Guide -> agent -> reply.
+Throughput is compared with raw JetStream async publish (target ratio >= 0.25);
+latency, sampled at a steady rate on both sides, with raw publish-to-delivery
+(target: p50 and p99 at most 3x raw, a ratio >= 0.33).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, cleanup, err := opts.scratch()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			cs, err := agentbench.Route(cmd.Context(), agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate}, f.benchProgress(opts))
+			if err != nil {
+				return err
+			}
+			return printComparisons(f, opts, "route", cs)
+		},
+	}
+	opts.bind(cmd, 5000)
+	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
+	cmd.Flags().IntVar(&rate, "latency-rate", 1000, "messages per second while sampling latency")
+	return cmd
+}
+
+func newBenchDAGCmd(f *Factory) *cobra.Command {
+	opts := &BenchOptions{}
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "dag",
+		Short: "A DAG of no-op tool nodes: overhead per node and nodes per second",
+		Long: `Runs a DAG of independent no-op tool nodes (list, in-process) through the
+Orchestrator and the Engineer on an embedded server: once one node at a time,
+reporting the runtime's own overhead per node (wall time less the tools' time),
+once in parallel, reporting nodes per second.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, cleanup, err := opts.scratch()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := agentbench.DAG(cmd.Context(), agentbench.DAGConfig{DataDir: dir, Nodes: opts.Events, MaxConcurrency: concurrency}, f.benchProgress(opts))
+			if err != nil {
+				return err
+			}
+			if opts.JSON {
+				return f.IO.printJSON(map[string]any{"benchmark": "dag", "report": rep})
+			}
+			fmt.Fprintf(f.IO.Out, "%d nodes one at a time: %.2fs (tools %.3fs): runtime overhead %.2f ms per node\n", rep.Nodes, rep.SequentialSeconds, rep.ToolSeconds, rep.OverheadPerNodeMS)
+			fmt.Fprintf(f.IO.Out, "%d nodes, %d at a time: %.2fs: %.0f nodes/s\n", rep.Nodes, rep.MaxConcurrency, rep.ParallelSeconds, rep.ParallelNodesPerS)
+			return nil
+		},
+	}
+	opts.bind(cmd, 1000)
+	cmd.Flags().IntVar(&concurrency, "max-concurrency", 16, "the parallel run's max_concurrency")
+	return cmd
+}
