@@ -290,7 +290,10 @@ func TestFairShareBetweenSessions(t *testing.T) {
 	}
 	h.send("quiet", "worker", "me too")
 	brokertest.Eventually(t, 10*time.Second, "all fetched", func() bool {
-		c, _ := h.b.JetStream().Consumer(h.ctx, broker.Stream, ConsumerName("worker"))
+		c, err := h.b.JetStream().Consumer(h.ctx, broker.Stream, ConsumerName("worker"))
+		if err != nil {
+			return false // the runner has not created it yet
+		}
 		info, err := c.Info(h.ctx)
 		return err == nil && info.NumPending == 0
 	})
