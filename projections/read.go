@@ -24,6 +24,8 @@ type Reader interface {
 	Sessions(ctx context.Context, f SessionFilter) ([]*Session, error)
 	// DAG returns a DAG by id; ErrAmbiguous if several sessions have one.
 	DAG(ctx context.Context, id string) (*DAG, error)
+	// SessionDAG returns the DAG id of one session.
+	SessionDAG(ctx context.Context, session, id string) (*DAG, error)
 	// DAGs lists DAGs in submission order.
 	DAGs(ctx context.Context, f DAGFilter) ([]*DAG, error)
 	// Checkpoints lists a session's checkpoints (of one DAG if dag is set) in
@@ -31,12 +33,19 @@ type Reader interface {
 	Checkpoints(ctx context.Context, session, dag string) ([]*Checkpoint, error)
 	// Pending lists the open requests waiting on the user ("" session: all).
 	Pending(ctx context.Context, session string) ([]*PendingRequest, error)
+	// PendingRequest returns a request, open or answered, by correlation id or
+	// by the request event's id.
+	PendingRequest(ctx context.Context, session, ref string) (*PendingRequest, error)
 	// SessionLog returns a page of one session's events in stream order.
 	SessionLog(ctx context.Context, q LogQuery) (*LogPage, error)
 	// SessionAsOf folds one session's events up to a point.
 	SessionAsOf(ctx context.Context, session string, until AsOf) (*SessionView, error)
 	// Trace returns the hops of a correlation id.
 	Trace(ctx context.Context, correlation string) (*Trace, error)
+	// ToolResult and LLMResponse return a recorded side effect by call id and
+	// the sequence of its event.
+	ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error)
+	LLMResponse(ctx context.Context, callID string) (*schemas.LLMResponse, uint64, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
 	// Status reports cursors, lag and sizes.

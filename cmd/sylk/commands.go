@@ -14,5 +14,10 @@ func commands(f *Factory) []*cobra.Command {
 		newBenchCmd(f),
 		newSignalCmd(f),
 		newDLQCmd(f),
+		newSessionCmd(f),
+		newReplayCmd(f),
+		newDAGCmd(f),
+		newCheckpointCmd(f),
+		newProjectionsCmd(f),
 	}
 }

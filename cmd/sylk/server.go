@@ -79,6 +79,9 @@ func serverComponents(f *Factory) []serverComponent {
 		{"projector", func(ctx context.Context, s *server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
 		}},
+		{"api", func(ctx context.Context, s *server) error {
+			return serveAPI(ctx, s.broker, s.store)
+		}},
 		{"agents", func(ctx context.Context, s *server) error {
 			cfg := f.RuntimeConfig()
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
