@@ -217,7 +217,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent %s: consume: %w", r.opts.Agent, err)
 	}
-	r.touchQueued(ctx)
+	r.keepAlive(ctx)
 	cc.Stop()
 	r.sched.close()
 	workers.Wait()
@@ -228,9 +228,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// touchQueued keeps the ack timer of queued and held jobs from running out
-// until ctx ends: they are waiting their turn, not lost.
-func (r *Runner) touchQueued(ctx context.Context) {
+// keepAlive tells the server, every third of AckWait until ctx ends, that the
+// jobs this process holds are being worked on or waiting their turn (held),
+// so a long tool run or a paused session's backlog is not redelivered to
+// another process. One loop for all jobs: a per-message timer would cost more
+// than the message.
+func (r *Runner) keepAlive(ctx context.Context) {
 	t := time.NewTicker(r.opts.AckWait / 3)
 	defer t.Stop()
 	for {
@@ -238,7 +241,7 @@ func (r *Runner) touchQueued(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, j := range r.sched.queued() {
+			for _, j := range r.sched.held() {
 				j.msg.InProgress()
 			}
 		}
@@ -283,8 +286,6 @@ func (r *Runner) process(ctx context.Context, j *job) {
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	j.setCancel(hcancel)
-	stopKeepalive := keepalive(hctx, msg, o.AckWait/3)
-	defer stopKeepalive()
 
 	err := r.handle(ctx, hctx, d)
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
@@ -381,27 +382,6 @@ func classifyAppend(err error) error {
 		return Permanent(fmt.Errorf("handler produced an invalid event: %w", err))
 	}
 	return Transient(err, 0)
-}
-
-// keepalive tells the server the message is still being worked on, so a long
-// tool run is not redelivered to another process mid-way.
-func keepalive(ctx context.Context, msg jetstream.Msg, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				msg.InProgress()
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // stopping reports whether the runner is shutting down.

@@ -173,6 +173,17 @@ func (s *scheduler) queued() []*job {
 	return out
 }
 
+// held returns every job this process holds unacked: queued and running.
+func (s *scheduler) held() []*job {
+	out := s.queued()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range s.inflight {
+		out = append(out, j)
+	}
+	return out
+}
+
 func (s *scheduler) close() {
 	s.mu.Lock()
 	s.closed = true
