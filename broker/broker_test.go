@@ -198,3 +198,29 @@ func TestListenNone(t *testing.T) {
 		t.Fatal("server.json written for a server nobody can reach")
 	}
 }
+
+// With --nats-url nothing is started: the broker connects to the external
+// server and provisions the streams there, idempotently.
+func TestExternalServer(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	ext, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	b, err := Start(ctx, Options{NATSURL: ext.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Embedded() || b.URL() != ext.URL() {
+		t.Fatalf("embedded=%v url=%s, want a connection to %s", b.Embedded(), b.URL(), ext.URL())
+	}
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S.user.guide.user_input", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := ext.JetStream().Stream(ctx, Stream)
+	if info, _ := s.Info(ctx); info.State.Msgs != 1 {
+		t.Fatalf("the external server's stream holds %d messages", info.State.Msgs)
+	}
+}
