@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 			"extconsume":   cmdExtConsume,
 			"extpublish":   cmdExtPublish,
 			"waitconsumer": cmdWaitConsumer,
+			"waitdlq":      cmdWaitDLQ,
 		},
 		RequireExplicitExec: true,
 	})
@@ -184,6 +185,36 @@ func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
 		select {
 		case <-ctx.Done():
 			ts.Fatalf("no consumer on %s within 30s", args[1])
+		case <-tick.C:
+		}
+	}
+}
+
+// waitdlq DATADIR N: poll until the dead-letter stream holds N messages.
+func cmdWaitDLQ(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitdlq DATADIR N")
+	}
+	want, _ := strconv.ParseUint(args[1], 10, 64)
+	nc := extConnect(ts, args[0])
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s, err := js.Stream(ctx, "SYLK_DLQ")
+		ts.Check(err)
+		info, err := s.Info(ctx)
+		ts.Check(err)
+		if info.State.Msgs >= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			ts.Fatalf("%d dead letters after 30s, want %d", info.State.Msgs, want)
 		case <-tick.C:
 		}
 	}
