@@ -65,7 +65,7 @@ func ByTests(node *schemas.TaskDispatch, res schemas.ToolResult) Verdict {
 		DAGID: node.DAGID, NodeID: node.NodeID, Passed: c.Passed, Failed: c.Failed, Skipped: c.Skipped,
 		FailedTests: c.FailedTests, Evidence: evidence(res),
 	}
-	v := Verdict{Evidence: results.Evidence, Extra: []Extra{{schemas.TypeTestResults, results}}}
+	v := Verdict{Evidence: results.Evidence, Extra: []Extra{{Type: schemas.TypeTestResults, Payload: results}}}
 	counts := fmt.Sprintf("%d passed, %d failed, %d skipped", c.Passed, c.Failed, c.Skipped)
 	switch {
 	case len(c.BuildFailed) > 0:
@@ -118,7 +118,7 @@ func ByFindings(node *schemas.TaskDispatch, res schemas.ToolResult) Verdict {
 		}
 	}
 	passed := res.OK && len(issues) == 0
-	v := Verdict{OK: passed, Evidence: evidence(res), Extra: []Extra{{schemas.TypeValidationResult, schemas.ValidationResult{
+	v := Verdict{OK: passed, Evidence: evidence(res), Extra: []Extra{{Type: schemas.TypeValidationResult, Payload: schemas.ValidationResult{
 		DAGID: node.DAGID, NodeID: node.NodeID, Passed: passed, Issues: issues, Evidence: evidence(res),
 	}}}}
 	switch {

@@ -28,10 +28,12 @@ type Verdict struct {
 	Extra []Extra
 }
 
-// Extra is an event a verdict adds, addressed to the user.
+// Extra is an event a verdict adds, addressed to Target (the user when
+// empty).
 type Extra struct {
 	Type    schemas.Type
 	Payload any
+	Target  string
 }
 
 // Judge turns a tool result into a verdict.
@@ -120,12 +122,21 @@ func (w *Worker) llmHint() string {
 	return "set --llm-base-url and --llm-model (or SYLK_LLM_BASE_URL, SYLK_LLM_MODEL) and OPENAI_API_KEY"
 }
 
-// outcome is the task_complete or task_failed for the orchestrator, after any
-// extra events for the user.
 func (w *Worker) outcome(d *agents.Delivery, node *schemas.TaskDispatch, callID string, v Verdict) ([]*schemas.Envelope, error) {
+	return Outcome(d, node, callID, v)
+}
+
+// Outcome is the task_complete or task_failed of a verdict for the
+// orchestrator, after the verdict's extra events. Its ids are fixed by the
+// dispatch, so a redelivery appends it once.
+func Outcome(d *agents.Delivery, node *schemas.TaskDispatch, callID string, v Verdict) ([]*schemas.Envelope, error) {
 	var outs []*schemas.Envelope
 	for i, x := range v.Extra {
-		e, err := d.Derive(x.Type, "user", fmt.Sprintf("extra/%d", i), x.Payload)
+		target := x.Target
+		if target == "" {
+			target = "user"
+		}
+		e, err := d.Derive(x.Type, target, fmt.Sprintf("extra/%d", i), x.Payload)
 		if err != nil {
 			return nil, agents.Permanent(err)
 		}

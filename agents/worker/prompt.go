@@ -1,0 +1,423 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// Limits bound one prompt node's agent loop (seed 000 §5: per turn, per
+// conversation; seed L21105-21232: the 3-strike rule).
+type Limits struct {
+	// ToolCallsPerStep is how many tool calls of one model answer run; the
+	// rest are answered "not run" (default 10).
+	ToolCallsPerStep int
+	// ToolCalls is how many tool calls the node may make in all (default 50).
+	ToolCalls int
+	// Steps is how many model calls the node may make (default 30).
+	Steps int
+	// WallTime bounds the whole loop (default 15m; the node's timeout when
+	// shorter).
+	WallTime time.Duration
+	// Strikes is how many failed tool calls in a row stop the node with a
+	// task_help (default 3); at Strikes-1 the model is warned.
+	Strikes int
+	// ToolOutput bounds the bytes of one tool result given back to the model
+	// (default 16 KiB; the recorded result keeps what the tool layer kept).
+	ToolOutput int
+}
+
+// Defaults of Limits.
+const (
+	DefaultToolCallsPerStep = 10
+	DefaultToolCalls        = 50
+	DefaultSteps            = 30
+	DefaultWallTime         = 15 * time.Minute
+	DefaultStrikes          = 3
+	DefaultToolOutput       = 16 << 10
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.ToolCallsPerStep <= 0 {
+		l.ToolCallsPerStep = DefaultToolCallsPerStep
+	}
+	if l.ToolCalls <= 0 {
+		l.ToolCalls = DefaultToolCalls
+	}
+	if l.Steps <= 0 {
+		l.Steps = DefaultSteps
+	}
+	if l.WallTime <= 0 {
+		l.WallTime = DefaultWallTime
+	}
+	if l.Strikes <= 0 {
+		l.Strikes = DefaultStrikes
+	}
+	if l.ToolOutput <= 0 {
+		l.ToolOutput = DefaultToolOutput
+	}
+	return l
+}
+
+// LLM is what the loop needs of the LLM tier: *llm.Client.
+type LLM interface {
+	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
+	Fit(ctx context.Context, d *agents.Delivery, r llm.FitRequest) ([]schemas.LLMMessage, bool, error)
+}
+
+// PromptLoop is the Prompter of the LLM tier: for a prompt node, an agent
+// loop in which the model calls the built-in tools the agent may use (their
+// JSON Schemas offered for tool calling), every call through the executor's
+// permission checks and redaction and recorded with RunTool, until the model
+// answers without a tool call. The Engineer's answer is its summary; the
+// Inspector and the Tester end with a verdict in JSON, which needs the
+// evidence of the tools they ran (the Tester's counts come from the test
+// output, never from the model).
+//
+// After Limits.Strikes failed tool calls in a row (a non-zero exit, a refusal,
+// arguments that are not JSON) the loop stops and reports a task_help with
+// the failures, then a task_failed that is not retried; one failure before
+// that, the model is warned. Reaching the step, tool-call or time limit
+// reports the same way with the progress made. Every model answer and tool
+// result is recorded, so a redelivered dispatch replays the loop without
+// calling anything again and continues where the crash cut it.
+type PromptLoop struct {
+	LLM       LLM
+	Executors *Executors
+	Records   agents.ToolRecords
+	Limits    Limits
+	// Prompts override the default system prompt of an agent.
+	Prompts map[string]string
+}
+
+// reviewer agents end with a JSON verdict.
+func reviewer(agent string) bool { return agent == "inspector" || agent == "tester" }
+
+// RunPrompt runs one prompt node.
+func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *schemas.TaskDispatch) ([]*schemas.Envelope, error) {
+	if err := waitUntil(ctx, node.NotBefore); err != nil {
+		return nil, err
+	}
+	exec, err := p.Executors.For(node.WorkDir)
+	if err != nil {
+		return Outcome(d, node, "", Verdict{Summary: err.Error()})
+	}
+	lim := p.Limits.withDefaults()
+	wall := lim.WallTime
+	if node.Timeout > 0 && node.Timeout < wall {
+		wall = node.Timeout
+	}
+	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, specs: exec.SchemasFor(d.Agent), deadline: time.Now().Add(wall)}
+	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent)}, {Role: "user", Content: task(node)}}
+	return l.run(ctx)
+}
+
+// loop is one run of a prompt node.
+type loop struct {
+	p        *PromptLoop
+	d        *agents.Delivery
+	node     *schemas.TaskDispatch
+	exec     *tools.Executor
+	lim      Limits
+	specs    []tools.ToolSpec
+	deadline time.Time
+
+	msgs     []schemas.LLMMessage
+	seen     int
+	calls    int      // tool calls made
+	okCalls  int      // of which succeeded
+	strikes  int      // failures in a row
+	failures []string // what failed, for the help request
+	done     []string // one line per tool call, for progress and evidence
+	counts   *TestCounts
+	asked    bool // a reviewer was asked again for its verdict
+	warned   bool
+}
+
+func (l *loop) key(step int) string {
+	return fmt.Sprintf("%s/%d/step/%d", l.node.NodeID, l.node.Attempt, step)
+}
+
+func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
+	agent := l.d.Agent
+	for step := 0; ; step++ {
+		if step >= l.lim.Steps {
+			return l.help(fmt.Sprintf("step limit: %d model calls without finishing", l.lim.Steps))
+		}
+		if time.Now().After(l.deadline) {
+			return l.help("time limit reached before the task was finished")
+		}
+		if l.strikes == l.lim.Strikes-1 && !l.warned {
+			l.warned = true
+			l.msgs[0].Content += fmt.Sprintf("\n\nFAILURE WARNING: %d tool calls in a row failed on this task. One more failure stops the task "+
+				"and asks for help. Stop and reassess the approach; do not retry the same thing with small changes; "+
+				"do not suppress errors or skip tests to make it pass.", l.strikes)
+			l.seen = 0
+		}
+		fitted, changed, err := l.p.LLM.Fit(ctx, l.d, llm.FitRequest{Key: l.key(step), Messages: l.msgs, Tools: l.specs, DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		if err != nil {
+			return l.llmFailed(ctx, err)
+		}
+		if changed {
+			l.msgs, l.seen = fitted, 0
+		}
+		resp, _, err := l.p.LLM.Complete(ctx, l.d, llm.Request{Key: l.key(step), Messages: l.msgs, Seen: l.seen, Tools: l.specs,
+			DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		if err != nil {
+			return l.llmFailed(ctx, err)
+		}
+		l.seen = len(l.msgs)
+		calls := resp.ToolCalls
+		for i := range calls {
+			if calls[i].ID == "" {
+				calls[i].ID = fmt.Sprintf("call_%d_%d", step, i)
+			}
+		}
+		l.msgs = append(l.msgs, schemas.LLMMessage{Role: "assistant", Content: resp.Content, ToolCalls: calls})
+		if len(calls) == 0 {
+			if reviewer(agent) {
+				v, ok := parseVerdict(resp.Content)
+				if !ok && !l.asked {
+					l.asked = true
+					l.msgs = append(l.msgs, schemas.LLMMessage{Role: "user", Content: `Reply with your verdict as the JSON object only: {"passed": true or false, "summary": "...", "issues": ["..."]}`})
+					continue
+				}
+				return l.review(v, ok, resp.Content)
+			}
+			return Outcome(l.d, l.node, "", Verdict{OK: true, Summary: strings.TrimSpace(resp.Content), Evidence: l.evidence()})
+		}
+		for i, tc := range calls {
+			if i >= l.lim.ToolCallsPerStep {
+				l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID,
+					Content: fmt.Sprintf("not run: at most %d tool calls per answer; ask again for what you still need", l.lim.ToolCallsPerStep)})
+				continue
+			}
+			if l.calls >= l.lim.ToolCalls {
+				return l.help(fmt.Sprintf("tool call limit: %d calls without finishing", l.lim.ToolCalls))
+			}
+			res, err := l.tool(ctx, step, i, tc)
+			if err != nil {
+				return nil, err
+			}
+			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: cut(toolText(res), l.lim.ToolOutput)})
+			if l.strikes >= l.lim.Strikes {
+				return l.help(fmt.Sprintf("%d tool calls in a row failed", l.strikes))
+			}
+		}
+	}
+}
+
+// tool runs one tool call of the model, recorded; arguments that are not a
+// JSON object fail without running anything.
+func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (schemas.ToolResult, error) {
+	l.calls++
+	var args map[string]any
+	if err := json.Unmarshal([]byte(orEmpty(tc.Arguments)), &args); err != nil || args == nil {
+		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, cut(tc.Arguments, 200))}
+		l.record(tc.Name, res)
+		return res, nil
+	}
+	var obs agents.ToolObserver
+	if l.d.Agent == "tester" && tc.Name == tools.ToolExec {
+		args = GoTestJSON(args)
+		obs = CountTests(l.node)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return schemas.ToolResult{}, agents.Permanent(err)
+	}
+	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
+	res, _, err := l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
+	if err != nil {
+		return res, err
+	}
+	if c, ok := RecordedCounts(res); ok {
+		l.counts = &c
+	}
+	l.record(tc.Name, res)
+	return res, nil
+}
+
+func (l *loop) record(name string, res schemas.ToolResult) {
+	line := fmt.Sprintf("%s: %s", name, summary(res))
+	l.done = append(l.done, line)
+	if res.OK {
+		l.okCalls++
+		l.strikes = 0
+		return
+	}
+	l.strikes++
+	l.failures = append(l.failures, line)
+}
+
+func orEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "{}"
+	}
+	return s
+}
+
+// verdict is a reviewer's final answer.
+type verdict struct {
+	Passed  *bool    `json:"passed"`
+	Summary string   `json:"summary"`
+	Issues  []string `json:"issues"`
+}
+
+func parseVerdict(content string) (verdict, bool) {
+	var v verdict
+	i, j := strings.IndexByte(content, '{'), strings.LastIndexByte(content, '}')
+	if i < 0 || j < i || json.Unmarshal([]byte(content[i:j+1]), &v) != nil || v.Passed == nil {
+		return v, false
+	}
+	return v, true
+}
+
+// review turns a reviewer's verdict into the outcome: a pass needs evidence
+// from the tools, and for the Tester tests that ran and none that failed.
+func (l *loop) review(v verdict, ok bool, content string) ([]*schemas.Envelope, error) {
+	passed := ok && *v.Passed
+	summ := strings.TrimSpace(v.Summary)
+	if !ok {
+		summ = "no verdict: the answer was not the JSON verdict: " + cut(strings.TrimSpace(content), 300)
+	}
+	switch {
+	case passed && l.okCalls == 0:
+		passed, summ = false, "no evidence: the verdict was given without a tool that ran successfully ("+summ+")"
+	case l.d.Agent == "tester" && passed && (l.counts == nil || l.counts.Total() == 0):
+		passed, summ = false, "no test evidence: no test run reported results ("+summ+")"
+	case l.d.Agent == "tester" && passed && (l.counts.Failed > 0 || len(l.counts.BuildFailed) > 0):
+		passed, summ = false, fmt.Sprintf("the verdict says passed but the tests say %d failed (%s)", l.counts.Failed, summ)
+	}
+	evidence := l.evidence()
+	out := Verdict{OK: passed, Summary: summ, Evidence: evidence}
+	if l.d.Agent == "tester" {
+		r := schemas.TestResults{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Evidence: evidence}
+		if c := l.counts; c != nil {
+			r.Passed, r.Failed, r.Skipped, r.FailedTests = c.Passed, c.Failed, c.Skipped, c.FailedTests
+			out.Summary = fmt.Sprintf("%d passed, %d failed, %d skipped; %s", c.Passed, c.Failed, c.Skipped, summ)
+		}
+		out.Extra = []Extra{{Type: schemas.TypeTestResults, Payload: r}}
+	} else {
+		out.Extra = []Extra{{Type: schemas.TypeValidationResult, Payload: schemas.ValidationResult{
+			DAGID: l.node.DAGID, NodeID: l.node.NodeID, Passed: passed, Issues: v.Issues, Evidence: evidence,
+		}}}
+	}
+	return Outcome(l.d, l.node, "", out)
+}
+
+// help stops the node: a task_help with the failures and the progress, and a
+// task_failed that the DAG's retry policy does not retry.
+func (l *loop) help(reason string) ([]*schemas.Envelope, error) {
+	h := schemas.TaskHelp{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt, Reason: reason, Failures: l.failures}
+	if len(l.failures) == 0 {
+		h.Failures = lastN(l.done, 10)
+	}
+	return Outcome(l.d, l.node, "", Verdict{
+		Summary:  "stopped, needs help: " + reason,
+		Evidence: l.evidence(),
+		Extra:    []Extra{{Type: schemas.TypeTaskHelp, Payload: h, Target: "orchestrator"}},
+	})
+}
+
+// llmFailed ends the node on an LLM error that will not go away (a budget, a
+// refusal); other errors go back to the runner, whose redelivery replays the
+// recorded steps for free.
+func (l *loop) llmFailed(ctx context.Context, err error) ([]*schemas.Envelope, error) {
+	if class, _ := agents.Classify(ctx, err); class != agents.ClassPermanent {
+		return nil, err
+	}
+	what := "the LLM call failed"
+	if errors.Is(err, llm.ErrBudgetExceeded) {
+		what = "the LLM budget is spent"
+	}
+	return Outcome(l.d, l.node, "", Verdict{Summary: fmt.Sprintf("%s: %v", what, err), Evidence: l.evidence()})
+}
+
+func (l *loop) evidence() string {
+	s := strings.Join(l.done, "\n")
+	const max = 4000
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return s
+}
+
+func lastN(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
+
+// toolText is a tool result as the model reads it.
+func toolText(r schemas.ToolResult) string {
+	var b strings.Builder
+	if r.Summary != "" {
+		b.WriteString(r.Summary + "\n")
+	}
+	if r.Error != "" && !r.OK {
+		b.WriteString("error: " + r.Error + "\n")
+	}
+	for _, s := range []struct{ name, text string }{{"", r.Output}, {"stdout", r.Stdout}, {"stderr", r.Stderr}} {
+		if s.text == "" {
+			continue
+		}
+		if s.name != "" {
+			b.WriteString("--- " + s.name + " ---\n")
+		}
+		b.WriteString(s.text)
+		if !strings.HasSuffix(s.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	if b.Len() == 0 {
+		return fmt.Sprintf("%s: ok=%v exit=%d", r.Tool, r.OK, r.ExitCode)
+	}
+	return b.String()
+}
+
+// cut keeps the head and the tail of s within n bytes.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	half := n / 2
+	return strings.ToValidUTF8(s[:half]+fmt.Sprintf("\n[... %d bytes cut ...]\n", len(s)-2*half)+s[len(s)-half:], "")
+}
+
+// task is the first user message of a node.
+func task(node *schemas.TaskDispatch) string {
+	return fmt.Sprintf("Task %s of workflow %s (attempt %d):\n%s", node.NodeID, node.DAGID, node.Attempt, node.Prompt)
+}
+
+func (p *PromptLoop) system(agent string) string {
+	if s, ok := p.Prompts[agent]; ok {
+		return s
+	}
+	const style = "Be direct and concrete. No flattery, no filler. Base every claim on evidence from the tools, and say when you do not know."
+	const verdictFmt = `When you are done, reply without a tool call with your verdict as one JSON object:
+{"passed": true or false, "summary": "one paragraph", "issues": ["path/file.go:12: what is wrong", "..."]}`
+	switch agent {
+	case "inspector":
+		return "You are the Inspector of Sylk. You review the work done in the project in your work directory against the task, " +
+			"with read-only tools and checks you can run (build, vet, format, linters, tests). You do not change files. " +
+			style + "\n" + verdictFmt + "\nPass only what the evidence supports."
+	case "tester":
+		return "You are the Tester of Sylk. You write and run the tests the task asks for in the project in your work directory. " +
+			"Run go tests with the exec tool (their results are counted from the output, not from your words). " +
+			style + "\n" + verdictFmt + "\nPass only if the tests ran and none failed."
+	}
+	return "You are the Engineer of Sylk. You carry out one task in the project in your work directory with the tools you are given. " +
+		"Read before you write, make the smallest change that does the task, follow the code's existing patterns, and build and run " +
+		"the tests that cover your change. " + style + "\nWhen the task is done, reply without a tool call: what you changed (files) " +
+		"and how you verified it. If it cannot be done, say why."
+}
