@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,8 +53,9 @@ func NewStack(t testing.TB) *Stack {
 func (s *Stack) JetStream() jetstream.JetStream { return s.Broker.JetStream() }
 
 // Run runs h as agent (consumer agent-<agent>, caught up with the store on
-// redelivery) until the test ends; opts adjust the runner's options.
-func (s *Stack) Run(agent string, h agents.Handler, opts ...func(*agents.Options)) {
+// redelivery) until the test ends or stop is called; opts adjust the
+// runner's options.
+func (s *Stack) Run(agent string, h agents.Handler, opts ...func(*agents.Options)) (stop func()) {
 	s.t.Helper()
 	o := agents.Options{Agent: agent, Caught: s.Store, AckWait: 10 * time.Second, Backoff: agents.Backoff(10*time.Millisecond, 100*time.Millisecond)}
 	for _, f := range opts {
@@ -66,12 +68,27 @@ func (s *Stack) Run(agent string, h agents.Handler, opts ...func(*agents.Options
 	ctx, cancel := context.WithCancel(s.Ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	s.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			s.t.Errorf("runner %s: %v", agent, err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				s.t.Errorf("runner %s: %v", agent, err)
+			}
+		})
+	}
+	s.t.Cleanup(stop)
+	return stop
+}
+
+// Forget deletes agent's durable consumer (its runner stopped): the next
+// runner of agent is handed every message again from the start, as in a
+// replay of the whole stream.
+func (s *Stack) Forget(agent string) {
+	s.t.Helper()
+	if err := s.JetStream().DeleteConsumer(s.Ctx, broker.Stream, agents.ConsumerName(agent)); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // Send appends an event of type typ from source to target in session.
