@@ -135,6 +135,9 @@ func (s *scheduler) forget(sess string, idx int) {
 func (s *scheduler) done(j *job) {
 	s.mu.Lock()
 	delete(s.inflight, j)
+	// Only a session that was at its limit has jobs this makes runnable: wake
+	// the workers then, not after every job.
+	wasFull := s.running[j.session] >= s.perSession && len(s.queues[j.session]) > 0
 	s.running[j.session]--
 	if s.running[j.session] <= 0 && len(s.queues[j.session]) == 0 {
 		for i, sess := range s.ring {
@@ -145,7 +148,9 @@ func (s *scheduler) done(j *job) {
 		}
 	}
 	s.mu.Unlock()
-	s.cond.Broadcast()
+	if wasFull {
+		s.cond.Broadcast()
+	}
 }
 
 // wake re-evaluates held jobs after a signal.
