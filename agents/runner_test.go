@@ -375,3 +375,53 @@ func TestBreaker(t *testing.T) {
 		t.Fatalf("changes %s, want [%s]", got, want)
 	}
 }
+
+// Two processes of one agent kind share its durable consumer: each message is
+// handled once, by one of them, and both take part.
+func TestRunnersOfOneKindShareTheWork(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	by := map[string]int{}
+	seen := map[string]bool{}
+	handler := func(name string) Handler {
+		return HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[d.Env.ID] {
+				t.Errorf("message %s handled twice", d.Env.ID)
+			}
+			seen[d.Env.ID] = true
+			by[name]++
+			return nil, nil
+		})
+	}
+	// A second connection plays the second process.
+	nc, err := h.b.NewConn("second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js2, _ := jetstream.New(nc)
+	h.run(handler("first"), Options{Agent: "worker", Concurrency: 1, PerSession: 1})
+	r2, err := NewRunner(js2, handler("second"), Options{Agent: "worker", Concurrency: 1, PerSession: 1, AckWait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- r2.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for i := range 40 {
+		h.send(fmt.Sprintf("S%d", i%4), "worker", strconv.Itoa(i))
+	}
+	brokertest.Eventually(t, 20*time.Second, "all 40 handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 40 && h.consumerIdle("worker")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if by["first"] == 0 || by["second"] == 0 {
+		t.Fatalf("work split %v: both processes must take part", by)
+	}
+}
