@@ -274,7 +274,7 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 	return resp, false, nil
 }
 
-// record appends the response, and the usage, atomically.
+// record appends the response, then the usage.
 func (c *Client) record(ctx context.Context, d *agents.Delivery, callID string, resp schemas.LLMResponse, usage *schemas.LLMUsage) error {
 	env, err := d.Derive(schemas.TypeLLMResponse, "user", "llm_response/"+callID, resp)
 	if err != nil {
@@ -288,8 +288,29 @@ func (c *Client) record(ctx context.Context, d *agents.Delivery, callID string, 
 		}
 		envs = append(envs, u)
 	}
-	if err := appendAll(ctx, d.Log(), envs); err != nil {
+	if err := appendPipelined(ctx, d.Log(), envs); err != nil {
 		return agents.Transient(fmt.Errorf("record LLM call %s: %w", callID, err), 0)
+	}
+	return nil
+}
+
+// appendPipelined appends envs in order, sharing one round trip. It is not
+// atomic: a crash in between can lose a call's usage record, never its
+// response, which comes first. (An atomic batch of two costs milliseconds
+// here, two pipelined appends tens of microseconds.)
+func appendPipelined(ctx context.Context, log *events.Log, envs []*schemas.Envelope) error {
+	pending := make([]events.PendingAppend, 0, len(envs))
+	for _, e := range envs {
+		p, err := log.AppendAsync(e)
+		if err != nil {
+			return err
+		}
+		pending = append(pending, p)
+	}
+	for _, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
