@@ -424,3 +424,81 @@ func TestStalledStreamIsRetried(t *testing.T) {
 		t.Fatalf("result %+v after %d calls", got, f.srv.Calls())
 	}
 }
+
+// Secrets in the conversation are redacted before they are sent or recorded.
+func TestMessagesAreRedacted(t *testing.T) {
+	red, err := tools.NewRedactor(tools.SecretOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(_ *llm.Config, d *llm.Deps) { d.Redactor = red })
+	f.srv.Script(llmtest.Text("ok"))
+	const secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	res := f.engineer(one(llm.Request{Key: "q", Messages: msgs("the token is " + secret)}), false)
+	f.send("go")
+	f.waitIdle(res, 1)
+	if last := f.srv.Requests()[0].Last(); strings.Contains(last, secret) || !strings.Contains(last, "[REDACTED]") {
+		t.Fatalf("sent %q", last)
+	}
+	for _, e := range f.Events(schemas.TypeLLMRequest) {
+		p, _ := schemas.PayloadAs[schemas.LLMRequest](e)
+		for _, m := range p.Messages {
+			if strings.Contains(m.Content, secret) {
+				t.Fatal("the secret was recorded")
+			}
+		}
+	}
+}
+
+// A followed ledger counts the usage already in the log, then new usage.
+func TestLedgerFollowsTheLog(t *testing.T) {
+	f := newFixture(t, nil)
+	f.srv.Script(llmtest.Text("a").WithUsage(10, 5), llmtest.Text("b").WithUsage(20, 5))
+	res := f.engineer(one(llm.Request{Key: "q", Messages: msgs("q")}), false)
+	f.send("one")
+	f.waitIdle(res, 1)
+	l := llm.NewLedger()
+	stop, err := l.Follow(f.Ctx, f.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if spent, _ := l.Spent(f.Ctx, llm.Scope{}); spent != 15 {
+		t.Fatalf("caught up to %d tokens, want 15", spent)
+	}
+	f.send("two")
+	f.Eventually(10*time.Second, "the second call followed", func() bool { spent, _ := l.Spent(f.Ctx, llm.Scope{Session: "S1"}); return spent == 40 })
+}
+
+// A pause left by a process that stopped before its resume is ended by the
+// next one.
+func TestResumeStalePause(t *testing.T) {
+	f := newFixture(t, nil)
+	env, err := schemas.New(schemas.TypeSignal, schemas.SystemSession, "engineer", "orchestrator", time.Now(),
+		schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeAll, Reason: "rate limited", ResumeAt: time.Now().Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Metadata = map[string]string{llm.MetaRateLimit: "openai"}
+	if _, err := f.Log.Append(f.Ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client.ResumeStalePause(f.Ctx, f.Log); err != nil {
+		t.Fatal(err)
+	}
+	sigs := f.Events(schemas.TypeSignal)
+	if len(sigs) != 2 {
+		t.Fatalf("%d signals, want the pause and its resume", len(sigs))
+	}
+	if p, _ := schemas.PayloadAs[schemas.Signal](sigs[1]); p.Action != schemas.SignalResume || p.Scope != schemas.ScopeAll || sigs[1].ParentID != env.ID {
+		t.Fatalf("resume %+v", p)
+	}
+	// A user's pause is not the client's to end.
+	f.Send(schemas.SystemSession, "user", "orchestrator", schemas.TypeSignal, schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeAll})
+	if err := f.client.ResumeStalePause(f.Ctx, f.Log); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Count(schemas.TypeSignal); n != 3 {
+		t.Fatalf("%d signals: the user's pause was resumed", n)
+	}
+}
