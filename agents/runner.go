@@ -345,29 +345,28 @@ func (r *Runner) waitCaughtUp(ctx context.Context) error {
 	return r.opts.Caught.WaitFor(ctx, last)
 }
 
-// appendOutputs appends a handler's events atomically. If some were appended by
-// an earlier delivery (their derived ids are known to the stream), the batch is
-// refused whole; each is then appended alone, and the known ones are no-ops.
+// appendOutputs appends a handler's events in order, pipelined: each is
+// published without waiting for the one before, then every ack is awaited. Not
+// an atomic batch, on purpose: JetStream stages each atomic batch of a file
+// stream in a store of its own, milliseconds for two events. Atomicity is not
+// needed for correctness: outputs have ids derived from their input, so after a
+// crash part-way the redelivery appends the missing ones and the stream drops
+// the rest as duplicates.
 func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) error {
-	switch len(outs) {
-	case 0:
-		return nil
-	case 1:
+	if len(outs) == 1 {
 		_, err := r.log.Append(ctx, outs[0])
 		return classifyAppend(err)
 	}
-	for i := 0; i < len(outs); i += events.MaxBatch {
-		batch := outs[i:min(i+events.MaxBatch, len(outs))]
-		_, err := r.log.AppendBatch(ctx, batch)
-		if errors.Is(err, events.ErrDuplicate) {
-			for _, e := range batch {
-				if _, err := r.log.Append(ctx, e); err != nil {
-					return classifyAppend(err)
-				}
-			}
-			continue
-		}
+	pending := make([]events.PendingAppend, 0, len(outs))
+	for _, e := range outs {
+		p, err := r.log.AppendAsync(e)
 		if err != nil {
+			return classifyAppend(err)
+		}
+		pending = append(pending, p)
+	}
+	for _, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
 			return classifyAppend(err)
 		}
 	}
