@@ -116,6 +116,12 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		go func() { defer wg.Done(); runner.Run(rctx) }()
 	}
 
+	report(fmt.Sprintf("raw: %d messages through two consume -> publish -> ack hops", cfg.Messages))
+	rawHop, err := rawHops(ctx, b, cfg.Messages, cfg.Concurrency)
+	if err != nil {
+		return nil, err
+	}
+
 	report(fmt.Sprintf("sylk: %d context requests routed by the Guide and answered, as fast as they go", cfg.Messages))
 	sylk, _, err := routed(ctx, b, cfg.Messages, nil)
 	if err != nil {
@@ -128,6 +134,7 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 	}
 	return []eventbench.Comparison{
 		eventbench.Compare(fmt.Sprintf("routed path vs raw async publish (sync %s)", mode), sylk, rawPub, TargetRouteThroughput),
+		eventbench.Compare(fmt.Sprintf("routed path vs raw two-hop chain (sync %s)", mode), sylk, rawHop, 0),
 		latencyComparison(fmt.Sprintf("routed p50 latency vs raw delivery (sync %s)", mode), lat, rawLat, 0.50),
 		latencyComparison(fmt.Sprintf("routed p99 latency vs raw delivery (sync %s)", mode), lat, rawLat, 0.99),
 	}, nil
@@ -246,6 +253,64 @@ func (p *pacer) wait(i int) {
 		return
 	}
 	time.Sleep(time.Until(p.start.Add(time.Duration(i) * p.every)))
+}
+
+// rawHops is what the routed path does, in bare JetStream: n messages
+// published async, then two durable consumers each consuming, publishing the
+// message on to the next subject and acking it (workers at a time), until all
+// n reach the end. It is the ceiling of any design that stores every hop.
+func rawHops(ctx context.Context, b *broker.Broker, n, workers int) (eventbench.Measure, error) {
+	js := b.JetStream()
+	scfg := broker.StreamConfig(broker.DefaultDuplicateWindow)
+	scfg.Name, scfg.Subjects = "BENCH_HOPS", []string{"bench.hop.>"}
+	stream, err := js.CreateOrUpdateStream(ctx, scfg)
+	if err != nil {
+		return eventbench.Measure{}, err
+	}
+	arrived := make(chan struct{}, n)
+	sub, err := b.Conn().Subscribe("bench.hop.2", func(*nats.Msg) { arrived <- struct{}{} })
+	if err != nil {
+		return eventbench.Measure{}, err
+	}
+	defer sub.Unsubscribe()
+	for hop := range 2 {
+		cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: fmt.Sprintf("hop%d", hop),
+			FilterSubject: fmt.Sprintf("bench.hop.%d", hop), AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4 * workers})
+		if err != nil {
+			return eventbench.Measure{}, err
+		}
+		sem := make(chan struct{}, workers)
+		next := fmt.Sprintf("bench.hop.%d", hop+1)
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				if _, err := js.Publish(ctx, next, m.Data()); err == nil {
+					m.Ack()
+				}
+			}()
+		}, jetstream.PullMaxMessages(2*workers))
+		if err != nil {
+			return eventbench.Measure{}, err
+		}
+		defer cc.Stop()
+	}
+	body := make([]byte, 600)
+	return eventbench.Time("jetstream: publish, then 2 x (consume, publish, ack)", n, func() error {
+		for range n {
+			if _, err := js.PublishAsync("bench.hop.0", body, jetstream.WithStallWait(time.Minute)); err != nil {
+				return err
+			}
+		}
+		for range n {
+			select {
+			case <-arrived:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
 }
 
 // routed appends n unaddressed context requests and waits for every answer;

@@ -15,7 +15,7 @@ func BenchmarkRoute(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		names := []string{"route/raw_interval", "p50/raw_interval", "p99/raw_interval", "route/raw_always", "p50/raw_always", "p99/raw_always"}
+		names := []string{"route/raw_interval", "route/hops_interval", "p50/raw_interval", "p99/raw_interval", "route/raw_always", "route/hops_always", "p50/raw_always", "p99/raw_always"}
 		for i, c := range cs {
 			b.ReportMetric(c.Ratio, names[i])
 			b.Logf("%s", c)
