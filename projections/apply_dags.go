@@ -57,12 +57,10 @@ func (o *dagObj) encode(b *pebble.Batch, k []byte) error {
 		}
 		o.headerDirty = false
 	}
+	var buf []byte
 	for _, i := range o.dirtyNodes {
-		v, err := json.Marshal(o.d.Nodes[i])
-		if err != nil {
-			return err
-		}
-		if err := b.Set(dagNodeKey(o.d.Session, o.d.ID, i), v, nil); err != nil {
+		buf = appendNodeJSON(buf[:0], o.d.Nodes[i])
+		if err := b.Set(dagNodeKey(o.d.Session, o.d.ID, i), buf, nil); err != nil {
 			return err
 		}
 	}
@@ -109,9 +107,12 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 		}
 		return e.obj.(*dagObj), nil
 	}
-	d, err := readDAG(t.db, sid, id)
-	if err != nil {
-		return nil, err
+	var d *DAG
+	if !t.knownAbsent(k) {
+		var err error
+		if d, err = readDAG(t.db, sid, id); err != nil {
+			return nil, err
+		}
 	}
 	if d == nil {
 		t.cache.put(k, nil, false)

@@ -234,7 +234,7 @@ func applyLog(t *tx, ev *event) error {
 	if env == nil {
 		return t.reject(Log, ev, "not an envelope: %v", ev.err)
 	}
-	if err := t.set(logKey(env.SessionID, ev.seq), ev.data); err != nil {
+	if err := t.setSeqKey("log/s/", env.SessionID, ev.seq, ev.data); err != nil {
 		return err
 	}
 	switch env.Type {
@@ -269,7 +269,7 @@ func applyTrace(t *tx, ev *event) error {
 	if corr == "" {
 		corr = env.ID
 	}
-	return t.set(traceKey(corr, ev.seq), []byte(env.SessionID))
+	return t.setSeqKey("trace/", corr, ev.seq, []byte(env.SessionID))
 }
 
 // callRec is a recorded side effect: the sequence of its event and the
@@ -340,6 +340,6 @@ func applyCalls(t *tx, ev *event) error {
 	if old != nil {
 		return t.reject(Calls, ev, "%s of call %s already recorded at seq %d", env.Type, call, old.seq)
 	}
-	t.cache.put(k, &callRec{seq: ev.seq, payload: env.Payload}, true)
+	t.cache.putTransient(k, &callRec{seq: ev.seq, payload: env.Payload})
 	return nil
 }

@@ -25,7 +25,8 @@ func timePtr(t time.Time) *time.Time { return &t }
 // applySessions folds session events into the sessions projection. Rules:
 // session_create of an existing id is refused; the moves follow the six legal
 // transitions (see Next); session_switch{From} activates its session and
-// suspends From if From is active; context updates need a created or active
+// suspends From if From is active; switch and resume move the focus to their
+// session, and leaving the active state drops it; context updates need a created or active
 // session (a suspended session's context is frozen). Events of other types only
 // track the active DAG and pause signals.
 func applySessions(t *tx, ev *event) error {
@@ -164,7 +165,10 @@ func sessionMove(t *tx, ev *event) error {
 		return err
 	}
 	if s == nil && ev.foreign {
+		// Another session's switch away from the one being folded alone: it
+		// suspends it and takes the focus.
 		if p, ok := payload.(*schemas.SessionSwitch); ok {
+			store(t, focusKey, &focus{Session: env.SessionID, Seq: ev.seq})
 			return suspendFrom(t, ev, p.From)
 		}
 		return nil
@@ -189,6 +193,9 @@ func sessionMove(t *tx, ev *event) error {
 				return err
 			}
 		}
+		store(t, focusKey, &focus{Session: s.ID, Seq: ev.seq})
+	case *schemas.SessionResume:
+		// The user returns to the session: it takes the focus.
 		store(t, focusKey, &focus{Session: s.ID, Seq: ev.seq})
 	case *schemas.SessionComplete:
 		s.Summary = p.Summary

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -118,7 +119,8 @@ func TestCacheEvictsCleanObjectsOnly(t *testing.T) {
 	for _, k := range []string{"a", "b", "c"} {
 		c.put([]byte(k), &k, true)
 	}
-	c.committed()
+	c.markClean()
+	c.evict()
 	if len(c.m) != 2 {
 		t.Fatalf("%d objects cached, want 2", len(c.m))
 	}
@@ -161,4 +163,27 @@ func fmtLayers(l [][]string) string {
 	}
 	b.WriteString("]")
 	return b.String()
+}
+
+// The hand-written node encoder writes what encoding/json writes.
+func TestNodeJSONMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))
+	nodes := []*Node{
+		{ID: "a", State: NodeReady},
+		{ID: "b", Agent: "engineer", Tool: "exec", Prompt: "say \"hi\" <&> \\ \n\t\x01 é \u2028 \xff end", DependsOn: []string{"a", "c"}, Layer: 2, State: NodeSucceeded,
+			Attempt: 3, Result: &NodeResult{Summary: "ok", Evidence: "PASS", CallID: "c1", Seq: 9}, LastError: "boom", Retryable: true,
+			Help: "stuck", SkipReason: "why", Calls: []Call{{ID: "c1", Tool: "exec", Attempt: 1, Seq: 4, ResultSeq: 5, OK: true}, {ID: "c2"}},
+			DispatchedAt: &at, StartedAt: &at, FinishedAt: &at},
+		{ID: "c", State: NodeFailed, Result: &NodeResult{Seq: 1}},
+		{ID: "d", State: NodeSkipped, Result: &NodeResult{Evidence: "only evidence", Seq: 2}},
+	}
+	for _, n := range nodes {
+		want, err := json.Marshal(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendNodeJSON(nil, n); string(got) != string(want) {
+			t.Errorf("node %s:\n got %s\nwant %s", n.ID, got, want)
+		}
+	}
 }

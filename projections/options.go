@@ -13,11 +13,13 @@ import (
 const (
 	// DefaultCacheObjects is how many decoded state objects the fold keeps
 	// between batches.
-	DefaultCacheObjects = 100_000
+	DefaultCacheObjects = 200_000
 	// DefaultBatchEvents and DefaultBatchBytes bound one Pebble batch: while
 	// catching up, events are folded in batches this large, each one commit.
+	// A batch must stay well under half the memtable: a larger one is
+	// committed as its own flushable table, which rotates the memtable.
 	DefaultBatchEvents = 50_000
-	DefaultBatchBytes  = 32 << 20
+	DefaultBatchBytes  = 16 << 20
 	// DefaultBatchDelay is the longest an applied event waits for more events to
 	// share its batch when the stream says more are coming. An event with
 	// nothing behind it is committed at once.
@@ -25,7 +27,7 @@ const (
 	// DefaultBlockCacheBytes is Pebble's block cache.
 	DefaultBlockCacheBytes = 32 << 20
 	// DefaultMemTableBytes is Pebble's memtable size.
-	DefaultMemTableBytes = 64 << 20
+	DefaultMemTableBytes = 128 << 20
 )
 
 // ErrInvalidOptions is wrapped by every Options.Validate failure.
@@ -93,6 +95,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: BatchDelay %s is negative", ErrInvalidOptions, o.BatchDelay)
 	case o.MemTableBytes < 1<<20:
 		return fmt.Errorf("%w: MemTableBytes %d is below 1 MiB", ErrInvalidOptions, o.MemTableBytes)
+	case uint64(o.BatchBytes) > o.MemTableBytes/3:
+		return fmt.Errorf("%w: BatchBytes %d is above a third of MemTableBytes %d", ErrInvalidOptions, o.BatchBytes, o.MemTableBytes)
 	}
 	return nil
 }

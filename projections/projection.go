@@ -69,6 +69,9 @@ type event struct {
 	data []byte
 	id   string // the envelope id, or the Nats-Msg-Id of undecodable bytes
 	err  error
+	// pending is how many events followed this one in the stream when it was
+	// read.
+	pending uint64
 
 	decoded bool
 	payload any
@@ -81,7 +84,7 @@ type event struct {
 }
 
 func newEvent(ev *events.Event) *event {
-	e := &event{seq: ev.Seq, env: ev.Env, data: ev.Data, err: ev.Err}
+	e := &event{seq: ev.Seq, env: ev.Env, data: ev.Data, err: ev.Err, pending: ev.Pending}
 	switch {
 	case ev.Env != nil:
 		e.id = ev.Env.ID
@@ -91,6 +94,20 @@ func newEvent(ev *events.Event) *event {
 		}
 	}
 	return e
+}
+
+// decodes lists the types whose payload some projection reads.
+var decodes = map[schemas.Type]bool{
+	schemas.TypeSessionCreate: true, schemas.TypeSessionSwitch: true, schemas.TypeSessionSuspend: true,
+	schemas.TypeSessionResume: true, schemas.TypeSessionComplete: true, schemas.TypeSessionFail: true,
+	schemas.TypeSessionContextSet: true, schemas.TypeDAGExecute: true, schemas.TypeDAGRejected: true,
+	schemas.TypeDAGStatus: true, schemas.TypeWorkflowComplete: true, schemas.TypeSignal: true,
+	schemas.TypeTaskDispatch: true, schemas.TypeToolCall: true, schemas.TypeToolResult: true,
+	schemas.TypeTaskComplete: true, schemas.TypeTaskFailed: true, schemas.TypeTaskHelp: true,
+	schemas.TypeNodeRetry: true, schemas.TypeNodeSkipped: true, schemas.TypeCheckpoint: true,
+	schemas.TypeClarificationRequest: true, schemas.TypePlanResponse: true, schemas.TypeClarificationResponse: true,
+	schemas.TypeUserResponse: true, schemas.TypePlanApproved: true, schemas.TypePlanModified: true,
+	schemas.TypeLLMResponse: true,
 }
 
 // decode returns the decoded payload (a pointer to the type's struct).

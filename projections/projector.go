@@ -205,13 +205,18 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := make(chan *events.Event, readAhead)
+	ch := make(chan *event, readAhead)
 	rerr := make(chan error, 1)
 	go func() {
 		defer close(ch)
+		// The reader decodes payloads too, so the fold's goroutine only folds.
 		send := func(ev *events.Event) error {
+			e := newEvent(ev)
+			if e.env != nil && decodes[e.env.Type] {
+				e.decode()
+			}
 			select {
-			case ch <- ev:
+			case ch <- e:
 				return nil
 			case <-rctx.Done():
 				return rctx.Err()
@@ -257,29 +262,47 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 
 // applyLoop folds events from ch in batches: a batch grows while the stream
 // says more events follow, up to the batch limits or BatchDelay, and is
-// committed at once when an event has nothing behind it.
-func (p *Projector) applyLoop(ctx context.Context, ch <-chan *events.Event, live bool, progress func(Progress)) error {
+// committed at once when an event has nothing behind it. A committer goroutine
+// writes batch N while this one folds batch N+1.
+func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, progress func(Progress)) error {
 	o := p.s.opts
 	cursors := p.s.cursorsCopy()
+	var fresh [][]byte
+	for _, pr := range projectionList {
+		if cursors[pr.name] == 0 {
+			fresh = append(fresh, pr.prefix())
+		}
+	}
+	if len(fresh) > 0 && (!live || p.until != nil) {
+		p.c.written = newKeyFilter(fresh)
+		defer func() { p.c.written = nil }()
+	}
+	cm := newCommitter(p)
+	defer cm.stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	start := time.Now()
 	var first uint64
+	fail := func(err error) error {
+		cm.stop()
+		p.c.reset()
+		return err
+	}
 	for {
-		var ev *events.Event
+		var e *event
 		select {
-		case e, ok := <-ch:
+		case x, ok := <-ch:
 			if !ok {
-				return nil
+				return cm.wait()
 			}
-			ev = e
+			e = x
 		case <-ctx.Done():
-			return ctx.Err()
+			return fail(ctx.Err())
 		}
 		if first == 0 {
-			first = ev.Seq
+			first = e.seq
 		}
-		b := p.s.db.NewBatch()
+		b := cm.batch()
 		t := &tx{db: p.s.db, batch: b, cache: p.c}
 		n := 0
 		var last *event
@@ -287,60 +310,205 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *events.Event, live
 		timer.Reset(o.BatchDelay)
 	batch:
 		for {
-			e := newEvent(ev)
 			e.foreign = p.foreign[e.seq]
 			if err := p.apply(t, e, cursors); err != nil {
 				b.Close()
-				p.c.reset()
-				return err
+				return fail(err)
 			}
 			last = e
 			n++
-			if ev.Pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
+			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
 				break
 			}
 			select {
-			case e, ok := <-ch:
+			case x, ok := <-ch:
 				if !ok {
 					closed = true
 					break batch
 				}
-				ev = e
+				e = x
 			case <-timer.C:
 				break batch
 			case <-ctx.Done():
 				b.Close()
-				p.c.reset()
-				return ctx.Err()
+				return fail(ctx.Err())
 			}
 		}
-		sync := !live && (ev.Pending == 0 || closed)
-		if err := p.commit(b, last, cursors, ev.Seq+ev.Pending, sync); err != nil {
-			p.c.reset()
-			return err
+		// The previous batch must be in Pebble before objects are evicted: a
+		// fold reading an evicted key must find its latest value there.
+		if err := cm.wait(); err != nil {
+			b.Close()
+			return fail(err)
 		}
-		if ev.Pending == 0 {
-			p.s.markReady()
+		p.c.evict()
+		advanced, err := p.prepare(b, last, cursors)
+		if err != nil {
+			b.Close()
+			return fail(err)
 		}
-		if progress != nil || p.rebuilding() {
-			total := ev.Seq + ev.Pending
-			pr := Progress{Done: ev.Seq - first + 1, Total: total - first + 1, Seconds: time.Since(start).Seconds(), Finished: ev.Pending == 0}
-			if pr.Seconds > 0 {
-				pr.PerSec = float64(pr.Done) / pr.Seconds
-			}
-			p.s.mu.Lock()
-			if pr.Finished {
-				p.s.rebuild = nil
-			} else {
-				p.s.rebuild = &pr
-			}
-			p.s.mu.Unlock()
-			if progress != nil {
-				progress(pr)
-			}
+		caughtUp := last.pending == 0
+		pr := Progress{Done: last.seq - first + 1, Total: last.seq + last.pending - first + 1, Seconds: time.Since(start).Seconds(), Finished: caughtUp}
+		if pr.Seconds > 0 {
+			pr.PerSec = float64(pr.Done) / pr.Seconds
 		}
+		cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, streamLast: last.seq + last.pending,
+			sync: !live && (caughtUp || closed), caughtUp: caughtUp, progress: pr, report: progress})
 		if closed {
-			return nil
+			return cm.wait()
+		}
+	}
+}
+
+// prepare encodes the batch's changed objects, every advanced cursor and the
+// head into b: one batch, so state and cursors are never apart.
+func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uint64) (map[string]uint64, error) {
+	if err := p.c.flush(b); err != nil {
+		return nil, err
+	}
+	p.c.markClean()
+	advanced := map[string]uint64{}
+	for _, pr := range projectionList {
+		to := last.seq
+		if p.until != nil {
+			to = min(to, p.until[pr.name])
+		}
+		if cursors[pr.name] < to {
+			advanced[pr.name] = to
+			cursors[pr.name] = to
+			if err := b.Set(cursorKey(pr.name), putUint64(to), nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return advanced, b.Set(headKey, encodeHead(last.seq, last.id), nil)
+}
+
+// commitJob is one prepared batch for the committer.
+type commitJob struct {
+	batch      *pebble.Batch
+	last       uint64
+	advanced   map[string]uint64
+	streamLast uint64
+	sync       bool
+	caughtUp   bool
+	progress   Progress
+	report     func(Progress)
+}
+
+// committer commits prepared batches in order, one at a time, and then tells
+// the store (waking WaitFor) and the progress callback. Only the end of a
+// catch-up is synced: the stream is the truth, so a lost tail of unsynced
+// batches is folded again from the cursors that survive with it.
+type committer struct {
+	p    *Projector
+	free chan *pebble.Batch // committed batches, reset for reuse
+	jobs chan commitJob
+	done chan error // one per job
+	busy bool
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newCommitter(p *Projector) *committer {
+	c := &committer{p: p, free: make(chan *pebble.Batch, 2), jobs: make(chan commitJob), done: make(chan error, 1), quit: make(chan struct{})}
+	c.wg.Add(1)
+	go c.run()
+	return c
+}
+
+func (c *committer) run() {
+	defer c.wg.Done()
+	for {
+		select {
+		case j := <-c.jobs:
+			c.done <- c.commit(j)
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// batch returns an empty batch, reusing a committed one's buffer: a catch-up
+// fills one batch after another, and growing each from nothing is most of
+// what it would allocate.
+func (c *committer) batch() *pebble.Batch {
+	select {
+	case b := <-c.free:
+		return b
+	default:
+		o := c.p.s.opts
+		return c.p.s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(o.BatchBytes * 2))
+	}
+}
+
+func (c *committer) recycle(b *pebble.Batch) {
+	b.Reset()
+	select {
+	case c.free <- b:
+	default:
+		b.Close()
+	}
+}
+
+func (c *committer) commit(j commitJob) error {
+	defer c.recycle(j.batch)
+	wo := pebble.NoSync
+	if j.sync {
+		wo = pebble.Sync
+	}
+	if err := j.batch.Commit(wo); err != nil {
+		return fmt.Errorf("commit projections up to seq %d: %w", j.last, err)
+	}
+	s := c.p.s
+	s.advanced(j.advanced, j.streamLast)
+	if j.caughtUp {
+		s.markReady()
+	}
+	if j.report != nil || c.p.rebuilding() {
+		s.mu.Lock()
+		if j.progress.Finished {
+			s.rebuild = nil
+		} else {
+			pr := j.progress
+			s.rebuild = &pr
+		}
+		s.mu.Unlock()
+		if j.report != nil {
+			j.report(j.progress)
+		}
+	}
+	return nil
+}
+
+func (c *committer) send(j commitJob) {
+	c.busy = true
+	c.jobs <- j
+}
+
+// wait returns the result of the batch in flight, if any.
+func (c *committer) wait() error {
+	if !c.busy {
+		return nil
+	}
+	c.busy = false
+	return <-c.done
+}
+
+// stop waits for the batch in flight and ends the goroutine.
+func (c *committer) stop() {
+	if c.quit == nil {
+		return
+	}
+	c.wait()
+	close(c.quit)
+	c.wg.Wait()
+	c.quit = nil
+	for {
+		select {
+		case b := <-c.free:
+			b.Close()
+		default:
+			return
 		}
 	}
 }
@@ -364,46 +532,6 @@ func (p *Projector) apply(t *tx, e *event, cursors map[string]uint64) error {
 			return fmt.Errorf("projection %s, seq %d: %w", pr.name, e.seq, err)
 		}
 	}
-	return nil
-}
-
-// commit writes the batch's objects, every advanced cursor and the head in one
-// batch. Only the end of a catch-up is synced: the stream is the truth, so a
-// lost tail of unsynced batches is folded again from the cursors that survive
-// with it.
-func (p *Projector) commit(b *pebble.Batch, last *event, cursors map[string]uint64, streamLast uint64, sync bool) error {
-	defer b.Close()
-	if err := p.c.flush(b); err != nil {
-		return err
-	}
-	advanced := map[string]uint64{}
-	for _, pr := range projectionList {
-		to := last.seq
-		if p.until != nil {
-			to = min(to, p.until[pr.name])
-		}
-		if cursors[pr.name] < to {
-			advanced[pr.name] = to
-			if err := b.Set(cursorKey(pr.name), putUint64(to), nil); err != nil {
-				return err
-			}
-		}
-	}
-	if err := b.Set(headKey, encodeHead(last.seq, last.id), nil); err != nil {
-		return err
-	}
-	wo := pebble.NoSync
-	if sync {
-		wo = pebble.Sync
-	}
-	if err := b.Commit(wo); err != nil {
-		return fmt.Errorf("commit projections up to seq %d: %w", last.seq, err)
-	}
-	p.c.committed()
-	for k, v := range advanced {
-		cursors[k] = v
-	}
-	p.s.advanced(advanced, streamLast)
 	return nil
 }
 

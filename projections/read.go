@@ -624,3 +624,48 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	}
 	return st, nil
 }
+
+// Dump calls fn with every key and value of the store in key order, in chunks
+// of about chunkBytes, from one snapshot. The slices are fn's only during the
+// call. Benchmarks use it to write the same keys elsewhere.
+func (s *Store) Dump(fn func(kvs [][2][]byte) error, chunkBytes int) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	it, err := snap.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var arena []byte
+	var kvs [][2][]byte
+	flush := func() error {
+		if len(kvs) == 0 {
+			return nil
+		}
+		err := fn(kvs)
+		arena, kvs = arena[:0], kvs[:0]
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if len(arena)+len(it.Key())+len(it.Value()) > cap(arena) {
+			if err := flush(); err != nil {
+				return err
+			}
+			if cap(arena) < chunkBytes {
+				arena = make([]byte, 0, max(chunkBytes, len(it.Key())+len(it.Value())))
+			}
+		}
+		k := len(arena)
+		arena = append(arena, it.Key()...)
+		v := len(arena)
+		arena = append(arena, it.Value()...)
+		kvs = append(kvs, [2][]byte{arena[k:v:v], arena[v:len(arena):len(arena)]})
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return flush()
+}

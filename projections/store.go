@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -85,7 +86,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // openMem opens an empty store in memory, for rebuilds that are compared or
 // read and thrown away.
 func openMem(ctx context.Context, log *slog.Logger) (*Store, error) {
-	return Open(ctx, Options{Dir: "mem", FS: vfs.NewMem(), Logger: log, MemTableBytes: 16 << 20, BlockCacheBytes: 8 << 20})
+	return Open(ctx, Options{Dir: "mem", FS: vfs.NewMem(), Logger: log, MemTableBytes: 16 << 20, BatchBytes: 4 << 20, BlockCacheBytes: 8 << 20})
 }
 
 func (s *Store) pebbleOptions() *pebble.Options {
@@ -96,6 +97,9 @@ func (s *Store) pebbleOptions() *pebble.Options {
 		Logger:             pebbleLogger{s.log},
 		FormatMajorVersion: pebble.FormatNewest,
 	}
+	// Folds look up keys that mostly do not exist yet (a call id's first
+	// result, a new session): bloom filters answer those without a block read.
+	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	o.EnsureDefaults()
 	return o
 }

@@ -214,9 +214,9 @@ func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*S
 		for _, name := range asOfProjections {
 			mp.until[name] = evs[len(evs)-1].Seq
 		}
-		ch := make(chan *events.Event, len(evs))
+		ch := make(chan *event, len(evs))
 		for _, ev := range evs {
-			ch <- ev
+			ch <- newEvent(ev)
 		}
 		close(ch)
 		if err := mp.applyLoop(ctx, ch, false, nil); err != nil {

@@ -11,5 +11,6 @@ data directory, and reports both with ratio = Sylk's speed / baseline's speed
 (higher is better). The machine is noisy: compare ratios, not times.`,
 	}
 	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchDAGCmd(f))
+	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f))
 	return cmd
 }
