@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/schemas"
+)
+
+var (
+	sylkBinOnce sync.Once
+	sylkBin     string
+	sylkBinErr  error
+)
+
+// sylkBinary builds the sylk binary once, without the race detector, for the
+// tests that run it as a real process and need it at full speed.
+func sylkBinary(t *testing.T) string {
+	t.Helper()
+	sylkBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sylk-bin-")
+		if err != nil {
+			sylkBinErr = err
+			return
+		}
+		sylkBin = filepath.Join(dir, "sylk")
+		out, err := exec.Command("go", "build", "-o", sylkBin, ".").CombinedOutput()
+		if err != nil {
+			sylkBinErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if sylkBinErr != nil {
+		t.Fatal(sylkBinErr)
+	}
+	return sylkBin
+}
+
+// killStream appends sessions of events addressed to the user, which no agent
+// consumes: only the projector works on them. Each session is 10 events: it is
+// created and resumed, runs a 3-node DAG with a checkpoint, and completes.
+func killStream(session string, i int) []*schemas.Envelope {
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	dag := "d-" + session
+	ev := func(t schemas.Type, p any) *schemas.Envelope {
+		env, err := schemas.New(t, session, "user", "user", ts, p)
+		if err != nil {
+			panic(err)
+		}
+		return env
+	}
+	return []*schemas.Envelope{
+		ev(schemas.TypeSessionCreate, schemas.SessionCreate{Name: session}),
+		ev(schemas.TypeSessionResume, schemas.SessionResume{}),
+		ev(schemas.TypeDAGExecute, schemas.DAGExecute{DAG: schemas.DAG{ID: dag, Nodes: []schemas.Node{{ID: "a", Tool: "exec"}, {ID: "b", Tool: "exec", DependsOn: []string{"a"}}}}}),
+		ev(schemas.TypeTaskDispatch, schemas.TaskDispatch{DAGID: dag, NodeID: "a", Attempt: 1}),
+		ev(schemas.TypeTaskComplete, schemas.TaskComplete{DAGID: dag, NodeID: "a", Attempt: 1, Summary: "ok"}),
+		ev(schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: dag, Layer: 0, Succeeded: []string{"a"}}),
+		ev(schemas.TypeTaskDispatch, schemas.TaskDispatch{DAGID: dag, NodeID: "b", Attempt: 1}),
+		ev(schemas.TypeTaskComplete, schemas.TaskComplete{DAGID: dag, NodeID: "b", Attempt: 1, Summary: "ok"}),
+		ev(schemas.TypeWorkflowComplete, schemas.WorkflowComplete{DAGID: dag, Outcome: schemas.OutcomeSucceeded}),
+		ev(schemas.TypeSessionComplete, schemas.SessionComplete{Summary: "done"}),
+	}
+}
+
+// TestKilledWhileProjectingThenVerify kills `sylk serve` with SIGKILL while it
+// projects a stream of 100k events (and more keep coming), starts it again,
+// and checks that it catches up to exactly the state of a clean rebuild, with
+// every event applied once.
+func TestKilledWhileProjectingThenVerify(t *testing.T) {
+	const sessions = 10_000 // 100k events
+	bin := sylkBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(b.JetStream())
+	for i := range sessions {
+		for _, env := range killStream(fmt.Sprintf("k%05d", i), i) {
+			if _, err := log.AppendAsync(env); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := log.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	serve := func() (*exec.Cmd, chan error) {
+		os.Remove(filepath.Join(data, broker.InfoFile)) // a killed server leaves it behind
+		cmd := exec.Command(bin, "--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "interval")
+		logf, err := os.OpenFile(data+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		return cmd, done
+	}
+	connect := func() (*nats.Conn, *api.Client) {
+		var info broker.Info
+		pollUntil(t, 30*time.Second, "server.json", func() bool {
+			i, err := broker.ReadInfo(data)
+			info = i
+			return err == nil
+		})
+		nc, err := nats.Connect(info.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := api.NewClient(nc)
+		pollUntil(t, 30*time.Second, "the api answering", func() bool { return c.Ping(ctx) == nil })
+		return nc, c
+	}
+
+	cmd, done := serve()
+	nc, client := connect()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More events keep arriving while it projects.
+	var appended atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		live := events.New(js)
+		for i := sessions; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			envs := killStream(fmt.Sprintf("k%05d", i), i)
+			actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := live.AppendBatch(actx, envs)
+			acancel()
+			if err != nil {
+				return // the server is gone
+			}
+			appended.Add(int64(len(envs)))
+		}
+	}()
+	var at *projections.Status
+	pollUntil(t, 60*time.Second, "the projector well into the stream", func() bool {
+		st, err := client.Status(ctx)
+		if err == nil && st.Applied >= 30_000 {
+			at = st
+			return true
+		}
+		return false
+	})
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	close(stop)
+	wg.Wait()
+	nc.Close()
+	if at.Applied >= uint64(10*sessions)+uint64(appended.Load()) {
+		t.Fatalf("killed after the projector had applied everything (%d events): nothing was cut off", at.Applied)
+	}
+	t.Logf("killed at %d of %d+ events applied, %d appended live", at.Applied, 10*sessions, appended.Load())
+
+	cmd, done = serve()
+	nc, client = connect()
+	defer nc.Close()
+	js, _ = jetstream.New(nc)
+	last, err := events.New(js).LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.WaitFor(ctx, last); err != nil {
+		t.Fatalf("catching up to %d after the kill: %v", last, err)
+	}
+	out, err := exec.CommandContext(ctx, bin, "--data", data, "projections", "verify").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "ok: ") {
+		t.Fatalf("verify after the kill: %v\n%s", err, out)
+	}
+	// Every event once: each complete session is completed, none refused.
+	created := 10*sessions + int(appended.Load())
+	done10, err := client.Sessions(ctx, projections.SessionFilter{State: projections.StateCompleted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := client.Sessions(ctx, projections.SessionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < created/10 || len(done10) < created/10 {
+		t.Fatalf("%d sessions (%d completed) after the restart, want at least %d", len(all), len(done10), created/10)
+	}
+	if rs, err := client.Rejections(ctx, projections.RejectionFilter{Limit: 1}); err != nil || len(rs) != 0 {
+		t.Fatalf("events refused after the restart (applied twice?): %v %v", rs, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("serve after SIGTERM: %v", err)
+	}
+}
+
+// pollUntil polls cond until it holds, failing the test after within.
+func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("not within %s: %s", within, what)
+		case <-tick.C:
+		}
+	}
+}
