@@ -54,6 +54,24 @@ func (r *Runner) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstrea
 	if _, err := r.log.Append(ctx, dl); err != nil {
 		r.opts.Logger.Error("dead_letter event not appended", "agent", r.opts.Agent, "err", err)
 	}
+	if env != nil {
+		r.reportDeadLetter(ctx, &Delivery{Env: env, Seq: md.Sequence.Stream, Attempt: int(md.NumDelivered), Agent: r.opts.Agent, runner: r}, reason)
+	}
+}
+
+// reportDeadLetter appends what Options.OnDeadLetter makes of a message given
+// up on.
+func (r *Runner) reportDeadLetter(ctx context.Context, d *Delivery, reason string) {
+	if r.opts.OnDeadLetter == nil {
+		return
+	}
+	outs, err := r.opts.OnDeadLetter(d, reason)
+	if err == nil {
+		err = r.appendOutputs(ctx, outs)
+	}
+	if err != nil {
+		r.opts.Logger.Error("dead letter not reported", "agent", r.opts.Agent, "seq", d.Seq, "err", err)
+	}
 }
 
 func publishDeadLetter(ctx context.Context, js jetstream.JetStream, consumer, subject string, hdr nats.Header, data []byte, seq uint64, deliveries int, reason string) error {
@@ -101,6 +119,11 @@ func (r *Runner) watchMaxDeliveries(ctx context.Context) (*nats.Subscription, er
 		reason := fmt.Sprintf("not acknowledged after %d deliveries (crashes or ack timeouts)", adv.Deliveries)
 		if err := publishDeadLetter(ctx, r.js, consumer, raw.Subject, raw.Header, raw.Data, adv.StreamSeq, adv.Deliveries, reason); err != nil {
 			r.opts.Logger.Error("dead letter not stored", "agent", r.opts.Agent, "seq", adv.StreamSeq, "err", err)
+		}
+		// Every process of the agent kind hears the advisory; the reports
+		// have derived ids, so the stream keeps one.
+		if env, err := schemas.Unmarshal(raw.Data); err == nil {
+			r.reportDeadLetter(ctx, &Delivery{Env: env, Seq: adv.StreamSeq, Attempt: adv.Deliveries, Agent: r.opts.Agent, runner: r}, reason)
 		}
 	})
 }

@@ -78,8 +78,15 @@ type Options struct {
 	SkipCancelled bool
 	// Caught, when set, is waited on before a redelivered message is handled.
 	Caught Caught
-	Logger *slog.Logger
-	Now    func() time.Time
+	// OnDeadLetter, when set, is called when the runner gives up on a message
+	// it can decode (a permanent error, the last delivery failing, or the
+	// server's MaxDeliver used up by crashes): the events it returns are
+	// appended, so whoever waits for the message's outcome hears of it (a
+	// worker tells the Orchestrator its node failed). Derive them from d, so
+	// a report made twice is appended once.
+	OnDeadLetter func(d *Delivery, reason string) ([]*schemas.Envelope, error)
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // EnsureDefaults fills unset options and returns o.

@@ -15,8 +15,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/architect"
 	"github.com/sylk/sylk/agents/archivalist"
 	"github.com/sylk/sylk/agents/guide"
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/worker"
@@ -26,8 +28,11 @@ import (
 	"github.com/sylk/sylk/tools"
 )
 
-// The agents that run tool nodes.
+// The agents that run tool nodes (and, with an LLM, prompt nodes).
 var toolAgents = []string{"engineer", "inspector", "tester"}
+
+// ToolAgents are the agents that run tool nodes, and prompt nodes with an LLM.
+func ToolAgents() []string { return slices.Clone(toolAgents) }
 
 // Config configures the runtime.
 type Config struct {
@@ -41,10 +46,16 @@ type Config struct {
 	Concurrency int
 	// Agents to run; nil runs them all.
 	Agents []string
-	// Classifier and Prompter plug in the LLM tier; nil without an LLM.
+	// LLM is the process's LLM client; nil without an LLM. With one, the
+	// Guide classifies natural language with it (guide.LLMClassifier), the
+	// Architect plans with it, and the tool agents run prompt nodes with it
+	// (worker.PromptLoop), unless Classifier, Prompter or PromptAgents say
+	// otherwise. Without one, each of them answers with LLMHint.
+	LLM *llm.Client
+	// Classifier and Prompter plug in the LLM tier (default: from LLM).
 	Classifier guide.Classifier
 	Prompter   worker.Prompter
-	// PromptAgents run prompt nodes (with an LLM).
+	// PromptAgents run prompt nodes (default with an LLM: the tool agents).
 	PromptAgents []string
 	LLMHint      string
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
@@ -63,7 +74,27 @@ func (c *Config) Catalog() plan.Catalog {
 	for _, s := range builtinTools(c.Tools) {
 		names = append(names, s.Name)
 	}
-	return plan.Catalog{ToolAgents: toolAgents, PromptAgents: c.PromptAgents, Tools: names, Allowed: policy.Allows}
+	prompt := c.PromptAgents
+	if prompt == nil && c.LLM != nil {
+		prompt = toolAgents
+	}
+	return plan.Catalog{ToolAgents: toolAgents, PromptAgents: prompt, Tools: names, Allowed: policy.Allows}
+}
+
+// withLLM fills the LLM tier's defaults from c.LLM.
+func (c *Config) withLLM(executors *worker.Executors) {
+	if c.LLM == nil {
+		return
+	}
+	if c.Classifier == nil {
+		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
+	}
+	if c.Prompter == nil {
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.Store}
+	}
+	if c.PromptAgents == nil {
+		c.PromptAgents = toolAgents
+	}
 }
 
 func builtinTools(opts tools.Options) []tools.ToolSpec {
@@ -84,11 +115,17 @@ type agent struct {
 func (c *Config) agents() []agent {
 	log := events.New(c.JetStream)
 	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir}
+	c.withLLM(executors)
 	base := func(name string) agents.Options {
 		return agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
 	}
+	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint}
+	if c.LLM != nil {
+		arch.LLM = c.LLM
+	}
 	all := []agent{
 		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint}},
+		{base(architect.Name), arch},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), archivalist.Archivalist{}},
@@ -97,17 +134,41 @@ func (c *Config) agents() []agent {
 	for _, name := range toolAgents {
 		w := &worker.Worker{Agent: name, Executors: executors, Records: c.Store, Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint}
 		if name == "tester" {
-			w.Prepare = worker.GoTestJSON
+			w.Prepare, w.Observe = worker.GoTestJSON, worker.CountTests
 		}
 		all = append(all, agent{withOpts(base(name), func(o *agents.Options) {
 			o.Concurrency = c.Concurrency
 			o.SkipCancelled = true
+			o.OnDeadLetter = nodeDeadLettered
 		}), w})
 	}
 	if c.Agents == nil {
 		return all
 	}
 	return slices.DeleteFunc(all, func(a agent) bool { return !slices.Contains(c.Agents, a.opts.Agent) })
+}
+
+// nodeDeadLettered tells the Orchestrator that a node's dispatch was given up
+// on (a permanent error, or every delivery failed), so the DAG does not wait
+// for it forever: a task_failed that is not retried. It has the id of the
+// outcome the worker would have reported, so if that was appended after all,
+// this one is dropped as its duplicate.
+func nodeDeadLettered(d *agents.Delivery, reason string) ([]*schemas.Envelope, error) {
+	if d.Env.Type != schemas.TypeTaskDispatch {
+		return nil, nil
+	}
+	node, err := schemas.PayloadAs[schemas.TaskDispatch](d.Env)
+	if err != nil {
+		return nil, nil // nothing to report it against
+	}
+	failed, err := d.Derive(schemas.TypeTaskFailed, orchestrator.Name, "outcome", schemas.TaskFailed{
+		DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt,
+		Error: "the dispatch was dead-lettered (sylk dlq ls): " + reason,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []*schemas.Envelope{failed}, nil
 }
 
 func withOpts(o agents.Options, f func(*agents.Options)) agents.Options {

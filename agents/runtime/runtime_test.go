@@ -35,7 +35,7 @@ type rig struct {
 	js    jetstream.JetStream
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, opts ...func(*Config)) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
@@ -46,6 +46,9 @@ func newRig(t *testing.T) *rig {
 	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store, dir: t.TempDir(), js: b.JetStream()}
 	cfg := Config{JetStream: b.JetStream(), Store: store, DefaultWorkDir: r.dir, AckWait: 5 * time.Second,
 		Tools: tools.Options{Kill: tools.KillOptions{SIGINTGrace: 200 * time.Millisecond, SIGTERMGrace: 200 * time.Millisecond}}}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
