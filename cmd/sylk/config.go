@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/sylk/sylk/agents/llm"
 )
 
 // Config is Sylk's configuration. Layers, each over the one before: built-in
@@ -25,14 +27,17 @@ type Config struct {
 	// AckWait is how long an agent may hold a message without a sign of life
 	// before it is given to another process (a crashed agent's work is retried
 	// after it): a Go duration.
-	AckWait string `yaml:"ack_wait"`
+	AckWait  string `yaml:"ack_wait"`
 	Token    string `yaml:"token"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
-	LLM      struct {
-		BaseURL string `yaml:"base_url"`
-		Model   string `yaml:"model"`
-	} `yaml:"llm"`
+	// LLM is the LLM tier: an OpenAI-compatible endpoint, the model (per
+	// agent if wanted), token budgets and the call policy (llm.Config: base_url,
+	// model, agent_models, budgets {global, session, task}, prices,
+	// max_context_tokens, max_tokens, no_stream, timeout, retries,
+	// concurrency...). The API key comes only from the environment
+	// (SYLK_LLM_API_KEY or OPENAI_API_KEY), never from a file.
+	LLM llm.Config `yaml:"llm"`
 	// Permissions maps an agent to the tools it may use, over the defaults.
 	Permissions map[string][]string `yaml:"permissions"`
 }
@@ -64,7 +69,9 @@ func configFiles() []string {
 	return files
 }
 
-// loadConfig reads the config files and SYLK_* variables.
+// loadConfig reads the config files, then the SYLK_* variables (the LLM's
+// with llm.Config.FromEnv, which also reads OPENAI_API_KEY and
+// OPENAI_BASE_URL).
 func loadConfig() (Config, error) {
 	var cfg Config
 	for _, path := range configFiles() {
@@ -82,11 +89,13 @@ func loadConfig() (Config, error) {
 	for env, field := range map[string]*string{
 		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
 		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token, "SYLK_ACK_WAIT": &cfg.AckWait,
-		"SYLK_LLM_BASE_URL": &cfg.LLM.BaseURL, "SYLK_LLM_MODEL": &cfg.LLM.Model,
 	} {
 		if v, ok := os.LookupEnv(env); ok {
 			*field = v
 		}
+	}
+	if err := cfg.LLM.FromEnv(os.LookupEnv); err != nil {
+		return cfg, usageError{err}
 	}
 	return cfg, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 )
@@ -20,6 +21,7 @@ type Factory struct {
 	Now func() time.Time
 
 	flagData, flagNATSURL, flagLogLevel string
+	flagLLM                             llmFlags
 
 	broker *broker.Broker
 	server *server
@@ -34,6 +36,68 @@ func (f *Factory) bindGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&f.flagData, "data", "", "data directory (default $SYLK_DATA, else $XDG_DATA_HOME/sylk)")
 	pf.StringVar(&f.flagNATSURL, "nats-url", "", "use the external NATS server at this URL instead of an embedded one")
 	pf.StringVar(&f.flagLogLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default warn; info for serve)")
+	f.flagLLM.bind(root)
+}
+
+// llmFlags are the global flags of the LLM tier; the API key is read from the
+// environment only, so it never shows in a process list.
+type llmFlags struct {
+	baseURL, model              string
+	budgetGlobal, budgetSession int64
+	budgetTask                  int64
+	noStream                    bool
+}
+
+func (l *llmFlags) bind(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&l.baseURL, "llm-base-url", "", "OpenAI-compatible API, up to /chat/completions (default $SYLK_LLM_BASE_URL, else "+llm.DefaultBaseURL+")")
+	pf.StringVar(&l.model, "llm-model", "", "the model the agents use (default $SYLK_LLM_MODEL); none means no LLM")
+	pf.Int64Var(&l.budgetGlobal, "llm-budget-global", 0, "token limit over every session (0: none; $SYLK_LLM_BUDGET_GLOBAL)")
+	pf.Int64Var(&l.budgetSession, "llm-budget-session", 0, "token limit per session (0: none; $SYLK_LLM_BUDGET_SESSION)")
+	pf.Int64Var(&l.budgetTask, "llm-budget-task", 0, "token limit per DAG node (0: none; $SYLK_LLM_BUDGET_TASK)")
+	pf.BoolVar(&l.noStream, "llm-no-stream", false, "ask for whole answers instead of streamed ones (nothing for 'tail --live')")
+}
+
+// apply sets the flags given on the command line over cfg.
+func (l *llmFlags) apply(flags interface{ Changed(string) bool }, cfg *llm.Config) error {
+	if flags.Changed("llm-base-url") {
+		cfg.BaseURL = l.baseURL
+	}
+	if flags.Changed("llm-model") {
+		cfg.Model = l.model
+	}
+	for name, v := range map[string]struct {
+		flag int64
+		dst  *int64
+	}{
+		"llm-budget-global": {l.budgetGlobal, &cfg.Budgets.Global}, "llm-budget-session": {l.budgetSession, &cfg.Budgets.Session},
+		"llm-budget-task": {l.budgetTask, &cfg.Budgets.Task},
+	} {
+		if !flags.Changed(name) {
+			continue
+		}
+		if v.flag < 0 {
+			return usagef("--%s %d: want a number of tokens, or 0 for no limit", name, v.flag)
+		}
+		*v.dst = v.flag
+	}
+	if flags.Changed("llm-no-stream") {
+		cfg.NoStream = l.noStream
+	}
+	return nil
+}
+
+// LLMConfig is the LLM configuration, defaults applied and checked. Without
+// a model the error wraps llm.ErrNotConfigured and says how to set one; an
+// invalid one is a usage error.
+func (f *Factory) LLMConfig() (llm.Config, error) {
+	c := f.Cfg.LLM
+	c.EnsureDefaults()
+	err := c.Validate()
+	if err != nil && !errors.Is(err, llm.ErrNotConfigured) {
+		return c, usageError{err}
+	}
+	return c, err
 }
 
 // configure layers config files, SYLK_* variables and flags into f.Cfg, and sets
@@ -52,6 +116,9 @@ func (f *Factory) configure(cmd *cobra.Command) error {
 	}
 	if flags.Changed("log-level") {
 		cfg.LogLevel = f.flagLogLevel
+	}
+	if err := f.flagLLM.apply(flags, &cfg.LLM); err != nil {
+		return err
 	}
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "warn"

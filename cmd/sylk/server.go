@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
@@ -85,13 +87,66 @@ func serverComponents(f *Factory) []serverComponent {
 		{"agents", func(ctx context.Context, s *server) error {
 			cfg := f.RuntimeConfig()
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
-			return runtime.Run(ctx, cfg)
+			client, closeLLM, err := startLLM(ctx, f, s, cfg.Tools.Secrets)
+			if err != nil {
+				return err
+			}
+			cfg.LLM = client
+			err = runtime.Run(ctx, cfg)
+			return errors.Join(err, closeLLM())
 		}},
 	}
 }
 
+// startLLM makes the LLM client the agents share, when an LLM is configured:
+// calls recorded in the store, budgets counted by a ledger that folds every
+// llm_usage event of the stream and follows new ones (so they hold across
+// processes and restarts), tokens streamed live on core NATS, secrets
+// redacted before anything is sent or recorded. A rate-limit pause left
+// behind by a process that stopped is ended first. stop must be called
+// after the agents stop: it ends a pause this client started and stops the
+// ledger.
+func startLLM(ctx context.Context, f *Factory, s *server, secrets tools.SecretOptions) (client *llm.Client, stop func() error, err error) {
+	cfg, err := f.LLMConfig()
+	if errors.Is(err, llm.ErrNotConfigured) {
+		return nil, func() error { return nil }, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cfg.APIKey) >= 4 {
+		secrets.Values = append(slices.Clone(secrets.Values), cfg.APIKey)
+	}
+	red, err := tools.NewRedactor(secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := events.New(s.broker.JetStream())
+	ledger := llm.NewLedger()
+	stopLedger, err := ledger.Follow(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err = llm.NewClient(cfg, llm.Deps{Records: s.store, Usage: ledger, Live: s.broker.Conn(), Redactor: red, Logger: slog.Default()})
+	if err != nil {
+		stopLedger()
+		return nil, nil, err
+	}
+	if err := client.ResumeStalePause(ctx, log); err != nil {
+		slog.Warn("llm: a rate-limit pause left by a stopped process was not ended", "err", err)
+	}
+	slog.Info("llm", "endpoint", cfg.String(), "budget_global", cfg.Budgets.Global, "budget_session", cfg.Budgets.Session, "budget_task", cfg.Budgets.Task)
+	return client, func() error {
+		err := client.Close()
+		stopLedger()
+		return err
+	}, nil
+}
+
 // RuntimeConfig is the agent runtime's configuration: tools run in the
 // submitting directory, with the configured permissions over the defaults.
+// The LLM client is made by the agents component (startLLM), which lives as
+// long as the agents.
 func (f *Factory) RuntimeConfig() runtime.Config {
 	wd, _ := os.Getwd()
 	policy := tools.DefaultPolicy()
@@ -99,10 +154,16 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		policy.Agents[agent] = tools.AgentPolicy{Tools: allowed}
 	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
-	return runtime.Config{
+	cfg := runtime.Config{
 		Tools:          tools.Options{Permissions: policy},
 		DefaultWorkDir: wd,
 		AckWait:        ackWait,
 		Logger:         slog.Default(),
+		LLMHint:        llm.Hint,
 	}
+	if f.Cfg.LLM.Configured() {
+		// Plans with prompt nodes validate before the client exists.
+		cfg.PromptAgents = runtime.ToolAgents()
+	}
+	return cfg
 }
