@@ -7,6 +7,8 @@ func commands(f *Factory) []*cobra.Command {
 	return []*cobra.Command{
 		newServeCmd(f, nil),
 		newRunCmd(f),
+		newPlanCmd(f),
+		newUsageCmd(f),
 		newPublishCmd(f, nil),
 		newTailCmd(f, nil),
 		newConsumerCmd(f),

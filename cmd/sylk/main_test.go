@@ -35,6 +35,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("NO_COLOR", "1")
+			// The LLM tier is configured only where a script says so.
+			for _, v := range []string{"SYLK_LLM_BASE_URL", "SYLK_LLM_MODEL", "SYLK_LLM_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+				"SYLK_LLM_BUDGET_GLOBAL", "SYLK_LLM_BUDGET_SESSION", "SYLK_LLM_BUDGET_TASK"} {
+				env.Setenv(v, "")
+			}
+			env.Values[fakeLLMKey{}] = &fakeLLM{}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -43,6 +49,10 @@ func TestScripts(t *testing.T) {
 			"extpublish":   cmdExtPublish,
 			"waitconsumer": cmdWaitConsumer,
 			"waitdlq":      cmdWaitDLQ,
+			"llmserve":     cmdLLMServe,
+			"llmcalls":     cmdLLMCalls,
+			"waitidle":     cmdWaitIdle,
+			"waitsub":      cmdWaitSub,
 		},
 		RequireExplicitExec: true,
 	})

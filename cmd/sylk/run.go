@@ -13,28 +13,55 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
 
 // RunOptions are the flags of `sylk run`.
 type RunOptions struct {
+	// Plan is a plan file; Request a request in plain words (one of them).
 	Plan    string
+	Request string
 	Session string
 	Detach  bool
 	JSON    bool
+	// Yes approves the plan of a request without asking.
+	Yes bool
+	// Interactive: stdin is a terminal, where plans and questions are put
+	// to the user.
+	Interactive bool
 }
 
 func newRunCmd(f *Factory) *cobra.Command {
 	opts := &RunOptions{}
 	cmd := &cobra.Command{
-		Use:   "run PLAN.yaml",
-		Short: "Run a workflow plan (a DAG of tool nodes runs with no LLM)",
+		Use:   "run PLAN.yaml | \"REQUEST\"",
+		Short: "Run a workflow plan, or ask the agents to plan and do a request (LLM)",
 		Long: `Validate a plan file, submit it to the Orchestrator in a new session (or the one
 given) and show its progress until the workflow completes: node states, a
 progress bar on a terminal, failures as they happen. The exit code is 0 only if
 every node succeeded.
+
+An argument that is not one word ending in .yaml, .yml or .json (or -) is a
+request in plain words, for the LLM tier (see --llm-model; without an LLM the
+command fails at once, exit 2, saying how to configure one). The request goes
+to the Guide in a new session whose tools run in the current directory; the
+Guide classifies it and the Architect plans it. The plan is shown (its nodes
+and why), and put to you:
+
+  - on a terminal: approve, reject, or modify it with feedback (a new plan
+    follows); a question the agents need answered is asked the same way;
+  - with --yes: approved at once (questions are still asked on a terminal);
+  - otherwise (stdin is not a terminal, no --yes): run prints the plan or the
+    question and how to answer it, and exits 0; the plan waits in the session
+    for 'sylk plan approve', 'reject' or 'modify' ('sylk plan answer' for a
+    question), which go on from there.
+
+Once approved, the DAG is followed as a plan file's is; exit 0 only if every
+node succeeded (3 if it failed or you rejected the plan).
 
 Tools run in the current directory (a node's args.dir is relative to it). With no
 'sylk serve' running on the data directory, run starts an embedded server with
@@ -59,23 +86,48 @@ A plan is YAML (or JSON):
 Unknown keys are errors naming the key and the node; every problem is listed.`,
 		Example: `  sylk run examples/build-and-test.yaml
   sylk run plan.yaml --session S1
-  sylk run plan.yaml --detach --json      # with 'sylk serve' running: submit and print ids`,
+  sylk run plan.yaml --detach --json      # with 'sylk serve' running: submit and print ids
+
+  # With an LLM (any OpenAI-compatible endpoint):
+  export SYLK_LLM_BASE_URL=http://localhost:11434/v1 SYLK_LLM_MODEL=qwen2.5-coder:14b
+  sylk run "add input validation to the config loader"
+  sylk run "add input validation to the config loader" --yes --json | jq .outcome
+  sylk run "rename Foo to Bar in pkg/x" < /dev/null   # plan, print it, exit; then: sylk plan approve`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isPlanPath(args[0]) {
+				if strings.TrimSpace(args[0]) == "" {
+					return usagef("the request is empty: say what you want done, or give a plan file")
+				}
+				opts.Request = args[0]
+				opts.Interactive = stdinTerminal(f.IO.In)
+				return runRequest(cmd.Context(), f, opts)
+			}
+			if opts.Yes {
+				return usagef("--yes approves the plan of a request; a plan file needs no approval")
+			}
 			opts.Plan = args[0]
 			return runRun(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Session, "session", "", "run in this session (default: a new one named after the plan)")
+	cmd.Flags().StringVar(&opts.Session, "session", "", "run in this existing session (default: a new one named after the plan or request)")
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "submit and exit (needs a running 'sylk serve')")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the plan of a request without asking")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome (or, with --detach, the ids) as one JSON object")
 	return cmd
 }
 
 // runOutcome is what `sylk run --json` prints.
 type runOutcome struct {
-	Session   string            `json:"session"`
-	DAG       string            `json:"dag"`
+	Session string `json:"session"`
+	// Request is the user_input event of a request; Plan the plan approved
+	// or waiting (Waiting says what waits on the user: plan_approval or a
+	// clarification Question).
+	Request   string            `json:"request,omitempty"`
+	Plan      string            `json:"plan,omitempty"`
+	Waiting   string            `json:"waiting,omitempty"`
+	Question  string            `json:"question,omitempty"`
+	DAG       string            `json:"dag,omitempty"`
 	Seq       uint64            `json:"seq"`
 	Outcome   string            `json:"outcome,omitempty"`
 	Summary   string            `json:"summary,omitempty"`
@@ -93,7 +145,17 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	rc := f.RuntimeConfig()
-	p, err := plan.Load(src, rc.Catalog())
+	_, llmErr := f.LLMConfig()
+	if llmErr != nil && !errors.Is(llmErr, llm.ErrNotConfigured) {
+		return llmErr
+	}
+	cat := rc.Catalog()
+	if cat.PromptAgents == nil {
+		// Whether prompt nodes can run depends on the server that runs
+		// them: checked below, once it is known.
+		cat.PromptAgents = runtime.ToolAgents()
+	}
+	p, err := plan.Load(src, cat)
 	if err != nil {
 		return usagef("%s: %w", opts.Plan, err)
 	}
@@ -110,6 +172,14 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	srv, started, err := f.Server(ctx)
 	if err != nil {
 		return err
+	}
+	if started && llmErr != nil {
+		// This command runs the agents, and they have no LLM.
+		for _, n := range p.DAG.Nodes {
+			if n.Prompt != "" {
+				return errNeedsLLM(fmt.Sprintf("%s: node %q is a prompt node, which", opts.Plan, n.ID))
+			}
+		}
 	}
 	if opts.Detach && started {
 		return usagef("--detach needs a running 'sylk serve' on %s: this run would stop with the command", f.BrokerOptions().DataDir)

@@ -21,6 +21,8 @@ type TailOptions struct {
 	NoFollow bool
 	Count    int
 	JSON     bool
+	// Live shows the LLM's tokens as they stream instead of stored events.
+	Live bool
 }
 
 func newTailCmd(f *Factory, runF func(context.Context, *Factory, *TailOptions) error) *cobra.Command {
@@ -37,14 +39,34 @@ SUBJECT filters by the subject scheme sylk.v1.<session>.<source>.<target>.<type>
 --session, --source, --target and --type build the same filter.
 
 Bytes on the stream that are not a valid envelope (from an outside client) are
-shown marked INVALID with the reason; they never stop the tail.`,
+shown marked INVALID with the reason; they never stop the tail.
+
+--live shows, instead of the stored events, what the LLM writes as it streams:
+each call's text under a header naming the agent and the call, tool calls as
+they are formed, and how the call ended. These pieces are published on core
+NATS (sylk.live.<session>.<correlation>) and never stored, so --live needs a
+running 'sylk serve' and shows only what streams while it watches (the whole
+answers are in the log as llm_response events). --count then counts calls
+that ended; --since, --no-follow, SUBJECT and the filters other than --session
+do not apply.`,
 		Example: `  sylk tail                                 # everything from the start, then live
   sylk tail --session S1 --since new        # only what S1 does from now on
   sylk tail '*.*.engineer.*' --no-follow    # all the engineers' mail so far
-  sylk tail --type task_dispatch --json | jq .payload.node_id`,
+  sylk tail --type task_dispatch --json | jq .payload.node_id
+  sylk tail --live --session s-1a2b3c4d     # the model's tokens as they come
+  sylk tail --live --json | jq -r .payload.text`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Filter.Type = schemas.Type(typ)
+			if opts.Live {
+				if err := checkLive(cmd, args, opts); err != nil {
+					return err
+				}
+				if runF != nil {
+					return runF(cmd.Context(), f, opts)
+				}
+				return tailLive(cmd.Context(), f, opts)
+			}
 			if len(args) == 1 {
 				if opts.Filter != (events.Filter{}) {
 					return usagef("give a SUBJECT or the --session/--source/--target/--type flags, not both")
@@ -75,6 +97,7 @@ shown marked INVALID with the reason; they never stop the tail.`,
 	fl.BoolVar(&opts.NoFollow, "no-follow", false, "print the events so far and exit")
 	fl.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON object per line (the envelope with its payload decoded)")
+	fl.BoolVar(&opts.Live, "live", false, "show the LLM's tokens as they stream (not stored; needs 'sylk serve')")
 	return cmd
 }
 

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// PlanOptions are the flags of the `sylk plan` commands.
+type PlanOptions struct {
+	// ID names the plan (or, for answer, the question): its id, its
+	// correlation id or a unique prefix. Empty: the only one waiting.
+	ID string
+	// Text is the feedback of modify or the answer of answer.
+	Text    string
+	Session string
+	Detach  bool
+	Yes     bool
+	JSON    bool
+	// Interactive: stdin is a terminal, where a new plan is put to the user.
+	Interactive bool
+}
+
+func newPlanCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show, approve, reject or modify the Architect's plans; answer its questions",
+		Long: `A request in plain words ('sylk run "..."') becomes a plan: a DAG the
+Architect proposes, which runs only once you approve it. When 'sylk run' could
+not ask you (stdin not a terminal, no --yes), or you want to decide later, the
+plan waits in its session; these commands settle it.
+
+PLAN_ID may be left out when one plan waits (in the --session given, or in all
+sessions); it may be the plan's id, its correlation id or a unique prefix.
+'sylk session show S' lists what waits on you.
+
+approve, modify and answer go on like 'sylk run': they follow the new plan or
+the DAG until it ends (exit 0 only if it succeeded), unless --detach. With no
+'sylk serve' running they run the agents themselves for that long.`,
+	}
+	cmd.AddCommand(newPlanShowCmd(f), newPlanApproveCmd(f), newPlanRejectCmd(f), newPlanModifyCmd(f), newPlanAnswerCmd(f))
+	return cmd
+}
+
+func (o *PlanOptions) bind(cmd *cobra.Command, follows bool) {
+	cmd.Flags().StringVar(&o.Session, "session", "", "the session of the plan (default: the one where a plan waits)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	if follows {
+		cmd.Flags().BoolVar(&o.Detach, "detach", false, "record the answer and exit without following what it starts")
+	}
+}
+
+func (o *PlanOptions) check() error {
+	if o.Session != "" {
+		if err := schemas.CheckName("--session", o.Session); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+func newPlanShowCmd(f *Factory) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "show [PLAN_ID]",
+		Short: "Show a plan that waits for approval: its nodes and why",
+		Example: `  sylk plan show
+  sylk plan show --session s-1a2b3c4d --json | jq '.dag.nodes[].id'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			return planShowRun(cmd.Context(), f, opts)
+		},
+	}
+	opts.bind(cmd, false)
+	return cmd
+}
+
+// planJSON is what `sylk plan show --json` prints.
+type planJSON struct {
+	Session     string `json:"session"`
+	Correlation string `json:"correlation"`
+	schemas.PlanResponse
+}
+
+func planShowRun(ctx context.Context, f *Factory, opts *PlanOptions) error {
+	r, err := f.State(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	pr, err := openRequest(ctx, r, projections.KindPlan, opts.ID, opts.Session)
+	if err != nil {
+		return err
+	}
+	env, p, err := planOf(ctx, r, pr)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return f.IO.printJSON(planJSON{Session: pr.Session, Correlation: pr.Correlation, PlanResponse: *p})
+	}
+	printPlan(f.IO.Out, pr.Session, env, p)
+	return nil
+}
+
+func newPlanApproveCmd(f *Factory) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "approve [PLAN_ID]",
+		Short: "Approve a plan: its DAG runs, followed until it ends",
+		Example: `  sylk plan approve
+  sylk plan approve 0f6c2a --session s-1a2b3c4d
+  sylk plan approve --detach      # with 'sylk serve' running; follow with 'sylk tail'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			return planAnswerRun(cmd.Context(), f, opts, schemas.TypePlanApproved)
+		},
+	}
+	opts.bind(cmd, true)
+	return cmd
+}
+
+func newPlanRejectCmd(f *Factory) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "reject [PLAN_ID]",
+		Short: "Reject a plan: it is dropped and nothing runs",
+		Example: `  sylk plan reject
+  sylk plan reject 0f6c2a --session s-1a2b3c4d --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			opts.Detach = true
+			return planAnswerRun(cmd.Context(), f, opts, schemas.TypePlanModified)
+		},
+	}
+	opts.bind(cmd, false)
+	return cmd
+}
+
+func newPlanModifyCmd(f *Factory) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   `modify [PLAN_ID] "FEEDBACK"`,
+		Short: "Ask the Architect to change a plan: a new plan follows (needs an LLM)",
+		Long: `Send your feedback on a plan to the Architect, which plans again with it. The
+new plan is shown and, on a terminal, put to you as 'sylk run' does (--yes
+approves it at once); otherwise it waits for 'sylk plan approve'.`,
+		Example: `  sylk plan modify "run the race detector too"
+  sylk plan modify 0f6c2a "no network access in the tests" --yes`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Text = args[len(args)-1]
+			if len(args) == 2 {
+				opts.ID = args[0]
+			}
+			if strings.TrimSpace(opts.Text) == "" {
+				return usagef("FEEDBACK is empty: say what should change (or use 'sylk plan reject')")
+			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			opts.Interactive = stdinTerminal(f.IO.In)
+			return planAnswerRun(cmd.Context(), f, opts, schemas.TypePlanModified)
+		},
+	}
+	opts.bind(cmd, true)
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the new plan without asking")
+	return cmd
+}
+
+func newPlanAnswerCmd(f *Factory) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   `answer [QUESTION_ID] "ANSWER"`,
+		Short: "Answer a question the agents asked before planning (needs an LLM)",
+		Long: `Answer a clarification question (the Guide's or the Architect's) that waits on
+you; the Architect plans with the answer, and the plan is shown and put to you
+as 'sylk run' does.`,
+		Example: `  sylk plan answer "the YAML loader in internal/config"
+  sylk plan answer --session s-1a2b3c4d "B" --yes`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Text = args[len(args)-1]
+			if len(args) == 2 {
+				opts.ID = args[0]
+			}
+			if strings.TrimSpace(opts.Text) == "" {
+				return usagef("ANSWER is empty")
+			}
+			if err := opts.check(); err != nil {
+				return err
+			}
+			opts.Interactive = stdinTerminal(f.IO.In)
+			return planAnswerRun(cmd.Context(), f, opts, schemas.TypeClarificationResponse)
+		},
+	}
+	opts.bind(cmd, true)
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the plan that follows without asking")
+	return cmd
+}
+
+// planAnswerRun records the user's answer to what waits on them (t:
+// plan_approved, plan_modified, clarification_response), then follows what it
+// starts unless opts.Detach.
+func planAnswerRun(ctx context.Context, f *Factory, opts *PlanOptions, t schemas.Type) error {
+	r, err := f.State(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	kind := projections.KindPlan
+	if t == schemas.TypeClarificationResponse {
+		kind = projections.KindClarification
+	}
+	pr, err := openRequest(ctx, r, kind, opts.ID, opts.Session)
+	if err != nil {
+		return err
+	}
+	env, err := r.log.Get(ctx, pr.Seq)
+	if err != nil {
+		return err
+	}
+	if env.Env == nil {
+		return fmt.Errorf("the %s at seq %d cannot be read: %w", kind, pr.Seq, env.Err)
+	}
+	// With no server, this command runs the agents once the answer is
+	// recorded: those that plan need an LLM.
+	local := r.store != nil
+	_, llmErr := f.LLMConfig()
+	if llmErr != nil && !errors.Is(llmErr, llm.ErrNotConfigured) {
+		return llmErr
+	}
+	var p any
+	var what string
+	var approved *schemas.PlanResponse
+	switch {
+	case t == schemas.TypePlanApproved:
+		if approved, err = schemas.PayloadAs[schemas.PlanResponse](env.Env); err != nil {
+			return err
+		}
+		if local && llmErr != nil && !opts.Detach {
+			for _, n := range approved.DAG.Nodes {
+				if n.Prompt != "" {
+					return errNeedsLLM(fmt.Sprintf("node %q of the plan is a prompt node, which", n.ID))
+				}
+			}
+		}
+		p, what = schemas.PlanApproved{PlanID: pr.PlanID}, "approved"
+	case t == schemas.TypePlanModified && opts.Text == "":
+		p, what = schemas.PlanModified{PlanID: pr.PlanID, Rejected: true}, "rejected; nothing was run"
+	case t == schemas.TypePlanModified:
+		p, what = schemas.PlanModified{PlanID: pr.PlanID, Feedback: opts.Text}, "sent back to the Architect with your feedback"
+	default:
+		p, what = schemas.ClarificationResponse{Answer: opts.Text, InReplyTo: pr.RequestID}, "answered"
+	}
+	if local && llmErr != nil && !opts.Detach && opts.Text != "" {
+		return errNeedsLLM("planning again with your " + map[bool]string{true: "answer", false: "feedback"}[kind == projections.KindClarification])
+	}
+	e, err := userEvent(f, pr.Session, t, p, env.Env)
+	if err != nil {
+		return err
+	}
+	seq, err := r.log.Append(ctx, e)
+	if err != nil {
+		return err
+	}
+	if err := r.Sync(ctx, seq); err != nil {
+		return err
+	}
+	if rej, err := r.Rejected(ctx, seq); err != nil {
+		return err
+	} else if rej != nil {
+		return fmt.Errorf("the %s was refused: %s", t, rej.Reason)
+	}
+	ref := pr.PlanID
+	if kind == projections.KindClarification {
+		ref = pr.RequestID
+	}
+	if opts.Detach {
+		if opts.JSON {
+			return f.IO.printJSON(struct {
+				Session string `json:"session"`
+				ID      string `json:"id"`
+				Kind    string `json:"kind"`
+				State   string `json:"state"`
+				Seq     uint64 `json:"seq"`
+			}{pr.Session, ref, kind, stateAfter(t, opts.Text), seq})
+		}
+		fmt.Fprintf(f.IO.Out, "%s %s in session %s %s\n", kind, ref, pr.Session, what)
+		if local && t != schemas.TypePlanModified || local && opts.Text != "" {
+			fmt.Fprintln(f.IO.ErrOut, "no server runs: the agents take it up when one starts (sylk serve)")
+		}
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s %s in session %s %s\n", kind, ref, pr.Session, what)
+
+	// Follow what the answer starts, with the agents running: a server's, or
+	// this command's own once the read-only store is closed.
+	r.Close()
+	if local {
+		f.Close()
+	}
+	b, _, err := f.Server(ctx)
+	if err != nil {
+		return err
+	}
+	c := &conversation{f: f, log: events.New(b.JetStream()), session: pr.Session, corr: pr.Correlation, from: seq,
+		yes: opts.Yes, json: opts.JSON, interactive: opts.Interactive, approved: approved}
+	return c.run(ctx)
+}
+
+func stateAfter(t schemas.Type, text string) string {
+	switch {
+	case t == schemas.TypePlanApproved:
+		return projections.PendingApproved
+	case t == schemas.TypePlanModified && text == "":
+		return projections.PendingRejected
+	case t == schemas.TypePlanModified:
+		return projections.PendingModified
+	}
+	return projections.PendingAnswered
+}
+
+// openRequest finds the open request of kind that id names (a plan id, a
+// correlation id, the request event's id, or a unique prefix of one), or,
+// with no id, the only one open, in session or in every session.
+func openRequest(ctx context.Context, r *stateReader, kind, id, session string) (*projections.PendingRequest, error) {
+	open, err := r.Pending(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	var found []*projections.PendingRequest
+	for _, p := range open {
+		if p.Kind != kind {
+			continue
+		}
+		if id == "" || matchesID(id, p.PlanID, p.Correlation, p.RequestID) {
+			found = append(found, p)
+		}
+	}
+	where := ""
+	if session != "" {
+		where = " in session " + session
+	}
+	noun := map[string]string{projections.KindPlan: "plan", projections.KindClarification: "question"}[kind]
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) == 0 && id != "":
+		return nil, fmt.Errorf("no %s %q waits on you%s ('sylk session show' lists what does)", noun, id, where)
+	case len(found) == 0:
+		return nil, fmt.Errorf("no %s waits on you%s", noun, where)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %ss wait on you%s; name one", len(found), noun, where)
+	if session == "" {
+		b.WriteString(" (or give --session)")
+	}
+	b.WriteString(":")
+	for _, p := range found {
+		ref := p.PlanID
+		if kind == projections.KindClarification {
+			ref = p.RequestID
+		}
+		fmt.Fprintf(&b, "\n  %s  session %s: %s", ref, p.Session, truncateRunes(firstLine(p.Question), 70))
+	}
+	return nil, usageError{errors.New(b.String())}
+}
+
+func matchesID(id string, ids ...string) bool {
+	for _, x := range ids {
+		if x != "" && (x == id || len(id) >= 4 && strings.HasPrefix(x, id)) {
+			return true
+		}
+	}
+	return false
+}
+
+// planOf reads the plan_response of a pending plan from the log.
+func planOf(ctx context.Context, r *stateReader, pr *projections.PendingRequest) (*schemas.Envelope, *schemas.PlanResponse, error) {
+	ev, err := r.log.Get(ctx, pr.Seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ev.Env == nil {
+		return nil, nil, fmt.Errorf("the plan at seq %d cannot be read: %w", pr.Seq, ev.Err)
+	}
+	p, err := schemas.PayloadAs[schemas.PlanResponse](ev.Env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ev.Env, p, nil
+}
+
+// printPlan shows a plan: its id, its nodes in order with what each does and
+// what it waits for, and the Architect's reasons.
+func printPlan(w io.Writer, session string, env *schemas.Envelope, p *schemas.PlanResponse) {
+	nodes := "nodes"
+	if len(p.DAG.Nodes) == 1 {
+		nodes = "node"
+	}
+	fmt.Fprintf(w, "Plan %s (session %s): %s, %d %s\n", p.PlanID, session, orDash(p.DAG.Name), len(p.DAG.Nodes), nodes)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, n := range p.DAG.Nodes {
+		fmt.Fprintf(tw, "  %d. %s\t%s\t%s", i+1, n.ID, n.Agent, nodeAction(n))
+		if len(n.DependsOn) > 0 {
+			fmt.Fprintf(tw, "\tafter %s", strings.Join(n.DependsOn, ", "))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if p.Rationale != "" {
+		fmt.Fprintf(w, "Why: %s\n", p.Rationale)
+	}
+	for _, c := range env.ConfidenceChain {
+		if c.Agent == "architect" {
+			fmt.Fprintf(w, "Confidence: %.2f\n", c.Confidence)
+		}
+	}
+}
+
+// nodeAction says in a few words what a node does.
+func nodeAction(n schemas.Node) string {
+	if n.Prompt != "" {
+		return "prompt: " + truncateRunes(firstLine(n.Prompt), 70)
+	}
+	var what string
+	switch {
+	case n.Args["argv"] != nil:
+		if argv, ok := n.Args["argv"].([]any); ok {
+			parts := make([]string, len(argv))
+			for i, a := range argv {
+				parts[i] = fmt.Sprint(a)
+			}
+			what = strings.Join(parts, " ")
+		}
+	case n.Args["command"] != nil:
+		what = fmt.Sprint(n.Args["command"])
+	case n.Args["path"] != nil:
+		what = fmt.Sprint(n.Args["path"])
+	}
+	if what == "" && len(n.Args) > 0 {
+		b, _ := json.Marshal(n.Args) // keys sorted
+		what = string(b)
+	}
+	return truncateRunes(n.Tool+": "+firstLine(what), 70)
+}
