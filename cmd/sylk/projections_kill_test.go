@@ -52,21 +52,21 @@ func sylkBinary(t *testing.T) string {
 	return sylkBin
 }
 
-// killStream appends sessions of events addressed to the user, which no agent
-// consumes: only the projector works on them. Each session is 10 events: it is
-// created and resumed, runs a 3-node DAG with a checkpoint, and completes.
-func killStream(session string, i int) []*schemas.Envelope {
-	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
-	dag := "d-" + session
+// killTemplate is one session of events addressed to the user, which no agent
+// consumes: only the projector works on them. It is created and resumed, runs
+// a 2-node DAG with a checkpoint, and completes: 10 events.
+var killTemplate = func() []*schemas.Envelope {
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dag := "d"
 	ev := func(t schemas.Type, p any) *schemas.Envelope {
-		env, err := schemas.New(t, session, "user", "user", ts, p)
+		env, err := schemas.New(t, "template", "user", "user", ts, p)
 		if err != nil {
 			panic(err)
 		}
 		return env
 	}
 	return []*schemas.Envelope{
-		ev(schemas.TypeSessionCreate, schemas.SessionCreate{Name: session}),
+		ev(schemas.TypeSessionCreate, schemas.SessionCreate{Name: "killed"}),
 		ev(schemas.TypeSessionResume, schemas.SessionResume{}),
 		ev(schemas.TypeDAGExecute, schemas.DAGExecute{DAG: schemas.DAG{ID: dag, Nodes: []schemas.Node{{ID: "a", Tool: "exec"}, {ID: "b", Tool: "exec", DependsOn: []string{"a"}}}}}),
 		ev(schemas.TypeTaskDispatch, schemas.TaskDispatch{DAGID: dag, NodeID: "a", Attempt: 1}),
@@ -77,6 +77,20 @@ func killStream(session string, i int) []*schemas.Envelope {
 		ev(schemas.TypeWorkflowComplete, schemas.WorkflowComplete{DAGID: dag, Outcome: schemas.OutcomeSucceeded}),
 		ev(schemas.TypeSessionComplete, schemas.SessionComplete{Summary: "done"}),
 	}
+}()
+
+// killStream is the template for one session: the same payloads (so they
+// are encoded once), fresh ids.
+func killStream(session string, i int) []*schemas.Envelope {
+	out := make([]*schemas.Envelope, len(killTemplate))
+	for j, tmpl := range killTemplate {
+		env := *tmpl
+		env.ID = schemas.NewID()
+		env.CorrelationID, env.SessionID = env.ID, session
+		env.Timestamp = env.Timestamp.Add(time.Duration(i) * time.Second)
+		out[j] = &env
+	}
+	return out
 }
 
 // TestKilledWhileProjectingThenVerify kills `sylk serve` with SIGKILL while it
@@ -95,15 +109,15 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := events.New(b.JetStream())
+	var batch []*schemas.Envelope
 	for i := range sessions {
-		for _, env := range killStream(fmt.Sprintf("k%05d", i), i) {
-			if _, err := log.AppendAsync(env); err != nil {
+		batch = append(batch, killStream(fmt.Sprintf("k%05d", i), i)...)
+		if len(batch) == events.MaxBatch || i == sessions-1 {
+			if _, err := log.AppendBatch(ctx, batch); err != nil {
 				t.Fatal(err)
 			}
+			batch = batch[:0]
 		}
-	}
-	if err := log.Flush(ctx); err != nil {
-		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
