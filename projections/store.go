@@ -261,8 +261,13 @@ func getFrom(r pebble.Reader, k []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-// Close flushes the memtable (so the next Open replays nothing) and closes the
-// store. Stop the projector first.
+// flushOnCloseBytes: Close flushes the memtable when the log behind it holds
+// more, so the next Open has little to replay; a few commands' worth is
+// replayed faster than it is flushed.
+const flushOnCloseBytes = 4 << 20
+
+// Close flushes a large memtable (so the next Open replays little) and closes
+// the store. Stop the projector first.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -273,7 +278,7 @@ func (s *Store) Close() error {
 	close(s.changed)
 	s.mu.Unlock()
 	var ferr error
-	if s.db != nil {
+	if s.db != nil && s.db.Metrics().WAL.Size > flushOnCloseBytes {
 		ferr = s.db.Flush()
 	}
 	return errors.Join(ferr, s.closePebble())
