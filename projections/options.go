@@ -13,7 +13,7 @@ import (
 const (
 	// DefaultCacheObjects is how many decoded state objects the fold keeps
 	// between batches.
-	DefaultCacheObjects = 200_000
+	DefaultCacheObjects = 300_000
 	// DefaultBatchEvents and DefaultBatchBytes bound one Pebble batch: while
 	// catching up, events are folded in batches this large, each one commit.
 	// A batch must stay well under half the memtable: a larger one is
