@@ -56,7 +56,17 @@ counted again.`,
 type usageJSON struct {
 	Session string `json:"session,omitempty"`
 	llm.Report
-	Budgets llm.Budgets `json:"budgets"`
+	// ByTask replaces the report's, in snake case.
+	ByTask  []taskUsageJSON `json:"by_task,omitempty"`
+	Budgets llm.Budgets     `json:"budgets"`
+}
+
+// taskUsageJSON is one DAG node's totals.
+type taskUsageJSON struct {
+	Session string `json:"session"`
+	DAG     string `json:"dag"`
+	Node    string `json:"node"`
+	llm.Totals
 }
 
 func usageRun(ctx context.Context, f *Factory, opts *UsageOptions) error {
@@ -75,7 +85,11 @@ func usageRun(ctx context.Context, f *Factory, opts *UsageOptions) error {
 	rep := ledger.Report(opts.Session)
 	budgets := f.Cfg.LLM.Budgets
 	if opts.JSON {
-		return f.IO.printJSON(usageJSON{Session: opts.Session, Report: rep, Budgets: budgets})
+		out := usageJSON{Session: opts.Session, Report: rep, Budgets: budgets}
+		for _, t := range rep.ByTask {
+			out.ByTask = append(out.ByTask, taskUsageJSON{Session: t.Scope.Session, DAG: t.Scope.DAGID, Node: t.Scope.NodeID, Totals: t.Totals})
+		}
+		return f.IO.printJSON(out)
 	}
 	w := f.IO.Out
 	scope := "all sessions"
