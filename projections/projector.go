@@ -75,6 +75,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		err := p.fold(fctx, false, 0)
 		if err == nil {
 			p.s.markReady()
+			p.s.endRebuild()
 			err = p.fold(fctx, true, 0)
 		}
 		cancel()
@@ -122,6 +123,7 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error 
 		err := p.foldReporting(ctx, progress)
 		if err == nil {
 			p.s.markReady()
+			p.s.endRebuild()
 		}
 		return err
 	}
@@ -565,6 +567,14 @@ func (p *Projector) checkHead(ctx context.Context) error {
 	p.s.log.Warn("the projections are ahead of or differ from the stream; rebuilding them",
 		"seq", seq, "projected_id", id, "stream_id", found, "err", ErrDiverged)
 	return p.startRebuild()
+}
+
+// endRebuild clears the rebuild progress once the fold has caught up (also
+// when there was nothing to fold).
+func (s *Store) endRebuild() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rebuild = nil
 }
 
 func (s *Store) markReady() {

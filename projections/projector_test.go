@@ -310,3 +310,25 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// A rebuild of an empty stream finishes too.
+func TestRebuildOfAnEmptyStream(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan error, 1)
+	p := w.store.Projector(w.log)
+	go func() { done <- p.Run(ctx) }()
+	brokertest.Eventually(t, 10*time.Second, "ready", func() bool {
+		st, err := w.store.Status(w.ctx)
+		return err == nil && st.Ready
+	})
+	if err := p.Rebuild(w.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 10*time.Second, "rebuild progress cleared", func() bool {
+		st, err := w.store.Status(w.ctx)
+		return err == nil && st.Rebuild == nil
+	})
+	cancel()
+	<-done
+}
