@@ -30,13 +30,29 @@
 //	             log/g/<seq>                       global (scope all) signals
 //	trace        trace/<corr>\0<seq>               the hop's session
 //	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
+//	             (the first record of a call stands; a second is refused)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //
 // A projection whose version changed is dropped and rebuilt on [Open]; a Pebble
-// directory that fails to open is moved aside and rebuilt. [Store.Verify]
-// rebuilds into memory and compares key by key; [Store.SessionAsOf] folds one
-// session's events up to a point (the session log makes that O(its events)).
+// directory that fails to open is moved aside and rebuilt; a store whose last
+// folded event is not in the stream any more (the stream was replaced, or
+// lost an unsynced tail) is rebuilt. [Store.Verify] rebuilds into memory and
+// compares key by key; [Store.SessionAsOf] folds one session's events up to a
+// point (the session log makes that O(its events)).
+//
+// Sessions: any number may be active. The focused session is the one the
+// last session_switch or session_resume went to; a switch{From} suspends From
+// if it is active, so the switch is filed in From's log too.
+//
+// Durability: commits are not synced, except the last of a catch-up. The
+// stream is the truth: a crash that loses the unsynced tail of the store loses
+// state and cursor together, and the projector folds those events again.
+//
+// Throughput: a fold reads and decodes the stream in one goroutine, folds in
+// another and commits in a third; decoded objects are cached between batches
+// (Options.CacheObjects) and encoded once per batch; a projection that started
+// empty (a rebuild) never looks up a key it has not written.
 //
 // Reading: [Reader] is the query interface. [*Store] answers from its own Pebble;
 // the api subpackage serves the same interface on sylk.api.> and gives clients a

@@ -52,7 +52,8 @@ type Projector struct {
 	rebuildDone chan struct{}
 }
 
-// Projector returns the store's projector reading src; a store has one.
+// Projector returns the store's projector. A store has one: the first call
+// sets the source it reads (later calls pass an equivalent log).
 func (s *Store) Projector(src Source) *Projector {
 	s.mu.Lock()
 	defer s.mu.Unlock()
