@@ -9,6 +9,10 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
+// MetaRoutedBy is the envelope metadata key the Guide sets on the copies it
+// routes: the original is the same message, already seen.
+const MetaRoutedBy = "routed_by"
+
 // Delivery is one message handed to an agent's handler.
 type Delivery struct {
 	// Env is the decoded envelope.

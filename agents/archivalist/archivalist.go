@@ -46,6 +46,9 @@ type Archivalist struct{}
 
 // Handle records one event, or answers what is addressed to it.
 func (Archivalist) Handle(_ context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	if d.Env.Metadata[agents.MetaRoutedBy] != "" {
+		return nil, nil // a copy the Guide routed: its original is recorded
+	}
 	e, ok, err := entryOf(d.Env)
 	if err != nil {
 		return nil, agents.Permanent(err)

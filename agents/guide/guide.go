@@ -126,7 +126,7 @@ func route(d *agents.Delivery, orig *schemas.Envelope, target, key string) (*sch
 	cp.ParentID = orig.ID
 	cp.Target = target
 	cp.Timestamp = d.Now()
-	cp.Metadata = map[string]string{"routed_by": Name}
+	cp.Metadata = map[string]string{agents.MetaRoutedBy: Name}
 	for k, v := range orig.Metadata {
 		cp.Metadata[k] = v
 	}

@@ -83,6 +83,8 @@ NATS JetStream stream; all state (sessions, DAG progress, checkpoints) is rebuil
 from it. Any NATS client can read the same subjects.
 
 Start here:
+  sylk run examples/build-and-test.yaml   run a workflow of tool nodes (no LLM needed)
+  sylk run "add input validation"     plan and run a request (needs an LLM: --llm-base-url, --llm-model)
   sylk serve                          run the server (event log, projections, agents)
   sylk publish --session S1 --type user_input --payload '{"text":"hi"}'
   sylk tail                           watch events live (Ctrl-C to stop)

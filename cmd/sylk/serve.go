@@ -81,8 +81,12 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.broker.URL()), bopts.Sync)
 	select {
 	case <-ctx.Done():
-		slog.Info("shutting down")
 	case <-srv.failed:
+	}
+	// A stop cancels the components too: only a failure without a stop is one.
+	if ctx.Err() != nil {
+		slog.Info("shutting down")
+	} else {
 		slog.Error("a server component failed; shutting down")
 	}
 	return srv.stop()
