@@ -41,6 +41,11 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A server.json left by a crash must not pass for this server's while it
+	// starts: clients would read the dead one's address.
+	if err := os.Remove(filepath.Join(opts.DataDir, InfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, errors.Join(err, lock.release())
+	}
 	b := &Broker{opts: opts, lock: lock}
 	if err := b.startEmbedded(ctx); err != nil {
 		return nil, errors.Join(err, b.Close())
@@ -152,9 +157,10 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 	}
 	if !sopts.DontListen {
 		b.url = srv.ClientURL()
-		info := Info{URL: b.url, User: o.User, Password: o.Password, Token: o.Token, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
-		if err := writeInfo(o.DataDir, info); err != nil {
-			return fmt.Errorf("write %s: %w", InfoFile, err)
+		if !o.DeferInfo {
+			if err := b.PublishInfo(); err != nil {
+				return err
+			}
 		}
 	}
 	slog.Debug("broker started", "data", o.DataDir, "url", b.url, "sync", o.Sync)
@@ -168,6 +174,20 @@ func (b *Broker) setup(ctx context.Context) error {
 	}
 	b.js = js
 	return ProvisionStreams(ctx, js, b.opts.DuplicateWindow)
+}
+
+// PublishInfo writes server.json, which tells clients the server is up and how
+// to reach it. Start does it, unless Options.DeferInfo.
+func (b *Broker) PublishInfo() error {
+	o := b.opts
+	if b.srv == nil || b.url == "" {
+		return nil
+	}
+	info := Info{URL: b.url, User: o.User, Password: o.Password, Token: o.Token, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
+	if err := writeInfo(o.DataDir, info); err != nil {
+		return fmt.Errorf("write %s: %w", InfoFile, err)
+	}
+	return nil
 }
 
 // Conn is the NATS connection. It is owned by the Broker: do not close it.

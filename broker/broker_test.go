@@ -224,3 +224,26 @@ func TestExternalServer(t *testing.T) {
 		t.Fatalf("the external server's stream holds %d messages", info.State.Msgs)
 	}
 }
+
+func TestDeferInfo(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	// What a killed server leaves behind must not pass for the new one's.
+	if err := writeInfo(opts.DataDir, Info{URL: "nats://127.0.0.1:1", PID: 999999}); err != nil {
+		t.Fatal(err)
+	}
+	opts.DeferInfo = true
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := ReadInfo(opts.DataDir); !errors.Is(err, ErrNoServer) {
+		t.Fatalf("server.json before PublishInfo: %v", err)
+	}
+	if err := b.PublishInfo(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := ReadInfo(opts.DataDir); err != nil || info.URL != b.URL() {
+		t.Fatalf("after PublishInfo: %+v, %v", info, err)
+	}
+}

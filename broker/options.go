@@ -59,6 +59,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Name identifies this process's connection in server monitoring.
 	Name string
+	// DeferInfo holds server.json back until PublishInfo: for a server whose
+	// clients need more than the broker (the query API) to be up first.
+	DeferInfo bool
 }
 
 // DefaultDataDir is $SYLK_DATA, else $XDG_DATA_HOME/sylk, else ~/.local/share/sylk.

@@ -17,6 +17,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/projections/api"
 	"github.com/sylk/sylk/tools"
 )
 
@@ -25,6 +26,7 @@ import (
 type server struct {
 	broker *broker.Broker
 	store  *projections.Store
+	api    *api.Service
 	cancel context.CancelFunc
 	group  *errgroup.Group
 	// failed is closed when a component returns an error.
@@ -43,6 +45,7 @@ func ProjectionsDir(dataDir string) string { return filepath.Join(dataDir, "proj
 // startServer starts an embedded broker on the data directory, opens the
 // projections store and runs the server's components over them.
 func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server, error) {
+	opts.DeferInfo = true
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -51,9 +54,15 @@ func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server,
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("projections: %w", err), b.Close())
 	}
+	// The query API answers before server.json says the server is up: a client
+	// that finds the file finds the API.
+	svc, err := api.Serve(ctx, b.Conn(), store, events.New(b.JetStream()), slog.Default())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("api: %w", err), store.Close(), b.Close())
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(cctx)
-	s := &server{broker: b, store: store, cancel: cancel, group: g, failed: gctx.Done()}
+	s := &server{broker: b, store: store, api: svc, cancel: cancel, group: g, failed: gctx.Done()}
 	for _, c := range serverComponents(f) {
 		g.Go(func() error {
 			err := c.run(gctx, s)
@@ -64,14 +73,17 @@ func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server,
 			return nil
 		})
 	}
+	if err := b.PublishInfo(); err != nil {
+		return nil, errors.Join(err, s.stop())
+	}
 	return s, nil
 }
 
-// stop ends the components, then closes the store and the broker.
+// stop ends the components and the API, then closes the store and the broker.
 func (s *server) stop() error {
 	s.cancel()
 	err := s.group.Wait()
-	return errors.Join(err, s.store.Close(), s.broker.Close())
+	return errors.Join(err, s.api.Stop(), s.store.Close(), s.broker.Close())
 }
 
 // serverComponents lists what runs beside the broker: the projector folding
@@ -80,9 +92,6 @@ func serverComponents(f *Factory) []serverComponent {
 	return []serverComponent{
 		{"projector", func(ctx context.Context, s *server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
-		}},
-		{"api", func(ctx context.Context, s *server) error {
-			return serveAPI(ctx, s.broker, s.store)
 		}},
 		{"agents", func(ctx context.Context, s *server) error {
 			cfg := f.RuntimeConfig()
