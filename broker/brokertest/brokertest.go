@@ -45,14 +45,24 @@ func Start(t testing.TB, opts broker.Options) *broker.Broker {
 // test with msg if it has not by the deadline.
 func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool) {
 	t.Helper()
+	if !Poll(within, cond) {
+		t.Fatalf("not within %s: %s", within, msg)
+	}
+}
+
+// Poll calls cond every few milliseconds until it returns true, and reports
+// whether it did within the time: for callers that are not a testing.TB (a
+// testscript command).
+func Poll(within time.Duration, cond func() bool) bool {
 	deadline := time.After(within)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		select {
 		case <-deadline:
-			t.Fatalf("not within %s: %s", within, msg)
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }

@@ -18,22 +18,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
-
-// buildSylk builds the real sylk binary once for the tests that run it as a
-// process.
-func buildSylk(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sylk")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // serveProc is a `sylk serve` process.
 type serveProc struct {
@@ -56,7 +45,7 @@ func startServe(t *testing.T, bin, data, workDir string) *serveProc {
 	}
 	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
-	waitFor(t, 30*time.Second, "server.json of the new server", func() bool {
+	brokertest.Eventually(t, 30*time.Second, "server.json of the new server", func() bool {
 		_, err := broker.ReadInfo(data)
 		return err == nil
 	})
@@ -83,26 +72,12 @@ func (p *serveProc) stop(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("not within %s: %s", within, what)
-		case <-tick.C:
-		}
-	}
-}
-
 // TestCrashSafety kills `sylk serve` with SIGKILL at random moments while it
 // runs a 52-node DAG whose every tool appends to a file, restarts it each time,
 // and checks that nothing is lost and nothing recorded runs twice.
 func TestCrashSafety(t *testing.T) {
 	const nodes, kills = 52, 10
-	bin := buildSylk(t)
+	bin := sylkBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	work := filepath.Join(dir, "work")
@@ -150,7 +125,7 @@ func TestCrashSafety(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var outcome *schemas.WorkflowComplete
-	waitFor(t, 3*time.Minute, "the DAG completes after the kills", func() bool {
+	brokertest.Eventually(t, 3*time.Minute, "the DAG completes after the kills", func() bool {
 		evs, err := log.Read(ctx, events.Filter{Session: submitted.Session, Type: schemas.TypeWorkflowComplete}.Subject(), events.Cursor{}, 0)
 		if err != nil || len(evs) == 0 {
 			return false
@@ -221,7 +196,7 @@ func TestCrashSafety(t *testing.T) {
 	t.Logf("%d kills, %d interrupted runs repeated", kills, repeats)
 
 	// Nothing left unacked, nothing dead-lettered.
-	waitFor(t, 30*time.Second, "every agent consumer drained", func() bool {
+	brokertest.Eventually(t, 30*time.Second, "every agent consumer drained", func() bool {
 		s, err := js.Stream(ctx, broker.Stream)
 		if err != nil {
 			return false

@@ -21,6 +21,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/broker/brokertest"
 )
 
 // fakeLLMKey finds a script's fake LLM in its values.
@@ -161,24 +162,20 @@ func cmdWaitIdle(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
 	for _, agent := range args[1:] {
-		for {
+		idle := brokertest.Poll(60*time.Second, func() bool {
 			c, err := js.Consumer(ctx, broker.Stream, agents.ConsumerName(agent))
-			if err == nil {
-				info, err := c.Info(ctx)
-				if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-					break
+			if err != nil {
+				if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+					ts.Check(err)
 				}
-			} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				ts.Check(err)
+				return false
 			}
-			select {
-			case <-ctx.Done():
-				ts.Fatalf("agent %s not idle within 60s", agent)
-			case <-tick.C:
-			}
+			info, err := c.Info(ctx)
+			return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		})
+		if !idle {
+			ts.Fatalf("agent %s not idle within 60s", agent)
 		}
 	}
 }
@@ -192,18 +189,11 @@ func cmdWaitSub(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	nc := extConnect(ts, args[0])
 	defer nc.Close()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	subscribed := brokertest.Poll(30*time.Second, func() bool {
 		_, err := nc.Request(args[1], []byte("probe"), 100*time.Millisecond)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return // a subscriber that does not answer: a timeout
-		}
-		select {
-		case <-deadline:
-			ts.Fatalf("nobody subscribed to %s within 30s", args[1])
-		case <-tick.C:
-		}
+		return !errors.Is(err, nats.ErrNoResponders) // a subscriber that does not answer: a timeout
+	})
+	if !subscribed {
+		ts.Fatalf("nobody subscribed to %s within 30s", args[1])
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sylk/sylk/broker/brokertest"
 )
 
 func TestMain(m *testing.M) {
@@ -69,20 +71,8 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		limit = time.Duration(s) * time.Second
 	}
 	path := ts.MkAbs(args[0])
-	deadline := time.After(limit)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, err := os.Stat(path)
-		exists := err == nil
-		if exists != neg {
-			return
-		}
-		select {
-		case <-deadline:
-			ts.Fatalf("%s: exists=%v after %s", path, exists, limit)
-		case <-tick.C:
-		}
+	if !brokertest.Poll(limit, func() bool { _, err := os.Stat(path); return (err == nil) != neg }) {
+		ts.Fatalf("%s: exists=%v after %s", path, neg, limit)
 	}
 }
 
@@ -181,22 +171,19 @@ func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	found := brokertest.Poll(30*time.Second, func() bool {
 		s, err := js.Stream(ctx, "SYLK")
 		ts.Check(err)
 		lister := s.ListConsumers(ctx)
 		for info := range lister.Info() {
 			if info.Config.FilterSubject == args[1] || slices.Contains(info.Config.FilterSubjects, args[1]) {
-				return
+				return true
 			}
 		}
-		select {
-		case <-ctx.Done():
-			ts.Fatalf("no consumer on %s within 30s", args[1])
-		case <-tick.C:
-		}
+		return false
+	})
+	if !found {
+		ts.Fatalf("no consumer on %s within 30s", args[1])
 	}
 }
 
@@ -212,20 +199,16 @@ func cmdWaitDLQ(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var have uint64
+	reached := brokertest.Poll(30*time.Second, func() bool {
 		s, err := js.Stream(ctx, "SYLK_DLQ")
 		ts.Check(err)
 		info, err := s.Info(ctx)
 		ts.Check(err)
-		if info.State.Msgs >= want {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			ts.Fatalf("%d dead letters after 30s, want %d", info.State.Msgs, want)
-		case <-tick.C:
-		}
+		have = info.State.Msgs
+		return have >= want
+	})
+	if !reached {
+		ts.Fatalf("%d dead letters after 30s, want %d", have, want)
 	}
 }

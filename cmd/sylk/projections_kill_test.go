@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
@@ -141,7 +142,7 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 	}
 	connect := func() (*nats.Conn, *api.Client) {
 		var info broker.Info
-		pollUntil(t, 30*time.Second, "server.json", func() bool {
+		brokertest.Eventually(t, 30*time.Second, "server.json", func() bool {
 			i, err := broker.ReadInfo(data)
 			info = i
 			return err == nil
@@ -151,7 +152,7 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := api.NewClient(nc)
-		pollUntil(t, 30*time.Second, "the api answering", func() bool { return c.Ping(ctx) == nil })
+		brokertest.Eventually(t, 30*time.Second, "the api answering", func() bool { return c.Ping(ctx) == nil })
 		return nc, c
 	}
 
@@ -186,7 +187,7 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 		}
 	}()
 	var at *projections.Status
-	pollUntil(t, 60*time.Second, "the projector well into the stream", func() bool {
+	brokertest.Eventually(t, 60*time.Second, "the projector well into the stream", func() bool {
 		st, err := client.Status(ctx)
 		if err == nil && st.Applied >= 30_000 {
 			at = st
@@ -238,20 +239,5 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("serve after SIGTERM: %v", err)
-	}
-}
-
-// pollUntil polls cond until it holds, failing the test after within.
-func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("not within %s: %s", within, what)
-		case <-tick.C:
-		}
 	}
 }
