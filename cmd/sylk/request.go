@@ -73,22 +73,15 @@ func runRequest(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return errNeedsLLM(fmt.Sprintf("planning %q", truncateRunes(opts.Request, 60)))
 	}
 	if opts.Detach && started {
-		return usagef("--detach needs a running 'sylk serve' on %s: this run would stop with the command", f.BrokerOptions().DataDir)
+		return errDetachNeedsServer(f)
 	}
 	log := events.New(srv.JetStream())
 	session := opts.Session
 	var submit []*schemas.Envelope
 	if session == "" {
-		session = newSessionID()
-		created, err := userEvent(f, session, schemas.TypeSessionCreate, schemas.SessionCreate{Name: requestName(opts.Request), Config: schemas.SessionConfig{WorkDir: wd}}, nil)
-		if err != nil {
+		if session, submit, err = newSession(f, requestName(opts.Request), wd); err != nil {
 			return err
 		}
-		resumed, err := userEvent(f, session, schemas.TypeSessionResume, schemas.SessionResume{Reason: "sylk run"}, created)
-		if err != nil {
-			return err
-		}
-		submit = append(submit, created, resumed)
 	}
 	input, err := userEvent(f, session, schemas.TypeUserInput, schemas.UserInput{Text: opts.Request}, nil)
 	if err != nil {
@@ -132,6 +125,25 @@ func userEvent(f *Factory, session string, t schemas.Type, p any, parent *schema
 		}
 	}
 	return env, nil
+}
+
+// newSession returns a fresh session id and the events that create it and make
+// it active, with its work directory.
+func newSession(f *Factory, name, workDir string) (string, []*schemas.Envelope, error) {
+	session := newSessionID()
+	created, err := userEvent(f, session, schemas.TypeSessionCreate, schemas.SessionCreate{Name: name, Config: schemas.SessionConfig{WorkDir: workDir}}, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	resumed, err := userEvent(f, session, schemas.TypeSessionResume, schemas.SessionResume{Reason: "sylk run"}, created)
+	if err != nil {
+		return "", nil, err
+	}
+	return session, []*schemas.Envelope{created, resumed}, nil
+}
+
+func errDetachNeedsServer(f *Factory) error {
+	return usagef("--detach needs a running 'sylk serve' on %s: this run would stop with the command", f.BrokerOptions().DataDir)
 }
 
 // requestName names a session after the first words of its request.

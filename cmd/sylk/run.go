@@ -182,22 +182,15 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		}
 	}
 	if opts.Detach && started {
-		return usagef("--detach needs a running 'sylk serve' on %s: this run would stop with the command", f.BrokerOptions().DataDir)
+		return errDetachNeedsServer(f)
 	}
 	log := events.New(srv.JetStream())
 	session := opts.Session
 	var submit []*schemas.Envelope
 	if session == "" {
-		session = schemas.NewID()
-		created, err := schemas.New(schemas.TypeSessionCreate, session, "user", "", f.Now(), schemas.SessionCreate{Name: p.DAG.Name, Config: schemas.SessionConfig{WorkDir: wd}})
-		if err != nil {
+		if session, submit, err = newSession(f, p.DAG.Name, wd); err != nil {
 			return err
 		}
-		resumed, err := created.Derive(schemas.TypeSessionResume, "user", "", f.Now(), schemas.SessionResume{Reason: "sylk run"})
-		if err != nil {
-			return err
-		}
-		submit = append(submit, created, resumed)
 	} else if err := schemas.CheckName("--session", session); err != nil {
 		return usageError{err}
 	}
