@@ -1,6 +1,7 @@
 // Package projections folds the event log into Pebble read models: sessions, DAG
 // progress, checkpoints, what waits on the user, each session's events, traces
-// by correlation id, and the index of recorded tool results and LLM responses.
+// by correlation id, the index of recorded tool results and LLM responses, and
+// the history the Archivalist records.
 //
 // All state is a fold over the SYLK stream. A [Projector] reads the stream in
 // order and applies each event to every projection; each projection writes its
@@ -31,6 +32,10 @@
 //	trace        trace/<corr>\0<seq>               the hop's session
 //	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
 //	             (the first record of a call stands; a second is refused)
+//	history      history/e/<time><seq>             HistoryEntry
+//	             history/s/<sid>\0<time><seq>      by session
+//	             history/c/<category>\0<time><seq> by category
+//	             (<time>: 12 bytes that sort as the entries' timestamps)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

@@ -72,7 +72,9 @@ func (w *world) catchUp() uint64 {
 
 // envOpts are the envelope fields a line may set; everything else of the form
 // key=value goes into the payload.
-var envOpts = map[string]bool{"source": true, "target": true, "corr": true, "parent": true, "id": true, "chain": true, "reroutes": true, "intent": true}
+// (at=N stamps the event N seconds after base instead of one second after the
+// previous one.)
+var envOpts = map[string]bool{"source": true, "target": true, "corr": true, "parent": true, "id": true, "chain": true, "reroutes": true, "intent": true, "at": true}
 
 // payloadFields maps shorthand keys to payload fields.
 var payloadFields = map[string]string{
@@ -142,7 +144,15 @@ func (w *world) parseEvent(line string) (*schemas.Envelope, error) {
 	if source == "" {
 		source = "user"
 	}
-	env, err := schemas.New(t, f[0], source, opts["target"], base.Add(time.Duration(w.n)*time.Second), p)
+	ts := base.Add(time.Duration(w.n) * time.Second)
+	if v := opts["at"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("at=%s: want seconds after base", v)
+		}
+		ts = base.Add(time.Duration(n) * time.Second)
+	}
+	env, err := schemas.New(t, f[0], source, opts["target"], ts, p)
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +496,47 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 		}
 		for _, r := range view.Pending {
 			fmt.Fprintf(&b, "pending %s %s\n", r.Kind, r.Correlation)
+		}
+		return b.String()
+	case "history":
+		q := projections.HistoryQuery{Session: args["session"], Search: args["search"],
+			CurrentOnly: args["current"] == "true", CrossSession: args["cross"] == "true"}
+		for k, to := range map[string]*[]string{"sessions": &q.Sessions, "exclude": &q.ExcludeSessions, "categories": &q.Categories} {
+			if v := args[k]; v != "" {
+				*to = strings.Split(v, ",")
+			}
+		}
+		for k, to := range map[string]*time.Time{"since": &q.Since, "until": &q.Until} {
+			if v := args[k]; v != "" {
+				var err error
+				if *to, err = time.Parse(time.RFC3339, v); err != nil {
+					t.Fatalf("%s=%s: %v", k, v, err)
+				}
+			}
+		}
+		if v := args["limit"]; v != "" {
+			q.Limit, _ = strconv.Atoi(v)
+		}
+		hs, err := w.store.History(ctx, q)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, h := range hs {
+			fmt.Fprintf(&b, "%d %s %s %s %s %q", h.Seq, h.At.Format("15:04:05"), h.Session, h.Category, h.Source, h.Summary)
+			if h.DAG != "" || h.Node != "" {
+				fmt.Fprintf(&b, " dag=%s node=%s", h.DAG, h.Node)
+			}
+			if len(h.Tags) > 0 {
+				fmt.Fprintf(&b, " tags=%s", strings.Join(h.Tags, ","))
+			}
+			if h.Cause != "" {
+				fmt.Fprintf(&b, " cause=%s", h.Cause)
+			}
+			b.WriteString("\n")
+		}
+		if b.Len() == 0 {
+			return "(no entries)\n"
 		}
 		return b.String()
 	case "rejections":

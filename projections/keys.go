@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/binary"
+	"time"
 )
 
 // Key layout: see the package comment. Ids never contain 0x00, so it separates
@@ -101,6 +102,33 @@ func tracePrefix(corr string) []byte          { return under(key("trace/", corr)
 
 func toolCallKey(call string) []byte { return key("calls/tool/", call) }
 func llmCallKey(call string) []byte  { return key("calls/llm/", call) }
+
+// History keys end in the entry's time (12 bytes, ordered: see appendTime)
+// and stream sequence, so every index lists entries in time order.
+var historyEntryPrefix = []byte("history/e/")
+
+// historySuffixLen is the length of the time and sequence that end every
+// history key.
+const historySuffixLen = 12 + 8
+
+func historySuffix(k []byte, at time.Time, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendTime(k, at), seq)
+}
+func historyKey(at time.Time, seq uint64) []byte {
+	return historySuffix(append([]byte(nil), historyEntryPrefix...), at, seq)
+}
+func historySessionPrefix(sid string) []byte  { return under(key("history/s/", sid)) }
+func historyCategoryPrefix(cat string) []byte { return under(key("history/c/", cat)) }
+func historyEntryKeyOf(indexKey []byte) []byte {
+	return append(append([]byte(nil), historyEntryPrefix...), indexKey[len(indexKey)-historySuffixLen:]...)
+}
+
+// appendTime appends t as 12 bytes that sort as the times do: the Unix
+// seconds with the sign bit flipped, then the nanoseconds.
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^1<<63)
+	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
+}
 
 func rejectionKey(projection string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(projection+"/rej/"), seq)

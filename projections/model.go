@@ -389,3 +389,54 @@ type Progress struct {
 	// Finished is set once the rebuild has caught up.
 	Finished bool `json:"finished,omitempty"`
 }
+
+// HistoryEntry is an outcome, failure or decision the Archivalist recorded
+// (a history_entry event), with the event's session, time and lineage.
+type HistoryEntry struct {
+	Seq     uint64    `json:"seq"`
+	ID      string    `json:"id"`
+	Session string    `json:"session"`
+	At      time.Time `json:"at"`
+	// Source is who recorded it; Cause the event it records (its parent) and
+	// Correlation the request that event belongs to.
+	Source      string   `json:"source"`
+	Cause       string   `json:"cause,omitempty"`
+	Correlation string   `json:"correlation,omitempty"`
+	Category    string   `json:"category"`
+	Summary     string   `json:"summary"`
+	Detail      string   `json:"detail,omitempty"`
+	DAG         string   `json:"dag_id,omitempty"`
+	Node        string   `json:"node_id,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// HistoryQuery selects history entries (the seed's ArchiveQuery, L1922-1940).
+//
+// Which sessions: Sessions, if set; else Session alone, if set and
+// CrossSession is not (CurrentOnly says so explicitly); else every session.
+// Session is the asker's session, so CrossSession with it reads them all.
+// ExcludeSessions drops sessions from any of these. CurrentOnly together with
+// CrossSession or Sessions, CurrentOnly without Session, and CrossSession
+// with Sessions contradict themselves: they are refused with ErrInvalidQuery.
+//
+// Search is a case-insensitive substring of the summary, the detail or a tag;
+// it is a scan of the entries the other filters select, not a full-text
+// index. Since and Until bound the entries' times, both inclusive (their JSON
+// names are those of the api's request fields). Entries come newest first;
+// Limit keeps the newest (0: DefaultHistoryLimit).
+type HistoryQuery struct {
+	Session         string    `json:"session,omitempty"`
+	Sessions        []string  `json:"session_ids,omitempty"`
+	ExcludeSessions []string  `json:"exclude_sessions,omitempty"`
+	CurrentOnly     bool      `json:"current_only,omitempty"`
+	CrossSession    bool      `json:"cross_session,omitempty"`
+	Categories      []string  `json:"categories,omitempty"`
+	Search          string    `json:"search_text,omitempty"`
+	Since           time.Time `json:"since_time,omitzero"`
+	Until           time.Time `json:"until_time,omitzero"`
+	Limit           int       `json:"limit,omitempty"`
+}
+
+// DefaultHistoryLimit is how many entries History returns when the query sets
+// no limit.
+const DefaultHistoryLimit = 100

@@ -17,6 +17,7 @@ const (
 	Log         = "log"
 	Traces      = "trace"
 	Calls       = "calls"
+	History     = "history"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -41,6 +42,7 @@ var projectionList = []*projection{
 	{name: Log, version: 1, apply: applyLog},
 	{name: Traces, version: 1, apply: applyTrace},
 	{name: Calls, version: 1, apply: applyCalls},
+	{name: History, version: 1, apply: applyHistory},
 }
 
 // ProjectionNames lists the projections.
@@ -107,7 +109,7 @@ var decodes = map[schemas.Type]bool{
 	schemas.TypeNodeRetry: true, schemas.TypeNodeSkipped: true, schemas.TypeCheckpoint: true,
 	schemas.TypeClarificationRequest: true, schemas.TypePlanResponse: true, schemas.TypeClarificationResponse: true,
 	schemas.TypeUserResponse: true, schemas.TypePlanApproved: true, schemas.TypePlanModified: true,
-	schemas.TypeLLMResponse: true,
+	schemas.TypeLLMResponse: true, schemas.TypeHistoryEntry: true,
 }
 
 // decode returns the decoded payload (a pointer to the type's struct).

@@ -144,6 +144,18 @@ func (g *gen) step() {
 			}
 		}
 		g.add(s, schemas.TypeSignal, "user", schemas.Signal{Action: action, Scope: scope})
+	case k == 11:
+		// The Archivalist's record, its clock sometimes behind the stream's
+		// order; an illegal one has no category.
+		cat := rapid.SampledFrom([]string{"outcome", "failure", "decision"}).Draw(g.t, "category")
+		if !legal {
+			cat = ""
+		}
+		g.add(g.session(), schemas.TypeHistoryEntry, "archivalist", schemas.HistoryEntry{Category: cat, Summary: fmt.Sprintf("h%d", len(g.envs))})
+		if rapid.Bool().Draw(g.t, "late") {
+			env := g.envs[len(g.envs)-1]
+			env.Timestamp = env.Timestamp.Add(-time.Duration(rapid.IntRange(1, 30).Draw(g.t, "behind")) * time.Second)
+		}
 	default:
 		g.progress(legal)
 	}

@@ -16,7 +16,7 @@ import (
 // Reader answers queries on projected state. *Store answers from its own
 // Pebble; the api package's Client asks the server that owns the store over
 // NATS. Both return the same values, and errors wrapping the same sentinels
-// (ErrNotFound with the id that was not found, ErrAmbiguous).
+// (ErrNotFound with the id that was not found, ErrAmbiguous, ErrInvalidQuery).
 type Reader interface {
 	// Session returns one session.
 	Session(ctx context.Context, id string) (*Session, error)
@@ -46,6 +46,9 @@ type Reader interface {
 	// the sequence of its event.
 	ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error)
 	LLMResponse(ctx context.Context, callID string) (*schemas.LLMResponse, uint64, error)
+	// History lists what the Archivalist recorded, newest first; a query
+	// that contradicts itself is an error wrapping ErrInvalidQuery.
+	History(ctx context.Context, q HistoryQuery) ([]*HistoryEntry, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
 	// Status reports cursors, lag and sizes.

@@ -25,6 +25,9 @@ var (
 	ErrDiverged = errors.New("projections diverged from the stream")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrInvalidQuery: a query contradicts itself or names something that
+	// cannot exist (a history query both current_only and cross_session).
+	ErrInvalidQuery = errors.New("invalid query")
 )
 
 // Move is what a session event asks of a session's state.

@@ -28,6 +28,9 @@
 //	sylk.api.call.tool           [id]                      Call{seq, tool_result}
 //	sylk.api.call.llm            [id]                      Call{seq, llm_response}
 //	sylk.api.rejection.list      [projection, session, seq, limit]  []Rejection
+//	sylk.api.history.list        [session, session_ids, exclude_sessions, current_only,
+//	                              cross_session, categories, search_text, since_time,
+//	                              until_time, limit]        []HistoryEntry
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -36,6 +39,7 @@
 // Any NATS client can call them, e.g.
 //
 //	nats req sylk.api.session.get '{"id":"s-1a2b"}'
+//	nats req sylk.api.history.list '{"search_text":"logout","categories":["failure"]}'
 package api
 
 import (
@@ -69,6 +73,7 @@ const (
 	SubjectToolResult     = Prefix + ".call.tool"
 	SubjectLLMResponse    = Prefix + ".call.llm"
 	SubjectRejectionList  = Prefix + ".rejection.list"
+	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -104,6 +109,14 @@ type Request struct {
 	Until      uint64           `json:"until,omitempty"`
 	UntilTime  time.Time        `json:"until_time,omitzero"`
 	AsOf       projections.AsOf `json:"as_of,omitzero"`
+	// History queries (projections.HistoryQuery has the same JSON names).
+	SinceTime       time.Time `json:"since_time,omitzero"`
+	Sessions        []string  `json:"session_ids,omitempty"`
+	ExcludeSessions []string  `json:"exclude_sessions,omitempty"`
+	CurrentOnly     bool      `json:"current_only,omitempty"`
+	CrossSession    bool      `json:"cross_session,omitempty"`
+	Categories      []string  `json:"categories,omitempty"`
+	Search          string    `json:"search_text,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied
 	// this stream sequence.
 	MinSeq uint64 `json:"min_seq,omitempty"`
@@ -118,7 +131,7 @@ type Call struct {
 
 // Error is an error the server answered with. It matches the projections
 // sentinel of its code (projections.ErrNotFound for 404, ErrAmbiguous for
-// 409) with errors.Is.
+// 409, ErrInvalidQuery for 400) with errors.Is.
 type Error struct {
 	Subject     string
 	Code        string
@@ -134,6 +147,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeNotFound
 	case projections.ErrAmbiguous:
 		return e.Code == CodeAmbiguous
+	case projections.ErrInvalidQuery:
+		return e.Code == CodeBadRequest
 	}
 	return false
 }
@@ -145,7 +160,7 @@ func code(err error) string {
 		return CodeNotFound
 	case errors.Is(err, projections.ErrAmbiguous):
 		return CodeAmbiguous
-	case errors.Is(err, errBadRequest):
+	case errors.Is(err, errBadRequest), errors.Is(err, projections.ErrInvalidQuery):
 		return CodeBadRequest
 	case errors.Is(err, errTimeout):
 		return CodeTimeout

@@ -95,6 +95,8 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		f.append(t, s, schemas.TypeSessionResume, schemas.SessionResume{})
 		f.append(t, s, schemas.TypeDAGExecute, schemas.DAGExecute{DAG: schemas.DAG{ID: "d" + s, Nodes: []schemas.Node{{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}}}})
 		f.append(t, s, schemas.TypeClarificationRequest, schemas.ClarificationRequest{Question: "?", Asker: "tester"})
+		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "failure", Summary: "node a failed in " + s, Tags: []string{"task"}})
+		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "decision", Summary: "plan approved", Detail: "by " + s})
 	}
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
@@ -117,6 +119,16 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		}, func() (any, error) { return f.client.SessionLog(ctx, projections.LogQuery{Session: "S1", Limit: 2}) }},
 		{"as of", func() (any, error) { return f.store.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7}) }, func() (any, error) {
 			return f.client.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7})
+		}},
+		{"history", func() (any, error) {
+			return f.store.History(ctx, projections.HistoryQuery{Session: "S1", CrossSession: true, Search: "S2", Limit: 5})
+		}, func() (any, error) {
+			return f.client.History(ctx, projections.HistoryQuery{Session: "S1", CrossSession: true, Search: "S2", Limit: 5})
+		}},
+		{"history of a session", func() (any, error) {
+			return f.store.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
+		}, func() (any, error) {
+			return f.client.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
 		}},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})
@@ -142,6 +154,9 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		got, err := c.client()
 		if err != nil {
 			t.Fatalf("%s: client: %v", c.name, err)
+		}
+		if j := jsonOf(t, want); j == "[]" || j == "null" {
+			t.Fatalf("%s: the store has nothing to compare", c.name)
 		}
 		if jsonOf(t, got) != jsonOf(t, want) {
 			t.Errorf("%s: client %s\nstore %s", c.name, jsonOf(t, got), jsonOf(t, want))
@@ -170,6 +185,10 @@ func TestErrorsNameTheIDAndMatchTheSentinels(t *testing.T) {
 	}
 	if _, err := f.client.Session(f.ctx, ""); !errors.As(err, &ae) || ae.Code != api.CodeBadRequest {
 		t.Fatalf("no id: %v", err)
+	}
+	_, err = f.client.History(f.ctx, projections.HistoryQuery{Session: "A", CurrentOnly: true, CrossSession: true})
+	if !errors.Is(err, projections.ErrInvalidQuery) || !errors.As(err, &ae) || ae.Code != api.CodeBadRequest || !strings.Contains(err.Error(), "current_only and cross_session") {
+		t.Fatalf("contradictory history query: %v", err)
 	}
 }
 
@@ -207,6 +226,27 @@ func TestPlainNATSRequest(t *testing.T) {
 	var s map[string]any
 	if err := json.Unmarshal(msg.Data, &s); err != nil || s["name"] != "plain" || s["state"] != "created" {
 		t.Fatalf("answer %s: %v", msg.Data, err)
+	}
+	hist, _ := schemas.New(schemas.TypeHistoryEntry, "S", "archivalist", "user", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), schemas.HistoryEntry{Category: "outcome", Summary: "Workflow d1 succeeded"})
+	seq, err := log.Append(ctx, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Projector(log).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for body, want := range map[string]int{
+		`{"search_text":"workflow","categories":["outcome"],"since_time":"2026-01-02T03:04:05Z","min_seq":` + fmt.Sprint(seq) + `}`: 1,
+		`{"session_ids":["S"],"until_time":"2026-01-02T03:04:04Z"}`:                                                                 0,
+	} {
+		msg, err := nc.Request(api.SubjectHistoryList, []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hs []map[string]any
+		if err := json.Unmarshal(msg.Data, &hs); err != nil || len(hs) != want || want > 0 && hs[0]["summary"] != "Workflow d1 succeeded" {
+			t.Fatalf("history %s: answer %s: %v", body, msg.Data, err)
+		}
 	}
 	msg, err = nc.Request(api.SubjectSessionGet, []byte(`{"id":"T"}`), 5*time.Second)
 	if err != nil {

@@ -172,6 +172,11 @@ func (c *Client) Rejections(ctx context.Context, f projections.RejectionFilter) 
 	return list[projections.Rejection](ctx, c, SubjectRejectionList, &Request{Projection: f.Projection, Session: f.Session, Seq: f.Seq, Limit: f.Limit})
 }
 
+// History lists what the Archivalist recorded, newest first.
+func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*projections.HistoryEntry, error) {
+	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))
+}
+
 // Status reports cursors, lag and sizes.
 func (c *Client) Status(ctx context.Context) (*projections.Status, error) {
 	return one[projections.Status](ctx, c, SubjectStatus, nil)

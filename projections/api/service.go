@@ -39,7 +39,7 @@ func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src pro
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
-		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces",
+		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history",
 	})
 	if err != nil {
 		s.cancel()
@@ -203,6 +203,9 @@ func (s *Service) handlers() map[string]handler {
 		SubjectRejectionList: func(ctx context.Context, r *Request) (any, error) {
 			return st.Rejections(ctx, projections.RejectionFilter{Projection: r.Projection, Session: r.Session, Seq: r.Seq, Limit: r.Limit})
 		},
+		SubjectHistoryList: func(ctx context.Context, r *Request) (any, error) {
+			return st.History(ctx, historyQuery(r))
+		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already
 		},
@@ -222,6 +225,22 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.Status(ctx)
 		},
+	}
+}
+
+// historyQuery is the history query a request carries, and historyRequest
+// its inverse.
+func historyQuery(r *Request) projections.HistoryQuery {
+	return projections.HistoryQuery{
+		Session: r.Session, Sessions: r.Sessions, ExcludeSessions: r.ExcludeSessions, CurrentOnly: r.CurrentOnly,
+		CrossSession: r.CrossSession, Categories: r.Categories, Search: r.Search, Since: r.SinceTime, Until: r.UntilTime, Limit: r.Limit,
+	}
+}
+
+func historyRequest(q projections.HistoryQuery) *Request {
+	return &Request{
+		Session: q.Session, Sessions: q.Sessions, ExcludeSessions: q.ExcludeSessions, CurrentOnly: q.CurrentOnly,
+		CrossSession: q.CrossSession, Categories: q.Categories, Search: q.Search, SinceTime: q.Since, UntilTime: q.Until, Limit: q.Limit,
 	}
 }
 
