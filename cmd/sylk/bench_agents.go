@@ -9,10 +9,17 @@ import (
 	"github.com/sylk/sylk/broker"
 )
 
+// routeReport is what `sylk bench route --json` prints: the comparisons, and
+// the DAG benchmark's figures (which have no baseline to be a ratio of).
+type routeReport struct {
+	benchReport
+	DAG *agentbench.DAGReport `json:"dag,omitempty"`
+}
+
 func newBenchRouteCmd(f *Factory) *cobra.Command {
 	opts := &BenchOptions{}
 	var syncModes []string
-	var rate int
+	var rate, nodes int
 	cmd := &cobra.Command{
 		Use:   "route",
 		Short: "The routed message path vs raw JetStream, throughput and latency",
@@ -20,7 +27,12 @@ func newBenchRouteCmd(f *Factory) *cobra.Command {
 answers at once, and the answer is appended: append -> Guide -> agent -> reply.
 Throughput is compared with raw JetStream async publish (target ratio >= 0.25);
 latency, sampled at a steady rate on both sides, with raw publish-to-delivery
-(target: p50 and p99 at most 3x raw, a ratio >= 0.33).`,
+(target: p50 and p99 at most 3x raw, a ratio >= 0.33). For reference it also
+runs the same two hops in bare JetStream (consume, publish, ack): the ceiling of
+any design that stores every hop.
+
+Then a DAG of --nodes no-op tool nodes (as 'sylk bench dag'): the runtime's own
+overhead per node and nodes per second.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, cleanup, err := opts.scratch()
@@ -32,12 +44,28 @@ latency, sampled at a steady rate on both sides, with raw publish-to-delivery
 			if err != nil {
 				return err
 			}
-			return printComparisons(f, opts, "route", cs)
+			var dag *agentbench.DAGReport
+			if nodes > 0 {
+				if dag, err = agentbench.DAG(cmd.Context(), agentbench.DAGConfig{DataDir: dir, Nodes: nodes}, f.benchProgress(opts)); err != nil {
+					return err
+				}
+			}
+			if opts.JSON {
+				return f.IO.printJSON(routeReport{newBenchReport("route", cs), dag})
+			}
+			if err := printComparisons(f, opts, "route", cs); err != nil {
+				return err
+			}
+			if dag != nil {
+				printDAGReport(f, dag)
+			}
+			return nil
 		},
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
 	cmd.Flags().IntVar(&rate, "latency-rate", 1000, "messages per second while sampling latency")
+	cmd.Flags().IntVar(&nodes, "nodes", 1000, "nodes of the no-op DAG run afterwards (0: skip it)")
 	return cmd
 }
 
@@ -65,12 +93,16 @@ once in parallel, reporting nodes per second.`,
 			if opts.JSON {
 				return f.IO.printJSON(map[string]any{"benchmark": "dag", "report": rep})
 			}
-			fmt.Fprintf(f.IO.Out, "%d nodes one at a time: %.2fs (tools %.3fs): runtime overhead %.2f ms per node\n", rep.Nodes, rep.SequentialSeconds, rep.ToolSeconds, rep.OverheadPerNodeMS)
-			fmt.Fprintf(f.IO.Out, "%d nodes, %d at a time: %.2fs: %.0f nodes/s\n", rep.Nodes, rep.MaxConcurrency, rep.ParallelSeconds, rep.ParallelNodesPerS)
+			printDAGReport(f, rep)
 			return nil
 		},
 	}
 	opts.bind(cmd, 1000)
 	cmd.Flags().IntVar(&concurrency, "max-concurrency", 16, "the parallel run's max_concurrency")
 	return cmd
+}
+
+func printDAGReport(f *Factory, rep *agentbench.DAGReport) {
+	fmt.Fprintf(f.IO.Out, "DAG of %d no-op nodes one at a time: %.2fs (tools %.3fs): runtime overhead %.2f ms per node\n", rep.Nodes, rep.SequentialSeconds, rep.ToolSeconds, rep.OverheadPerNodeMS)
+	fmt.Fprintf(f.IO.Out, "DAG of %d no-op nodes, %d at a time: %.2fs: %.0f nodes/s\n", rep.Nodes, rep.MaxConcurrency, rep.ParallelSeconds, rep.ParallelNodesPerS)
 }

@@ -73,6 +73,14 @@ func (f *Factory) benchProgress(opts *BenchOptions) func(string) {
 	}
 }
 
+func newBenchReport(name string, cs []eventbench.Comparison) benchReport {
+	pass := true
+	for _, c := range cs {
+		pass = pass && c.Pass
+	}
+	return benchReport{Benchmark: name, Comparisons: cs, Pass: pass}
+}
+
 // benchReport is what `sylk bench X --json` prints.
 type benchReport struct {
 	Benchmark   string                  `json:"benchmark"`
@@ -81,12 +89,8 @@ type benchReport struct {
 }
 
 func printComparisons(f *Factory, opts *BenchOptions, name string, cs []eventbench.Comparison) error {
-	pass := true
-	for _, c := range cs {
-		pass = pass && c.Pass
-	}
 	if opts.JSON {
-		return f.IO.printJSON(benchReport{Benchmark: name, Comparisons: cs, Pass: pass})
+		return f.IO.printJSON(newBenchReport(name, cs))
 	}
 	for _, c := range cs {
 		fmt.Fprintln(f.IO.Out, c)

@@ -55,11 +55,7 @@ and be ready within a second. It is measured in this process and in a fresh
 			cs := res.Comparisons
 			cs[len(cs)-1] = projbench.StartupComparison(res.Startup)
 			if opts.JSON {
-				pass := true
-				for _, c := range cs {
-					pass = pass && c.Pass
-				}
-				return f.IO.printJSON(rebuildReport{benchReport{Benchmark: "rebuild", Comparisons: cs, Pass: pass}, res.Startup})
+				return f.IO.printJSON(rebuildReport{newBenchReport("rebuild", cs), res.Startup})
 			}
 			if err := printComparisons(f, opts, "rebuild", cs); err != nil {
 				return err
