@@ -20,6 +20,7 @@ func commands(f *Factory) []*cobra.Command {
 		newReplayCmd(f),
 		newDAGCmd(f),
 		newCheckpointCmd(f),
+		newHistoryCmd(f),
 		newProjectionsCmd(f),
 	}
 }
