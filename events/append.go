@@ -70,18 +70,16 @@ func Message(env *schemas.Envelope) (*nats.Msg, error) {
 	if target == "" {
 		target = Unaddressed
 	}
-	m := &nats.Msg{Subject: Subject(env), Data: body, Header: nats.Header{
-		HeaderMsgID:       {env.ID},
-		HeaderSchema:      {strconv.Itoa(env.Schema)},
-		HeaderSession:     {env.SessionID},
-		HeaderType:        {string(env.Type)},
-		HeaderSource:      {env.Source},
-		HeaderTarget:      {target},
-		HeaderContentType: {ContentType},
-	}}
-	if env.CorrelationID != "" {
-		m.Header[HeaderCorrelation] = []string{env.CorrelationID}
+	// One backing array for the header values: eight small slices would be
+	// eight allocations on every append.
+	vals := [...]string{env.ID, strconv.Itoa(env.Schema), env.SessionID, string(env.Type), env.Source, target, ContentType, env.CorrelationID}
+	h := make(nats.Header, len(vals))
+	for i, k := range [...]string{HeaderMsgID, HeaderSchema, HeaderSession, HeaderType, HeaderSource, HeaderTarget, HeaderContentType, HeaderCorrelation} {
+		if vals[i] != "" {
+			h[k] = vals[i : i+1 : i+1]
+		}
 	}
+	m := &nats.Msg{Subject: Subject(env), Data: body, Header: h}
 	return m, nil
 }
 
