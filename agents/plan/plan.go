@@ -125,7 +125,7 @@ func Parse(src []byte) (*Plan, error) {
 		probs = append(probs, fmt.Sprintf("policy.retry.backoff: %v", err))
 	}
 	for i, n := range f.Nodes {
-		where := nodeName(i, n.ID)
+		where := schemas.NodeLabel(i, n.ID)
 		sn := schemas.Node{ID: n.ID, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, DependsOn: n.DependsOn}
 		if sn.Timeout, err = duration(n.Timeout); err != nil {
 			probs = append(probs, fmt.Sprintf("%s: timeout: %v", where, err))
@@ -210,13 +210,6 @@ func withoutUnknownKeys(src []byte) ([]byte, error) {
 	return yaml.Marshal(raw)
 }
 
-func nodeName(i int, id string) string {
-	if id == "" {
-		return fmt.Sprintf("node #%d", i+1)
-	}
-	return fmt.Sprintf("node %q", id)
-}
-
 func duration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
@@ -256,9 +249,9 @@ func unknownKeys(raw map[string]any) Problems {
 				continue
 			}
 			id, _ := m["id"].(string)
-			check(nodeName(i, id)+": ", m, nodeKeys)
+			check(schemas.NodeLabel(i, id)+": ", m, nodeKeys)
 			if r, ok := m["retry"].(map[string]any); ok {
-				check(nodeName(i, id)+": retry: ", r, retryKeys)
+				check(schemas.NodeLabel(i, id)+": retry: ", r, retryKeys)
 			}
 		}
 	}

@@ -22,16 +22,14 @@ type Catalog struct {
 	Allowed func(agent, tool string) bool
 }
 
-// Validate checks a DAG and returns every problem: missing or duplicate ids,
-// unknown agents or tools, a node with both or neither of tool and prompt,
-// unknown or self dependencies, cycles, a bad policy, and a declared
-// execution order that does not match the dependencies. nil means valid.
+// Validate checks a DAG and returns every problem: its structure (ids,
+// dependencies, cycles: schemas.DAG.Shape, which every reader of a DAG shares),
+// unknown agents or tools, a node with both or neither of tool and prompt, a
+// bad policy, and a declared execution order that does not match the
+// dependencies. nil means valid.
 func Validate(dag *schemas.DAG, order [][]string, cat Catalog) error {
 	var probs Problems
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
-	if len(dag.Nodes) == 0 {
-		add("the DAG has no nodes")
-	}
 	if dag.ID != "" && !schemas.ValidName(dag.ID) {
 		add("DAG id %q: use 1-64 of A-Z a-z 0-9 _ -", dag.ID)
 	}
@@ -41,42 +39,12 @@ func Validate(dag *schemas.DAG, order [][]string, cat Catalog) error {
 	if dag.Policy.Retry.Max < 0 {
 		add("policy.retry.max %d: must not be negative", dag.Policy.Retry.Max)
 	}
-	ids := map[string]int{}
+	_, shape := dag.Shape()
+	probs = append(probs, shape...)
 	for i, n := range dag.Nodes {
-		where := nodeName(i, n.ID)
-		switch {
-		case n.ID == "":
-			add("%s: id is missing", where)
-		case !schemas.ValidName(n.ID):
-			add("%s: id must be 1-64 of A-Z a-z 0-9 _ -", where)
-		default:
-			if _, dup := ids[n.ID]; dup {
-				add("%s: duplicate id (also node #%d)", where, ids[n.ID]+1)
-			} else {
-				ids[n.ID] = i
-			}
-		}
-		validateNode(where, n, cat, add)
+		validateNode(schemas.NodeLabel(i, n.ID), n, cat, add)
 	}
-	for i, n := range dag.Nodes {
-		for j, dep := range n.DependsOn {
-			if slices.Contains(n.DependsOn[:j], dep) {
-				continue
-			}
-			switch _, ok := ids[dep]; {
-			case dep == n.ID:
-				add("%s: depends on itself", nodeName(i, n.ID))
-			case !ok:
-				add("%s: depends on %q, which is not a node", nodeName(i, n.ID), dep)
-			}
-		}
-		if dup := duplicates(n.DependsOn); len(dup) > 0 {
-			add("%s: depends_on lists %s more than once", nodeName(i, n.ID), strings.Join(dup, ", "))
-		}
-	}
-	if cycle := findCycle(dag); cycle != nil {
-		add("dependency cycle: %s", strings.Join(cycle, " -> "))
-	} else if order != nil {
+	if len(shape) == 0 && order != nil {
 		validateOrder(dag, order, add)
 	}
 	if len(probs) > 0 {
@@ -118,95 +86,10 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 	}
 }
 
-func duplicates(xs []string) []string {
-	seen := map[string]bool{}
-	var dup []string
-	for _, x := range xs {
-		if seen[x] && !slices.Contains(dup, x) {
-			dup = append(dup, x)
-		}
-		seen[x] = true
-	}
-	return dup
-}
-
-// findCycle returns one dependency cycle as a path of ids, or nil.
-func findCycle(dag *schemas.DAG) []string {
-	deps := map[string][]string{}
-	for _, n := range dag.Nodes {
-		deps[n.ID] = n.DependsOn
-	}
-	const (
-		unvisited = iota
-		visiting
-		done
-	)
-	state := map[string]int{}
-	var stack []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		state[id] = visiting
-		stack = append(stack, id)
-		for _, d := range deps[id] {
-			if _, known := deps[d]; !known || d == id {
-				continue
-			}
-			switch state[d] {
-			case visiting:
-				i := slices.Index(stack, d)
-				return append(slices.Clone(stack[i:]), d)
-			case unvisited:
-				if c := visit(d); c != nil {
-					return c
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[id] = done
-		return nil
-	}
-	for _, n := range dag.Nodes {
-		if state[n.ID] == unvisited {
-			if c := visit(n.ID); c != nil {
-				return c
-			}
-		}
-	}
-	return nil
-}
-
-// Layers groups the nodes of an acyclic DAG by depth: layer 0 has no
-// dependencies, layer k nodes whose deepest dependency is in layer k-1. Order
-// within a layer follows the plan.
+// Layers groups the nodes of a sound DAG by depth: layer 0 has no
+// dependencies, layer k nodes whose deepest dependency is in layer k-1.
 func Layers(dag *schemas.DAG) [][]string {
-	depth := map[string]int{}
-	var depthOf func(id string) int
-	byID := map[string]schemas.Node{}
-	for _, n := range dag.Nodes {
-		byID[n.ID] = n
-	}
-	depthOf = func(id string) int {
-		if d, ok := depth[id]; ok {
-			return d
-		}
-		depth[id] = 0 // guards against cycles; Validate rejects them first
-		d := 0
-		for _, dep := range byID[id].DependsOn {
-			if _, ok := byID[dep]; ok {
-				d = max(d, depthOf(dep)+1)
-			}
-		}
-		depth[id] = d
-		return d
-	}
-	var layers [][]string
-	for _, n := range dag.Nodes {
-		d := depthOf(n.ID)
-		for len(layers) <= d {
-			layers = append(layers, nil)
-		}
-		layers[d] = append(layers[d], n.ID)
-	}
+	layers, _ := dag.Shape()
 	return layers
 }
 
