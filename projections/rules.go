@@ -3,7 +3,6 @@ package projections
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/sylk/sylk/schemas"
@@ -121,114 +120,15 @@ func Plan(d schemas.DAG) (layers [][]string, layerOf map[string]int, problems []
 	if !schemas.ValidName(d.ID) {
 		problems = append(problems, fmt.Sprintf("dag id %q is not a name ([A-Za-z0-9_-]{1,64})", d.ID))
 	}
-	if len(d.Nodes) == 0 {
-		problems = append(problems, "dag has no nodes")
-	}
-	index := make(map[string]int, len(d.Nodes))
-	for i, n := range d.Nodes {
-		switch {
-		case !schemas.ValidName(n.ID):
-			problems = append(problems, fmt.Sprintf("node %d: id %q is not a name", i, n.ID))
-		case index[n.ID] > 0:
-			problems = append(problems, fmt.Sprintf("node %q is defined twice", n.ID))
-		default:
-			index[n.ID] = i + 1
-		}
-	}
-	for _, n := range d.Nodes {
-		for _, dep := range n.DependsOn {
-			switch {
-			case dep == n.ID:
-				problems = append(problems, fmt.Sprintf("node %q depends on itself", n.ID))
-			case index[dep] == 0:
-				problems = append(problems, fmt.Sprintf("node %q depends on unknown node %q", n.ID, dep))
-			}
-		}
-	}
-	if len(problems) > 0 {
+	layers, shape := d.Shape()
+	if problems = append(problems, shape...); len(problems) > 0 {
 		return nil, nil, problems
 	}
 	layerOf = make(map[string]int, len(d.Nodes))
-	// Kahn's algorithm in definition order: a node's layer is known once all
-	// its dependencies' are.
-	for progress := true; progress && len(layerOf) < len(d.Nodes); {
-		progress = false
-		for _, n := range d.Nodes {
-			if _, done := layerOf[n.ID]; done {
-				continue
-			}
-			l, ready := 0, true
-			for _, dep := range n.DependsOn {
-				dl, ok := layerOf[dep]
-				if !ok {
-					ready = false
-					break
-				}
-				l = max(l, dl+1)
-			}
-			if ready {
-				layerOf[n.ID] = l
-				progress = true
-			}
+	for l, ids := range layers {
+		for _, id := range ids {
+			layerOf[id] = l
 		}
-	}
-	if len(layerOf) < len(d.Nodes) {
-		return nil, nil, []string{"cycle: " + findCycle(d, layerOf)}
-	}
-	for _, n := range d.Nodes {
-		l := layerOf[n.ID]
-		for len(layers) <= l {
-			layers = append(layers, nil)
-		}
-		layers[l] = append(layers[l], n.ID)
 	}
 	return layers, layerOf, nil
-}
-
-// findCycle returns one dependency cycle among the nodes Kahn's algorithm could
-// not place, as "a -> b -> a".
-func findCycle(d schemas.DAG, placed map[string]int) string {
-	deps := make(map[string][]string, len(d.Nodes))
-	for _, n := range d.Nodes {
-		deps[n.ID] = n.DependsOn
-	}
-	const (
-		unseen = iota
-		onPath
-		finished
-	)
-	color := map[string]int{}
-	var path []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		color[id] = onPath
-		path = append(path, id)
-		for _, dep := range deps[id] {
-			if _, ok := placed[dep]; ok {
-				continue
-			}
-			switch color[dep] {
-			case onPath:
-				i := slices.Index(path, dep)
-				return append(slices.Clone(path[i:]), dep)
-			case unseen:
-				if c := visit(dep); c != nil {
-					return c
-				}
-			}
-		}
-		path = path[:len(path)-1]
-		color[id] = finished
-		return nil
-	}
-	for _, n := range d.Nodes {
-		if _, ok := placed[n.ID]; ok || color[n.ID] != unseen {
-			continue
-		}
-		if c := visit(n.ID); c != nil {
-			slices.Reverse(c) // dependencies point backwards; show the flow
-			return strings.Join(c, " -> ")
-		}
-	}
-	return "unplaceable nodes"
 }
