@@ -97,12 +97,15 @@ func mustRun(t *testing.T, e *Executor, agent, tool string, args any) Result {
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.After(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("timed out after %v waiting for %s", d, what)
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
