@@ -203,6 +203,65 @@ func TestTailShowsGarbageAsInvalid(t *testing.T) {
 	}
 }
 
+// A Raw read hands over the bytes as stored, garbage included, decoding
+// nothing; Scan, Read and Tail take it alike, and the default still decodes.
+func TestRawReadsDoNotDecode(t *testing.T) {
+	log, b := newLog(t)
+	ctx := brokertest.Context(t)
+	env := userInput(t, "S1", "hello")
+	if _, err := log.Append(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S1.outsider.guide.user_input", []byte("not msgpack")); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := schemas.Marshal(env)
+	check := func(how string, evs []*events.Event) {
+		t.Helper()
+		if len(evs) != 2 {
+			t.Fatalf("%s: %d events, want 2", how, len(evs))
+		}
+		for i, ev := range evs {
+			if ev.Env != nil || ev.Err != nil || ev.Seq != uint64(i+1) || ev.Pending != uint64(1-i) || ev.Time.IsZero() {
+				t.Fatalf("%s: event %d = seq %d pending %d env %v err %v, want raw", how, i, ev.Seq, ev.Pending, ev.Env, ev.Err)
+			}
+		}
+		if string(evs[0].Data) != string(want) || nats.Header(evs[0].Header).Get(events.HeaderMsgID) != env.ID {
+			t.Fatalf("%s: first event's bytes or headers differ from what was appended", how)
+		}
+		if string(evs[1].Data) != "not msgpack" || evs[1].Subject != "sylk.v1.S1.outsider.guide.user_input" {
+			t.Fatalf("%s: second event %q on %s", how, evs[1].Data, evs[1].Subject)
+		}
+		got, p, err := schemas.UnmarshalPayload(evs[0].Data)
+		if err != nil || got.ID != env.ID || p.(*schemas.UserInput).Text != "hello" {
+			t.Fatalf("%s: the raw bytes decode to %v, %v, %v", how, got, p, err)
+		}
+	}
+	evs, err := log.Read(ctx, events.Filter{}.Subject(), events.Cursor{}, 0, events.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Read", evs)
+	tail, err := log.Tail(ctx, events.Filter{}.Subject(), events.Cursor{}, events.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Stop()
+	evs = nil
+	for range 2 {
+		ev, err := tail.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	check("Tail", evs)
+	evs, err = log.Read(ctx, events.Filter{}.Subject(), events.Cursor{}, 0)
+	if err != nil || len(evs) != 2 || evs[0].Env == nil || evs[0].Env.ID != env.ID || !errors.Is(evs[1].Err, schemas.ErrDecode) {
+		t.Fatalf("default Read decodes: %v, %v", evs, err)
+	}
+}
+
 func TestTailFromCursors(t *testing.T) {
 	log, _ := newLog(t)
 	ctx := brokertest.Context(t)

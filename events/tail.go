@@ -16,7 +16,8 @@ import (
 
 // Event is one message of the SYLK stream as a reader sees it. Env is nil when
 // the bytes are not a valid envelope; Err then says why. Such bytes, published
-// by an outside client, are shown, never fatal.
+// by an outside client, are shown, never fatal. A Raw read leaves both nil:
+// the reader decodes Data itself.
 type Event struct {
 	Seq     uint64
 	Subject string
@@ -75,17 +76,40 @@ func (c Cursor) apply(cfg *jetstream.OrderedConsumerConfig) {
 	}
 }
 
+// ReadOption changes how Tail, Scan and Read hand over events.
+type ReadOption func(*readOptions)
+
+type readOptions struct {
+	raw bool
+}
+
+func readOptionsOf(opts []ReadOption) readOptions {
+	var o readOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// Raw hands over events undecoded: Seq, Subject, Time, Data, Header and
+// Pending, with Env and Err nil. By default every event's envelope is decoded
+// and validated, which decodes its payload too; a reader that decodes the
+// bytes itself, and keeps the payload (the projector, with
+// schemas.UnmarshalPayload), does that work once instead of twice.
+func Raw() ReadOption { return func(o *readOptions) { o.raw = true } }
+
 // Tail is a live, ordered read of the stream. After a disconnect (a server
 // restart included) it resumes after the last event it returned: no gap, no
 // duplicate.
 type Tail struct {
 	msgs jetstream.MessagesContext
 	last uint64
+	raw  bool
 }
 
 // Tail follows events matching subject (a filter such as Filter.Subject gives)
 // from the cursor on.
-func (l *Log) Tail(ctx context.Context, subject string, from Cursor) (*Tail, error) {
+func (l *Log) Tail(ctx context.Context, subject string, from Cursor, opts ...ReadOption) (*Tail, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
 	from.apply(&cfg)
 	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
@@ -96,7 +120,7 @@ func (l *Log) Tail(ctx context.Context, subject string, from Cursor) (*Tail, err
 	if err != nil {
 		return nil, fmt.Errorf("tail %s: %w", subject, err)
 	}
-	return &Tail{msgs: msgs}, nil
+	return &Tail{msgs: msgs, raw: readOptionsOf(opts).raw}, nil
 }
 
 // Next blocks until the next event, or ctx ends.
@@ -108,7 +132,7 @@ func (t *Tail) Next(ctx context.Context) (*Event, error) {
 		}
 		return nil, err
 	}
-	ev, err := eventOf(m)
+	ev, err := eventOf(m, t.raw)
 	if err != nil {
 		return nil, err
 	}
@@ -122,31 +146,33 @@ func (t *Tail) Cursor() Cursor { return Cursor{Seq: t.last + 1} }
 // Stop ends the tail.
 func (t *Tail) Stop() { t.msgs.Stop() }
 
-func eventOf(m jetstream.Msg) (*Event, error) {
+func eventOf(m jetstream.Msg, raw bool) (*Event, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return nil, fmt.Errorf("event metadata: %w", err)
 	}
 	ev := &Event{Seq: md.Sequence.Stream, Subject: m.Subject(), Time: md.Timestamp, Data: m.Data(), Header: m.Headers(), Pending: md.NumPending}
-	ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
+	if !raw {
+		ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
+	}
 	return ev, nil
 }
 
 // Read returns the events matching subject with stream sequence in [from, to]
 // (to = 0: up to the last event now in the stream), in order, then stops.
-func (l *Log) Read(ctx context.Context, subject string, from Cursor, to uint64) ([]*Event, error) {
+func (l *Log) Read(ctx context.Context, subject string, from Cursor, to uint64, opts ...ReadOption) ([]*Event, error) {
 	var out []*Event
 	err := l.Scan(ctx, subject, from, to, func(ev *Event) error {
 		out = append(out, ev)
 		return nil
-	})
+	}, opts...)
 	return out, err
 }
 
 // Scan calls fn for each event matching subject from the cursor up to sequence
 // to (0: no upper bound), and returns once it has read the last matching event
 // the stream held when Scan started. fn's error stops the scan and is returned.
-func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, fn func(*Event) error) error {
+func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, fn func(*Event) error, opts ...ReadOption) error {
 	if from.New {
 		return nil
 	}
@@ -170,7 +196,7 @@ func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, 
 	if err != nil {
 		return fmt.Errorf("read %s: %w", subject, err)
 	}
-	t := &Tail{msgs: msgs}
+	t := &Tail{msgs: msgs, raw: readOptionsOf(opts).raw}
 	defer t.Stop()
 	for {
 		ev, err := t.Next(ctx)

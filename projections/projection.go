@@ -98,18 +98,20 @@ func newEvent(ev *events.Event) *event {
 	return e
 }
 
-// decodes lists the types whose payload some projection reads.
-var decodes = map[schemas.Type]bool{
-	schemas.TypeSessionCreate: true, schemas.TypeSessionSwitch: true, schemas.TypeSessionSuspend: true,
-	schemas.TypeSessionResume: true, schemas.TypeSessionComplete: true, schemas.TypeSessionFail: true,
-	schemas.TypeSessionContextSet: true, schemas.TypeDAGExecute: true, schemas.TypeDAGRejected: true,
-	schemas.TypeDAGStatus: true, schemas.TypeWorkflowComplete: true, schemas.TypeSignal: true,
-	schemas.TypeTaskDispatch: true, schemas.TypeToolCall: true, schemas.TypeToolResult: true,
-	schemas.TypeTaskComplete: true, schemas.TypeTaskFailed: true, schemas.TypeTaskHelp: true,
-	schemas.TypeNodeRetry: true, schemas.TypeNodeSkipped: true, schemas.TypeCheckpoint: true,
-	schemas.TypeClarificationRequest: true, schemas.TypePlanResponse: true, schemas.TypeClarificationResponse: true,
-	schemas.TypeUserResponse: true, schemas.TypePlanApproved: true, schemas.TypePlanModified: true,
-	schemas.TypeLLMResponse: true, schemas.TypeHistoryEntry: true,
+// decodeEvent decodes a Raw read's event: the envelope and its payload in one
+// pass, since validating the envelope decodes the payload anyway.
+func decodeEvent(ev *events.Event) *event {
+	if ev.Env != nil || ev.Err != nil {
+		return newEvent(ev) // decoded already
+	}
+	e := &event{seq: ev.Seq, data: ev.Data, pending: ev.Pending}
+	e.env, e.payload, e.err = schemas.UnmarshalPayload(ev.Data)
+	if e.env != nil {
+		e.id, e.decoded = e.env.ID, true
+	} else if v := ev.Header[events.HeaderMsgID]; len(v) > 0 {
+		e.id = v[0]
+	}
+	return e
 }
 
 // decode returns the decoded payload (a pointer to the type's struct).

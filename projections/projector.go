@@ -14,11 +14,12 @@ import (
 
 // Source is the event log a projector reads; *events.Log is one.
 type Source interface {
-	// Tail follows the events matching subject from a cursor, live.
-	Tail(ctx context.Context, subject string, from events.Cursor) (*events.Tail, error)
+	// Tail follows the events matching subject from a cursor, live. The
+	// projector asks for events.Raw: it decodes them itself.
+	Tail(ctx context.Context, subject string, from events.Cursor, opts ...events.ReadOption) (*events.Tail, error)
 	// Scan calls fn for the events matching subject from a cursor up to to (0:
 	// the last the stream holds when Scan starts), in order, then returns.
-	Scan(ctx context.Context, subject string, from events.Cursor, to uint64, fn func(*events.Event) error) error
+	Scan(ctx context.Context, subject string, from events.Cursor, to uint64, fn func(*events.Event) error, opts ...events.ReadOption) error
 	// Get returns the event at a sequence (an error wrapping events.ErrNotFound
 	// if there is none).
 	Get(ctx context.Context, seq uint64) (*events.Event, error)
@@ -212,12 +213,11 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	rerr := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		// The reader decodes payloads too, so the fold's goroutine only folds.
+		// The reader decodes each event, envelope and payload in one pass
+		// (events.Raw hands over the bytes), so the fold's goroutine only
+		// folds.
 		send := func(ev *events.Event) error {
-			e := newEvent(ev)
-			if e.env != nil && decodes[e.env.Type] {
-				e.decode()
-			}
+			e := decodeEvent(ev)
 			select {
 			case ch <- e:
 				return nil
@@ -226,10 +226,10 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 			}
 		}
 		if !live {
-			rerr <- p.src.Scan(rctx, allEvents, events.Cursor{Seq: from}, to, send)
+			rerr <- p.src.Scan(rctx, allEvents, events.Cursor{Seq: from}, to, send, events.Raw())
 			return
 		}
-		tail, err := p.src.Tail(rctx, allEvents, events.Cursor{Seq: from})
+		tail, err := p.src.Tail(rctx, allEvents, events.Cursor{Seq: from}, events.Raw())
 		if err != nil {
 			rerr <- err
 			return

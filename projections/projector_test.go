@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -270,7 +272,7 @@ func TestUndecodableBytesAreRejectedNotFatal(t *testing.T) {
 	w.fs = newMemFS()
 	w.open()
 	defer w.store.Close()
-	if _, err := b.JetStream().Publish(w.ctx, "sylk.v1.X.y.z.user_input", []byte("not msgpack")); err != nil {
+	if _, err := b.JetStream().Publish(w.ctx, "sylk.v1.X.y.z.user_input", []byte("not msgpack"), jetstream.WithMsgID("outsider-1")); err != nil {
 		t.Fatal(err)
 	}
 	seq := sessionsOf(t, w.ctx, log, "ok", 1)
@@ -278,7 +280,7 @@ func TestUndecodableBytesAreRejectedNotFatal(t *testing.T) {
 		t.Fatalf("cursor %d, want %d", got, seq)
 	}
 	rs, err := w.store.Rejections(w.ctx, projections.RejectionFilter{Projection: projections.Log})
-	if err != nil || len(rs) != 1 || rs[0].Seq != 1 || !strings.Contains(rs[0].Reason, "not an envelope") {
+	if err != nil || len(rs) != 1 || rs[0].Seq != 1 || rs[0].ID != "outsider-1" || !strings.Contains(rs[0].Reason, "not an envelope: "+schemas.ErrDecode.Error()) {
 		t.Fatalf("rejections = %+v, %v", rs, err)
 	}
 	if _, err := w.store.Session(w.ctx, "ok0"); err != nil {

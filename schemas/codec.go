@@ -226,16 +226,47 @@ func Unmarshal(b []byte) (*Envelope, error) {
 
 // UnmarshalInto is Unmarshal into a caller-owned envelope, which is reset first.
 func UnmarshalInto(b []byte, env *Envelope) error {
+	_, err := unmarshal(b, env, false)
+	return err
+}
+
+// UnmarshalPayload is Unmarshal that also returns the payload decoded into its
+// registered struct (a pointer, as DecodePayload returns). Validating an
+// envelope decodes its payload anyway: a reader that needs the payload (the
+// projector) keeps that decode instead of doing it twice. Errors are those of
+// Unmarshal.
+func UnmarshalPayload(b []byte) (*Envelope, any, error) {
+	env := &Envelope{}
+	p, err := unmarshal(b, env, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env, p, nil
+}
+
+// unmarshal decodes b into env and validates it; with payload, the payload
+// decode that validates it is returned.
+func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 	*env = Envelope{}
 	s := getDecoder(b)
-	defer decoders.Put(s)
-	if err := decodeEnvelope(s.dec, &s.rd, b, env); err != nil {
-		return fmt.Errorf("%w: %w", ErrDecode, err)
+	err := decodeEnvelope(s.dec, &s.rd, b, env)
+	if err == nil && s.rd.Len() != 0 {
+		err = fmt.Errorf("%d trailing bytes after the envelope", s.rd.Len())
 	}
-	if s.rd.Len() != 0 {
-		return fmt.Errorf("%w: %d trailing bytes after the envelope", ErrDecode, s.rd.Len())
+	decoders.Put(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	return Validate(env)
+	var p any
+	if info, ok := catalogue[env.Type]; ok && payload && len(env.Payload) > 0 {
+		p = reflect.New(info.payload).Interface()
+		if decodePayloadInto(env, p) == nil {
+			env.checked = env.Payload // Validate need not decode it again
+		} else {
+			p = nil // Validate decodes it again and says what is wrong
+		}
+	}
+	return p, Validate(env)
 }
 
 func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelope) error {

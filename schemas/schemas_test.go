@@ -472,3 +472,44 @@ func TestDeriveIDIsDeterministicAndDistinct(t *testing.T) {
 		t.Fatal("derived ids do not follow their parent's time")
 	}
 }
+
+// UnmarshalPayload returns what Unmarshal and DecodePayload return together,
+// and refuses what Unmarshal refuses, with the same error.
+func TestUnmarshalPayloadIsUnmarshalAndDecodePayload(t *testing.T) {
+	for _, typ := range Types() {
+		b, err := Marshal(fullEnvelope(t, typ))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := Unmarshal(b)
+		wantP, _ := DecodePayload(want)
+		got, p, err := UnmarshalPayload(b)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: envelope\n got %+v\nwant %+v", typ, got, want)
+		}
+		gotB, _ := EncodePayload(typ, p)
+		wantB, _ := EncodePayload(typ, wantP)
+		if reflect.TypeOf(p) != reflect.TypeOf(wantP) || !bytes.Equal(gotB, wantB) {
+			t.Fatalf("%s: payload %#v, want %#v", typ, p, wantP)
+		}
+	}
+	good, _ := Marshal(fullEnvelope(t, TypeUserInput))
+	wrong := fullEnvelope(t, TypeDAGExecute)
+	wrong.Payload, _ = msgpack.Marshal(map[string]any{"dag": 5})
+	badPayload, _ := AppendMarshal(nil, wrong)
+	for name, b := range map[string][]byte{
+		"empty":                        nil,
+		"truncated":                    good[:len(good)/2],
+		"trailing bytes":               append(bytes.Clone(good), 0x01),
+		"payload of a different shape": badPayload,
+	} {
+		_, wantErr := Unmarshal(b)
+		env, p, err := UnmarshalPayload(b)
+		if wantErr == nil || err == nil || err.Error() != wantErr.Error() || env != nil || p != nil {
+			t.Errorf("%s: UnmarshalPayload = %v, %v, %v; Unmarshal's error %v", name, env, p, err, wantErr)
+		}
+	}
+}
