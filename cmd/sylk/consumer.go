@@ -110,10 +110,10 @@ say what each is without decoding; 'sylk schema TYPE' prints each type's JSON Sc
 }
 
 func newConsumerLsCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List the consumers of the event log with their progress",
+		Short: "List the durable consumers of the event log with their progress",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -136,6 +136,9 @@ func newConsumerLsCmd(f *Factory) *cobra.Command {
 			var rows []row
 			lister := s.ListConsumers(ctx)
 			for info := range lister.Info() {
+				if info.Config.Durable == "" && !all {
+					continue // ordered readers (tails, projectors) come and go
+				}
 				filter := info.Config.FilterSubject
 				if filter == "" && len(info.Config.FilterSubjects) > 0 {
 					filter = fmt.Sprint(info.Config.FilterSubjects)
@@ -160,6 +163,7 @@ func newConsumerLsCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "also the ephemeral ordered consumers of tails and projectors")
 	return cmd
 }
 

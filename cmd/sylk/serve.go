@@ -32,11 +32,17 @@ and the agents until interrupted (Ctrl-C or SIGTERM stop it cleanly).
 
 The server writes <data>/server.json with its URL (and credentials when
 authentication is on) so other sylk commands and any NATS client can find it.
-Only one server may own a data directory; a second one fails at once.`,
+Only one server may own a data directory; a second one fails at once.
+
+With --nats-url, serve starts no broker: it runs its projections (in its own
+--data) and its agents against that NATS server's streams, beside any other
+serve on it. Agents of one kind share their durable consumer, so this is how
+the work spreads over processes and machines.`,
 		Example: `  sylk serve
   sylk serve --listen 127.0.0.1:4333 --sync interval
   sylk serve --listen none          # reachable only from this process
-  sylk serve --token s3cret         # clients must present the token`,
+  sylk serve --token s3cret         # clients must present the token
+  sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -71,14 +77,15 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	bopts := f.BrokerOptions()
 	bopts.Listen, bopts.Sync, bopts.Token, bopts.User, bopts.Password = opts.Listen, opts.Sync, opts.Token, opts.User, opts.Password
 	bopts.Name = "sylk-serve"
-	if bopts.NATSURL != "" {
-		return usagef("serve runs its own broker; drop --nats-url (agents for an external NATS are started with 'sylk agents')")
-	}
 	srv, err := startServer(ctx, f, bopts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.broker.URL()), bopts.Sync)
+	if srv.broker.Embedded() {
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.broker.URL()), bopts.Sync)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving projections (%s) and agents against %s; Ctrl-C to stop\n", bopts.DataDir, srv.broker.URL())
+	}
 	select {
 	case <-ctx.Done():
 	case <-srv.failed:
