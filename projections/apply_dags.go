@@ -44,11 +44,11 @@ func (o *dagObj) touchNode(i int) {
 	}
 }
 
-func (o *dagObj) encode(b *pebble.Batch, k []byte) error {
+func (o *dagObj) encode(b *pebble.Batch, k []byte, s *scratch) error {
 	if o.headerDirty {
 		h := *o.d
 		h.Nodes, h.Counts, h.CurrentLayer = nil, nil, 0
-		v, err := json.Marshal(&h)
+		v, err := s.marshal(&h)
 		if err != nil {
 			return err
 		}
@@ -57,10 +57,10 @@ func (o *dagObj) encode(b *pebble.Batch, k []byte) error {
 		}
 		o.headerDirty = false
 	}
-	var buf []byte
 	for _, i := range o.dirtyNodes {
-		buf = appendNodeJSON(buf[:0], o.d.Nodes[i])
-		if err := b.Set(dagNodeKey(o.d.Session, o.d.ID, i), buf, nil); err != nil {
+		s.val = appendNodeJSON(s.val[:0], o.d.Nodes[i])
+		s.key = appendDAGNodeKey(s.key[:0], o.d.Session, o.d.ID, i)
+		if err := b.Set(s.key, s.val, nil); err != nil {
 			return err
 		}
 	}

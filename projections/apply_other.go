@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 
@@ -279,9 +280,9 @@ type callRec struct {
 	payload []byte
 }
 
-func (c *callRec) encode(b *pebble.Batch, k []byte) error {
-	v := append(putUint64(c.seq), c.payload...)
-	return b.Set(k, v, nil)
+func (c *callRec) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = append(binary.BigEndian.AppendUint64(s.val[:0], c.seq), c.payload...)
+	return b.Set(k, s.val, nil)
 }
 
 func loadCall(t *tx, k []byte) (*callRec, error) {

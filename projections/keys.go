@@ -67,10 +67,18 @@ var (
 	headKey         = []byte("meta/head")
 )
 
-func dagKey(sid, dag string) []byte         { return key("dags/d/", sid, dag) }
-func dagNodesPrefix(sid, dag string) []byte { return under(key("dags/n/", sid, dag)) }
-func dagNodeKey(sid, dag string, i int) []byte {
-	return binary.BigEndian.AppendUint32(dagNodesPrefix(sid, dag), uint32(i))
+func dagKey(sid, dag string) []byte            { return key("dags/d/", sid, dag) }
+func dagNodesPrefix(sid, dag string) []byte    { return under(key("dags/n/", sid, dag)) }
+func dagNodeKey(sid, dag string, i int) []byte { return appendDAGNodeKey(nil, sid, dag, i) }
+
+// appendDAGNodeKey appends dagNodeKey(sid, dag, i) to b.
+func appendDAGNodeKey(b []byte, sid, dag string, i int) []byte {
+	b = append(b, "dags/n/"...)
+	b = append(b, sid...)
+	b = append(b, sep)
+	b = append(b, dag...)
+	b = append(b, sep)
+	return binary.BigEndian.AppendUint32(b, uint32(i))
 }
 func dagIDKey(dag, sid string) []byte { return key("dags/id/", dag, sid) }
 func dagIDPrefix(dag string) []byte   { return under(key("dags/id/", dag)) }

@@ -26,7 +26,30 @@ import (
 // encoder is an object that writes itself as several keys (a DAG: header and
 // nodes). Other objects are stored as JSON under their key.
 type encoder interface {
-	encode(b *pebble.Batch, k []byte) error
+	encode(b *pebble.Batch, k []byte, s *scratch) error
+}
+
+// scratch holds the buffers a flush encodes into. A batch copies every key and
+// value it is given, so one set of buffers serves every object of a flush:
+// growing a fresh buffer per object was a sixth of what a rebuild allocated.
+type scratch struct {
+	key, val []byte
+	json     bytes.Buffer
+	enc      *json.Encoder
+}
+
+// marshal encodes v exactly as json.Marshal does, into a reused buffer valid
+// until the next call.
+func (s *scratch) marshal(v any) ([]byte, error) {
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.json)
+	}
+	s.json.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := s.json.Bytes()
+	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
 type entry struct {
@@ -49,6 +72,7 @@ type cache struct {
 	cap        int
 	dirty      []*entry
 	transients []*entry
+	scratch    scratch
 }
 
 func newCache(capacity int) *cache {
@@ -100,11 +124,11 @@ func (c *cache) flush(b *pebble.Batch) error {
 				return err
 			}
 		case encoder:
-			if err := o.encode(b, k); err != nil {
+			if err := o.encode(b, k, &c.scratch); err != nil {
 				return err
 			}
 		default:
-			v, err := json.Marshal(o)
+			v, err := c.scratch.marshal(o)
 			if err != nil {
 				return fmt.Errorf("encode %q: %w", e.key, err)
 			}
