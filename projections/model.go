@@ -70,18 +70,9 @@ type Transition struct {
 // session_context_set events. File lists hold paths. The seed's message history
 // is the session log itself (Store.SessionLog).
 type SessionContext struct {
-	CurrentTask      string     `json:"current_task,omitempty"`
-	CurrentStep      string     `json:"current_step,omitempty"`
-	CurrentObjective string     `json:"current_objective,omitempty"`
-	CompletedSteps   []string   `json:"completed_steps,omitempty"`
-	NextSteps        []string   `json:"next_steps,omitempty"`
-	Blockers         []string   `json:"blockers,omitempty"`
-	ModifiedFiles    []string   `json:"modified_files,omitempty"`
-	ReadFiles        []string   `json:"read_files,omitempty"`
-	CreatedFiles     []string   `json:"created_files,omitempty"`
-	UserWants        []string   `json:"user_wants,omitempty"`
-	UserRejects      []string   `json:"user_rejects,omitempty"`
-	UpdatedAt        *time.Time `json:"updated_at,omitempty"`
+	// The fields session_context_set sets, the latest value of each.
+	schemas.SessionContextSet
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 // DAGState is where a DAG is: running until its workflow completes (or it is
