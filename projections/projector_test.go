@@ -297,6 +297,7 @@ func TestOptionsValidate(t *testing.T) {
 		{projections.Options{Dir: "d", BatchEvents: -1}, "BatchEvents"},
 		{projections.Options{Dir: "d", CacheObjects: -1}, "CacheObjects"},
 		{projections.Options{Dir: "d", MemTableBytes: 10}, "MemTableBytes"},
+		{projections.Options{Dir: "d", L0CompactionThreshold: -1}, "L0CompactionThreshold"},
 	} {
 		o := tc.o
 		o.EnsureDefaults()

@@ -100,6 +100,8 @@ func (s *Store) pebbleOptions() *pebble.Options {
 	// Folds look up keys that mostly do not exist yet (a call id's first
 	// result, a new session): bloom filters answer those without a block read.
 	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	// Writes stall at three times the compaction threshold, Pebble's ratio.
+	o.L0CompactionThreshold, o.L0StopWritesThreshold = s.opts.L0CompactionThreshold, 3*s.opts.L0CompactionThreshold
 	o.EnsureDefaults()
 	return o
 }

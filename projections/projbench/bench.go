@@ -237,13 +237,14 @@ func rawRead(ctx context.Context, js jetstream.JetStream, n int) (eventbench.Mea
 }
 
 // rawWrites writes every key of the rebuilt store into a fresh Pebble with the
-// same options, in batches of the rebuild's size limit, without sync, then
-// syncs once. Only the writes are timed: the keys are read from the store in
-// chunks between them.
+// same memtable, cache and L0 options, in batches of the rebuild's size limit,
+// without sync, then syncs once. Only the writes are timed: the keys are read
+// from the store in chunks between them.
 func rawWrites(store *projections.Store, dir string, events int) (eventbench.Measure, error) {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
 	o := &pebble.Options{MemTableSize: projections.DefaultMemTableBytes, Logger: quietLogger{}, FormatMajorVersion: pebble.FormatNewest}
+	o.L0CompactionThreshold, o.L0StopWritesThreshold = projections.DefaultL0CompactionThreshold, 3*projections.DefaultL0CompactionThreshold // as the store has them
 	cache := pebble.NewCache(projections.DefaultBlockCacheBytes)
 	defer cache.Unref()
 	o.Cache = cache
