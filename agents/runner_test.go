@@ -411,6 +411,15 @@ func TestRunnersOfOneKindShareTheWork(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r2.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	// Both processes are pulling before the work arrives.
+	brokertest.Eventually(t, 20*time.Second, "two runners pulling", func() bool {
+		c, err := h.b.JetStream().Consumer(h.ctx, broker.Stream, ConsumerName("worker"))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(h.ctx)
+		return err == nil && info.NumWaiting >= 2
+	})
 	for i := range 40 {
 		h.send(fmt.Sprintf("S%d", i%4), "worker", strconv.Itoa(i))
 	}
