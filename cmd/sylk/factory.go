@@ -206,8 +206,9 @@ func (f *Factory) Log(ctx context.Context) (*events.Log, error) {
 }
 
 // Close releases what the factory opened.
-func (f *Factory) Close() {
+func (f *Factory) Close(ctx context.Context) {
 	if f.server != nil {
+		f.server.settle(ctx, settleWithin)
 		if err := f.server.stop(); err != nil {
 			slog.Warn("stopping the embedded server", "err", err)
 		}

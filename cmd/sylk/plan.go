@@ -327,7 +327,7 @@ func planAnswerRun(ctx context.Context, f *Factory, opts *PlanOptions, t schemas
 	// this command's own once the read-only store is closed.
 	r.Close()
 	if local {
-		f.Close()
+		f.Close(ctx)
 	}
 	b, _, err := f.Server(ctx)
 	if err != nil {

@@ -63,7 +63,7 @@ func (r *requestRig) run(request, stdin string) (stdout, stderr string, log *eve
 	var out, errOut bytes.Buffer
 	f := newFactory(&IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
 	f.Cfg = Config{Data: filepath.Join(r.dir, "data"), LLM: llm.Config{BaseURL: r.srv.URL(), Model: "fake"}}
-	r.t.Cleanup(f.Close)
+	r.t.Cleanup(func() { f.Close(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = runRequest(ctx, f, &RunOptions{Request: request, Interactive: true})

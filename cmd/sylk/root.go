@@ -44,7 +44,7 @@ func run(args []string, io *IOStreams) int {
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	err := root.ExecuteContext(ctx)
-	f.Close()
+	f.Close(ctx)
 	return exitCode(err, io)
 }
 

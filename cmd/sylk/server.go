@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -77,6 +78,42 @@ func startServer(ctx context.Context, f *Factory, opts broker.Options) (*server,
 		return nil, errors.Join(err, s.stop())
 	}
 	return s, nil
+}
+
+// settleWithin bounds how long a command that ran the agents itself waits for
+// them to finish what the command's work set off.
+const settleWithin = 5 * time.Second
+
+// settle waits until every agent has nothing pending or unacked (the
+// Archivalist's entry for a workflow that just ended, a last notice), so that
+// stopping an embedded server cuts nothing off. A cancelled ctx (Ctrl-C) skips
+// it.
+func (s *server) settle(ctx context.Context, within time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !s.idle(ctx) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *server) idle(ctx context.Context) bool {
+	stream, err := s.broker.JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		return false
+	}
+	lister := stream.ListConsumers(ctx)
+	for c := range lister.Info() {
+		if strings.HasPrefix(c.Name, "agent-") && (c.NumPending > 0 || c.NumAckPending > 0) {
+			return false
+		}
+	}
+	return lister.Err() == nil
 }
 
 // stop ends the components and the API, then closes the store and the broker.
