@@ -6,10 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/events"
@@ -117,7 +119,9 @@ func TestRequestOnATerminalReject(t *testing.T) {
 	if !strings.Contains(stderr, "plan rejected; nothing was run") || strings.Count(stderr, "Approve this plan?") != 2 {
 		t.Fatalf("stderr:\n%s", stderr)
 	}
-	evs, rerr := log.Read(context.Background(), events.Filter{Type: schemas.TypePlanModified, Source: "user"}.Subject(), events.Cursor{}, 0)
+	all, rerr := log.Read(context.Background(), events.Filter{Type: schemas.TypePlanModified, Source: "user"}.Subject(), events.Cursor{}, 0)
+	// The user's answer, not the Guide's routed copy of it.
+	evs := slices.DeleteFunc(all, func(e *events.Event) bool { return e.Env.Metadata[agents.MetaRoutedBy] != "" })
 	if rerr != nil || len(evs) != 1 {
 		t.Fatalf("plan_modified from the user: %d, %v", len(evs), rerr)
 	}
