@@ -12,76 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/goleak"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/broker/brokertest"
-	"github.com/sylk/sylk/events"
-	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// stack is a real broker, the projections over it and runners for handlers.
-type stack struct {
-	t     *testing.T
-	ctx   context.Context
-	log   *events.Log
-	store *projections.Store
-	run   func(h agents.Handler, agent string)
-}
-
-func newStack(t *testing.T) *stack {
-	t.Helper()
-	b := brokertest.Start(t, brokertest.Options(t))
-	ctx := brokertest.Context(t)
-	store, err := projections.Open(ctx, projections.Options{Dir: "p", FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(b.JetStream())
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- store.Projector(log).Run(pctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		store.Close()
-	})
-	s := &stack{t: t, ctx: ctx, log: log, store: store}
-	s.run = func(h agents.Handler, agent string) {
-		r, err := agents.NewRunner(b.JetStream(), h, agents.Options{Agent: agent, Caught: store, AckWait: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		rdone := make(chan error, 1)
-		go func() { rdone <- r.Run(rctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-rdone; err != nil {
-				t.Errorf("runner %s: %v", agent, err)
-			}
-		})
-	}
-	return s
-}
-
-func (s *stack) events(typ schemas.Type) []*schemas.Envelope {
-	s.t.Helper()
-	evs, err := s.log.Read(s.ctx, events.Filter{Type: typ}.Subject(), events.Cursor{}, 0)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	var out []*schemas.Envelope
-	for _, e := range evs {
-		out = append(out, e.Env)
-	}
-	return out
-}
 
 // testScript prints `go test -json` lines for passed, failed and skipped
 // tests (with output lines between), records that it ran, and fails.
@@ -103,7 +43,7 @@ echo '{"Action":"fail","Package":"p","Elapsed":1}'
 exit 1`, passed, failed, skipped)
 }
 
-func dispatch(t *testing.T, s *stack, dir, script string) *schemas.Envelope {
+func dispatch(t *testing.T, s *llmtest.Stack, dir, script string) *schemas.Envelope {
 	t.Helper()
 	env, err := schemas.New(schemas.TypeTaskDispatch, "S1", "orchestrator", "tester", time.Now(), schemas.TaskDispatch{
 		DAGID: "d1", NodeID: "tests", Attempt: 1, Agent: "tester", Tool: tools.ToolExec,
@@ -112,28 +52,28 @@ func dispatch(t *testing.T, s *stack, dir, script string) *schemas.Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.log.Append(s.ctx, env); err != nil {
+	if _, err := s.Log.Append(s.Ctx, env); err != nil {
 		t.Fatal(err)
 	}
 	return env
 }
 
-func tester(s *stack) *Worker {
+func tester(s *llmtest.Stack) *Worker {
 	return &Worker{
 		Agent:     "tester",
 		Executors: &Executors{Options: tools.Options{Permissions: tools.DefaultPolicy()}},
-		Records:   s.store, Judge: ByTests, Prepare: GoTestJSON, Observe: CountTests,
+		Records:   s.Store, Judge: ByTests, Prepare: GoTestJSON, Observe: CountTests,
 	}
 }
 
 // The Tester's counts are exact over an output far longer than the result
 // keeps: the observer saw every line, the result was truncated.
 func TestTesterCountsEveryResultOfATruncatedOutput(t *testing.T) {
-	s := newStack(t)
+	s := llmtest.NewStack(t)
 	dir := t.TempDir()
-	s.run(tester(s), "tester")
+	s.Run("tester", tester(s))
 	dispatch(t, s, dir, testScript(1200, 250, 50))
-	brokertest.Eventually(t, 30*time.Second, "test_results appended", func() bool { return len(s.events(schemas.TypeTestResults)) == 1 })
+	brokertest.Eventually(t, 30*time.Second, "test_results appended", func() bool { return len(s.Events(schemas.TypeTestResults)) == 1 })
 
 	checkExact(t, s, 1200, 250, 50)
 	if ran, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); strings.Count(string(ran), "ran") != 1 {
@@ -145,33 +85,33 @@ func TestTesterCountsEveryResultOfATruncatedOutput(t *testing.T) {
 // counts the observer recorded: the tool does not run again and the counts
 // stay exact although the reused output is truncated.
 func TestTesterCountsSurviveRedelivery(t *testing.T) {
-	s := newStack(t)
+	s := llmtest.NewStack(t)
 	dir := t.TempDir()
 	w := tester(s)
 	var deliveries atomic.Int32
-	s.run(agents.HandlerFunc(func(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	s.Run("tester", agents.HandlerFunc(func(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 		outs, err := w.Handle(ctx, d)
 		if deliveries.Add(1) == 1 && err == nil {
 			return nil, agents.Transient(errors.New("crash before the outcome is appended"), time.Millisecond)
 		}
 		return outs, err
-	}), "tester")
+	}))
 	dispatch(t, s, dir, testScript(700, 3, 400))
 	brokertest.Eventually(t, 30*time.Second, "test_results appended after a redelivery", func() bool {
-		return deliveries.Load() >= 2 && len(s.events(schemas.TypeTestResults)) == 1
+		return deliveries.Load() >= 2 && len(s.Events(schemas.TypeTestResults)) == 1
 	})
 	checkExact(t, s, 700, 3, 400)
 	if ran, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); strings.Count(string(ran), "ran") != 1 {
 		t.Fatalf("the tool ran %d times across 2 deliveries, want 1", strings.Count(string(ran), "ran"))
 	}
-	if n := len(s.events(schemas.TypeToolResult)); n != 1 {
+	if n := len(s.Events(schemas.TypeToolResult)); n != 1 {
 		t.Fatalf("%d tool results recorded, want 1", n)
 	}
 }
 
-func checkExact(t *testing.T, s *stack, passed, failed, skipped int) {
+func checkExact(t *testing.T, s *llmtest.Stack, passed, failed, skipped int) {
 	t.Helper()
-	res, err := schemas.PayloadAs[schemas.TestResults](s.events(schemas.TypeTestResults)[0])
+	res, err := schemas.PayloadAs[schemas.TestResults](s.Events(schemas.TypeTestResults)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +121,7 @@ func checkExact(t *testing.T, s *stack, passed, failed, skipped int) {
 	if len(res.FailedTests) != min(failed, MaxFailedNames) || res.FailedTests[0] != "p.TestFail1" {
 		t.Fatalf("failed tests: %d names, first %q", len(res.FailedTests), res.FailedTests[0])
 	}
-	tr, err := schemas.PayloadAs[schemas.ToolResult](s.events(schemas.TypeToolResult)[0])
+	tr, err := schemas.PayloadAs[schemas.ToolResult](s.Events(schemas.TypeToolResult)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +135,7 @@ func checkExact(t *testing.T, s *stack, passed, failed, skipped int) {
 	if err := json.Unmarshal([]byte(tr.Data), &data); err != nil || data["test_counts"] == nil {
 		t.Fatalf("recorded data %q has no test_counts", tr.Data)
 	}
-	failedEv, err := schemas.PayloadAs[schemas.TaskFailed](s.events(schemas.TypeTaskFailed)[0])
+	failedEv, err := schemas.PayloadAs[schemas.TaskFailed](s.Events(schemas.TypeTaskFailed)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

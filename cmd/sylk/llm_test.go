@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,12 +155,8 @@ func cmdWaitIdle(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: waitidle DATADIR AGENT...")
 	}
-	nc := extConnect(ts, args[0])
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	js, ctx, done := extJetStream(ts, args[0], 60*time.Second)
+	defer done()
 	for _, agent := range args[1:] {
 		idle := brokertest.Poll(60*time.Second, func() bool {
 			c, err := js.Consumer(ctx, broker.Stream, agents.ConsumerName(agent))

@@ -96,12 +96,8 @@ func cmdExtConsume(ts *testscript.TestScript, neg bool, args []string) {
 	schema, err := c.Compile("mem://s.json")
 	ts.Check(err)
 
-	nc := extConnect(ts, args[0])
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	js, ctx, done := extJetStream(ts, args[0], 30*time.Second)
+	defer done()
 	cons, err := js.Consumer(ctx, "SYLK", args[1])
 	ts.Check(err)
 	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(10*time.Second))
@@ -135,14 +131,20 @@ func cmdExtPublish(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: extpublish DATADIR SUBJECT DATA")
 	}
-	nc := extConnect(ts, args[0])
-	defer nc.Close()
+	js, ctx, done := extJetStream(ts, args[0], 30*time.Second)
+	defer done()
+	_, err := js.Publish(ctx, args[1], []byte(args[2]))
+	ts.Check(err)
+}
+
+// extJetStream is extConnect with a JetStream context and a deadline for the
+// command's requests; done closes the connection.
+func extJetStream(ts *testscript.TestScript, dataDir string, within time.Duration) (jetstream.JetStream, context.Context, func()) {
+	nc := extConnect(ts, dataDir)
 	js, err := jetstream.New(nc)
 	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = js.Publish(ctx, args[1], []byte(args[2]))
-	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	return js, ctx, func() { cancel(); nc.Close() }
 }
 
 // extConnect connects to the server of a data directory the way any NATS client
@@ -165,12 +167,8 @@ func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: waitconsumer DATADIR FILTER")
 	}
-	nc := extConnect(ts, args[0])
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	js, ctx, done := extJetStream(ts, args[0], 30*time.Second)
+	defer done()
 	found := brokertest.Poll(30*time.Second, func() bool {
 		s, err := js.Stream(ctx, "SYLK")
 		ts.Check(err)
@@ -193,12 +191,8 @@ func cmdWaitDLQ(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitdlq DATADIR N")
 	}
 	want, _ := strconv.ParseUint(args[1], 10, 64)
-	nc := extConnect(ts, args[0])
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	js, ctx, done := extJetStream(ts, args[0], 30*time.Second)
+	defer done()
 	var have uint64
 	reached := brokertest.Poll(30*time.Second, func() bool {
 		s, err := js.Stream(ctx, "SYLK_DLQ")
