@@ -151,11 +151,16 @@ func eventOf(m jetstream.Msg, raw bool) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event metadata: %w", err)
 	}
+	return eventWith(m, md, raw), nil
+}
+
+// eventWith builds the Event of a message whose metadata has been read.
+func eventWith(m jetstream.Msg, md *jetstream.MsgMetadata, raw bool) *Event {
 	ev := &Event{Seq: md.Sequence.Stream, Subject: m.Subject(), Time: md.Timestamp, Data: m.Data(), Header: m.Headers(), Pending: md.NumPending}
 	if !raw {
 		ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
 	}
-	return ev, nil
+	return ev
 }
 
 // Read returns the events matching subject with stream sequence in [from, to]
@@ -167,52 +172,6 @@ func (l *Log) Read(ctx context.Context, subject string, from Cursor, to uint64, 
 		return nil
 	}, opts...)
 	return out, err
-}
-
-// Scan calls fn for each event matching subject from the cursor up to sequence
-// to (0: no upper bound), and returns once it has read the last matching event
-// the stream held when Scan started. fn's error stops the scan and is returned.
-func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, fn func(*Event) error, opts ...ReadOption) error {
-	if from.New {
-		return nil
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
-	from.apply(&cfg)
-	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", subject, err)
-	}
-	// A bounded read removes its consumer at once rather than leaving it to
-	// expire: a reader that polls must not pile up consumers on the stream.
-	defer func() { l.js.DeleteConsumer(context.WithoutCancel(ctx), broker.Stream, cons.CachedInfo().Name) }()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", subject, err)
-	}
-	if info.NumPending == 0 {
-		return nil
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", subject, err)
-	}
-	t := &Tail{msgs: msgs, raw: readOptionsOf(opts).raw}
-	defer t.Stop()
-	for {
-		ev, err := t.Next(ctx)
-		if err != nil {
-			return err
-		}
-		if to > 0 && ev.Seq > to {
-			return nil
-		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-		if ev.Pending == 0 || ev.Seq == to {
-			return nil
-		}
-	}
 }
 
 // IsStreamSubject reports whether s is a subject of the SYLK stream.

@@ -163,7 +163,7 @@ func newConsumerLsCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
-	cmd.Flags().BoolVar(&all, "all", false, "also the ephemeral ordered consumers of tails and projectors")
+	cmd.Flags().BoolVar(&all, "all", false, "also the ephemeral consumers of tails, scans and projectors")
 	return cmd
 }
 
