@@ -233,8 +233,9 @@ func UnmarshalInto(b []byte, env *Envelope) error {
 // UnmarshalPayload is Unmarshal that also returns the payload decoded into its
 // registered struct (a pointer, as DecodePayload returns). Validating an
 // envelope decodes its payload anyway: a reader that needs the payload (the
-// projector) keeps that decode instead of doing it twice. Errors are those of
-// Unmarshal.
+// projector) keeps that decode instead of doing it twice, in the same pass as
+// the envelope. The envelope's Payload aliases b: b must not change while the
+// envelope is in use. Errors are those of Unmarshal.
 func UnmarshalPayload(b []byte) (*Envelope, any, error) {
 	env := &Envelope{}
 	p, err := unmarshal(b, env, true)
@@ -249,7 +250,7 @@ func UnmarshalPayload(b []byte) (*Envelope, any, error) {
 func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 	*env = Envelope{}
 	s := getDecoder(b)
-	err := decodeEnvelope(s.dec, &s.rd, b, env)
+	p, err := decodeEnvelope(s.dec, &s.rd, b, env, payload)
 	if err == nil && s.rd.Len() != 0 {
 		err = fmt.Errorf("%d trailing bytes after the envelope", s.rd.Len())
 	}
@@ -257,46 +258,65 @@ func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	var p any
-	if info, ok := catalogue[env.Type]; ok && payload && len(env.Payload) > 0 {
-		p = reflect.New(info.payload).Interface()
-		if decodePayloadInto(env, p) == nil {
-			env.checked = env.Payload // Validate need not decode it again
-		} else {
-			p = nil // Validate decodes it again and says what is wrong
+	if info, ok := catalogue[env.Type]; ok && payload && p == nil && len(env.Payload) > 0 {
+		// Another encoder put the type after the payload.
+		v := reflect.New(info.payload).Interface()
+		if decodePayloadInto(env, v) == nil {
+			env.checked, p = env.Payload, v
 		}
 	}
 	return p, Validate(env)
 }
 
-func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelope) error {
+// decodeEnvelope decodes the envelope at the start of b into env. With
+// payload, a payload whose type is known by then (the encoder writes type
+// before payload) is decoded into its registered struct in the same pass and
+// returned, and env.Payload aliases b; otherwise env.Payload is a copy. A
+// payload that does not decode is kept as bytes, for Validate to say what is
+// wrong with it.
+func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelope, payload bool) (any, error) {
 	n, err := d.DecodeMapLen()
 	if err != nil {
-		return fmt.Errorf("envelope is not a map: %w", err)
+		return nil, fmt.Errorf("envelope is not a map: %w", err)
 	}
 	if n < 0 {
-		return errors.New("envelope is nil")
+		return nil, errors.New("envelope is nil")
 	}
+	var p any
 	for range n {
 		key, err := readKey(d, rd, b)
 		if err != nil {
-			return fmt.Errorf("envelope key: %w", err)
+			return nil, fmt.Errorf("envelope key: %w", err)
 		}
-		if string(key) == "payload" {
-			// Slice the payload out of the input instead of recording it through
-			// the decoder: one copy, no per-token allocations.
-			start := len(b) - rd.Len()
-			if err := d.Skip(); err != nil {
-				return fmt.Errorf("field %q: %w", key, err)
+		if string(key) != "payload" {
+			if err := decodeField(d, env, key); err != nil {
+				return nil, fmt.Errorf("field %q: %w", key, err)
 			}
-			env.Payload = bytes.Clone(b[start : len(b)-rd.Len()])
 			continue
 		}
-		if err := decodeField(d, env, key); err != nil {
-			return fmt.Errorf("field %q: %w", key, err)
+		start := len(b) - rd.Len()
+		if info, ok := catalogue[env.Type]; ok && payload {
+			v := reflect.New(info.payload).Interface()
+			if d.Decode(v) == nil {
+				end := len(b) - rd.Len()
+				env.Payload = b[start:end:end]
+				env.checked = env.Payload // Validate need not decode it again
+				p = v
+				continue
+			}
+			if _, err := rd.Seek(int64(start), io.SeekStart); err != nil {
+				return nil, err
+			}
+			d.ResetReader(rd)
 		}
+		// Slice the payload out of the input instead of recording it through
+		// the decoder: one copy, no per-token allocations.
+		if err := d.Skip(); err != nil {
+			return nil, fmt.Errorf("field %q: %w", key, err)
+		}
+		env.Payload = bytes.Clone(b[start : len(b)-rd.Len()])
 	}
-	return nil
+	return p, nil
 }
 
 // readKey returns the next map key. Envelope keys are short (msgpack fixstr), so

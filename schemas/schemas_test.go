@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,26 +476,17 @@ func TestDeriveIDIsDeterministicAndDistinct(t *testing.T) {
 }
 
 // UnmarshalPayload returns what Unmarshal and DecodePayload return together,
-// and refuses what Unmarshal refuses, with the same error.
+// whatever the order of the envelope's keys (another encoder may write the
+// payload before the type), and refuses what Unmarshal refuses, with the same
+// error.
 func TestUnmarshalPayloadIsUnmarshalAndDecodePayload(t *testing.T) {
 	for _, typ := range Types() {
-		b, err := Marshal(fullEnvelope(t, typ))
+		ours, err := Marshal(fullEnvelope(t, typ))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := Unmarshal(b)
-		wantP, _ := DecodePayload(want)
-		got, p, err := UnmarshalPayload(b)
-		if err != nil {
-			t.Fatalf("%s: %v", typ, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: envelope\n got %+v\nwant %+v", typ, got, want)
-		}
-		gotB, _ := EncodePayload(typ, p)
-		wantB, _ := EncodePayload(typ, wantP)
-		if reflect.TypeOf(p) != reflect.TypeOf(wantP) || !bytes.Equal(gotB, wantB) {
-			t.Fatalf("%s: payload %#v, want %#v", typ, p, wantP)
+		for _, b := range [][]byte{ours, sortedKeys(t, ours)} {
+			checkUnmarshalPayload(t, typ, b)
 		}
 	}
 	good, _ := Marshal(fullEnvelope(t, TypeUserInput))
@@ -512,4 +505,50 @@ func TestUnmarshalPayloadIsUnmarshalAndDecodePayload(t *testing.T) {
 			t.Errorf("%s: UnmarshalPayload = %v, %v, %v; Unmarshal's error %v", name, env, p, err, wantErr)
 		}
 	}
+}
+
+func checkUnmarshalPayload(t *testing.T, typ Type, b []byte) {
+	t.Helper()
+	want, err := Unmarshal(b)
+	if err != nil {
+		t.Fatalf("%s: %v", typ, err)
+	}
+	wantP, _ := DecodePayload(want)
+	got, p, err := UnmarshalPayload(b)
+	if err != nil {
+		t.Fatalf("%s: %v", typ, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: envelope\n got %+v\nwant %+v", typ, got, want)
+	}
+	gotB, _ := EncodePayload(typ, p)
+	wantB, _ := EncodePayload(typ, wantP)
+	if p == nil || reflect.TypeOf(p) != reflect.TypeOf(wantP) || !bytes.Equal(gotB, wantB) {
+		t.Fatalf("%s: payload %#v, want %#v", typ, p, wantP)
+	}
+}
+
+// sortedKeys re-encodes an envelope with its keys in sorted order, as a
+// generic encoder might: "payload" then comes before "type".
+func sortedKeys(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var m map[string]msgpack.RawMessage
+	if err := msgpack.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	if slices.Index(keys, "payload") > slices.Index(keys, "type") {
+		t.Fatalf("sorted keys %v do not put the payload first", keys)
+	}
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	if err := enc.EncodeMapLen(len(keys)); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := errors.Join(enc.EncodeString(k), enc.Encode(m[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
 }
