@@ -20,14 +20,21 @@ const (
 	// committed as its own flushable table, which rotates the memtable.
 	DefaultBatchEvents = 50_000
 	DefaultBatchBytes  = 16 << 20
-	// DefaultBatchDelay is the longest an applied event waits for more events to
-	// share its batch when the stream says more are coming. An event with
-	// nothing behind it is committed at once.
+	// DefaultBatchDelay bounds how long an applied event waits for more events
+	// to share its batch when the stream says more are coming: following the
+	// stream live, from the batch's first event; catching up, from the last
+	// event received, so a batch fills while the reader keeps up. An event
+	// with nothing behind it is committed at once.
 	DefaultBatchDelay = 100 * time.Millisecond
 	// DefaultBlockCacheBytes is Pebble's block cache.
 	DefaultBlockCacheBytes = 32 << 20
-	// DefaultMemTableBytes is Pebble's memtable size.
-	DefaultMemTableBytes = 128 << 20
+	// DefaultMemTableBytes is Pebble's largest memtable. Pebble starts with
+	// small memtables and doubles them only under sustained writes, so only a
+	// catch-up or rebuild grows them this far. Each flush of a fold's memtable
+	// adds a sublevel spanning the whole store to level 0: at 256 MiB a rebuild
+	// of a million events flushes half as often as at 128 MiB and spends about
+	// 1.5 s less CPU time in compactions.
+	DefaultMemTableBytes = 256 << 20
 	// DefaultL0CompactionThreshold is how many overlapping sublevels of
 	// Pebble's level 0 start a compaction (Pebble's own default is 4; writes
 	// stall at three times as many). A fold's memtable holds keys from all over

@@ -323,6 +323,24 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
 				break
 			}
+			if !live {
+				// A catch-up fills its batches while the reader keeps up:
+				// BatchDelay bounds only a wait for the next event. Cut at
+				// BatchDelay after its start, a batch held a tenth of a second
+				// of events, and a DAG node or session touched by events a
+				// few thousand apart was written again in each.
+				select {
+				case x, ok := <-ch:
+					if !ok {
+						closed = true
+						break batch
+					}
+					e = x
+					continue
+				default:
+					timer.Reset(o.BatchDelay)
+				}
+			}
 			select {
 			case x, ok := <-ch:
 				if !ok {
