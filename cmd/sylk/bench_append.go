@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -12,24 +13,42 @@ import (
 
 // BenchOptions are the flags shared by the `sylk bench` commands.
 type BenchOptions struct {
-	Events int
-	JSON   bool
-	Dir    string
+	Events     int
+	JSON       bool
+	Dir        string
+	CPUProfile string
 }
 
 func (o *BenchOptions) bind(cmd *cobra.Command, defaultEvents int) {
 	cmd.Flags().IntVar(&o.Events, "events", defaultEvents, "events per measured run")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the comparisons as JSON (one object with a list of comparisons)")
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "scratch directory (default: a temporary one, removed afterwards)")
+	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (read it with 'go tool pprof')")
 }
 
-// scratch returns the benchmark's scratch directory and its cleanup.
+// scratch returns the benchmark's scratch directory and its cleanup, and
+// starts the CPU profile if one was asked for (the cleanup stops it).
 func (o *BenchOptions) scratch() (string, func(), error) {
+	stop := func() {}
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return "", nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return "", nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		stop = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}
 	if o.Dir != "" {
-		return o.Dir, func() {}, os.MkdirAll(o.Dir, 0o755)
+		return o.Dir, stop, os.MkdirAll(o.Dir, 0o755)
 	}
 	dir, err := os.MkdirTemp("", "sylk-bench-")
-	return dir, func() { os.RemoveAll(dir) }, err
+	return dir, func() { os.RemoveAll(dir); stop() }, err
 }
 
 func newBenchAppendCmd(f *Factory) *cobra.Command {
