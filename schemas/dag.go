@@ -26,32 +26,33 @@ func (d *DAG) Shape() (layers [][]string, problems []string) {
 	if len(d.Nodes) == 0 {
 		add("the DAG has no nodes")
 	}
+	// The node's label is built only for a problem: every DAG a projection
+	// folds is checked here, and nearly all are sound.
 	index := make(map[string]int, len(d.Nodes))
 	for i, n := range d.Nodes {
-		switch where := NodeLabel(i, n.ID); {
+		switch {
 		case n.ID == "":
-			add("%s: id is missing", where)
+			add("%s: id is missing", NodeLabel(i, n.ID))
 		case !ValidName(n.ID):
-			add("%s: id must be 1-64 of A-Z a-z 0-9 _ -", where)
+			add("%s: id must be 1-64 of A-Z a-z 0-9 _ -", NodeLabel(i, n.ID))
 		default:
 			if first, dup := index[n.ID]; dup {
-				add("%s: duplicate id (also node #%d)", where, first+1)
+				add("%s: duplicate id (also node #%d)", NodeLabel(i, n.ID), first+1)
 			} else {
 				index[n.ID] = i
 			}
 		}
 	}
 	for i, n := range d.Nodes {
-		where := NodeLabel(i, n.ID)
 		for j, dep := range n.DependsOn {
 			if slices.Contains(n.DependsOn[:j], dep) {
-				add("%s: depends_on lists %s more than once", where, dep)
+				add("%s: depends_on lists %s more than once", NodeLabel(i, n.ID), dep)
 				continue
 			}
 			if _, ok := index[dep]; dep == n.ID {
-				add("%s: depends on itself", where)
+				add("%s: depends on itself", NodeLabel(i, n.ID))
 			} else if !ok {
-				add("%s: depends on %q, which is not a node", where, dep)
+				add("%s: depends on %q, which is not a node", NodeLabel(i, n.ID), dep)
 			}
 		}
 	}
