@@ -91,8 +91,11 @@ func readDAG(r pebble.Reader, sid, id string) (*DAG, error) {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		n := &Node{}
-		if err := json.Unmarshal(it.Value(), n); err != nil {
-			return nil, fmt.Errorf("decode dag %s/%s node: %w", sid, id, err)
+		if !decodeNodeJSON(it.Value(), n) {
+			*n = Node{}
+			if err := json.Unmarshal(it.Value(), n); err != nil {
+				return nil, fmt.Errorf("decode dag %s/%s node: %w", sid, id, err)
+			}
 		}
 		d.Nodes = append(d.Nodes, n)
 	}
@@ -564,18 +567,12 @@ func summarize(d *DAG) {
 	for _, n := range d.Nodes {
 		d.Counts[n.State]++
 	}
+	// The current layer is the first with a node not done: one pass over the
+	// nodes, not a lookup of each layer's nodes (quadratic in a long chain).
 	d.CurrentLayer = len(d.Layers)
-	for i, layer := range d.Layers {
-		done := true
-		for _, id := range layer {
-			if n := d.Node(id); n != nil && !n.State.Done() {
-				done = false
-				break
-			}
-		}
-		if !done {
-			d.CurrentLayer = i
-			break
+	for _, n := range d.Nodes {
+		if !n.State.Done() && n.Layer < d.CurrentLayer {
+			d.CurrentLayer = n.Layer
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -166,18 +167,28 @@ func fmtLayers(l [][]string) string {
 }
 
 // The hand-written node encoder writes what encoding/json writes.
-func TestNodeJSONMatchesEncodingJSON(t *testing.T) {
+// sampleNodes are nodes of every shape: plain, every field set (with a
+// string that needs escapes), and partial results.
+func sampleNodes() []*Node {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))
-	nodes := []*Node{
-		{ID: "a", State: NodeReady},
-		{ID: "b", Agent: "engineer", Tool: "exec", Prompt: "say \"hi\" <&> \\ \n\t\x01 é \u2028 \xff end", DependsOn: []string{"a", "c"}, Layer: 2, State: NodeSucceeded,
-			Attempt: 3, Result: &NodeResult{Summary: "ok", Evidence: "PASS", CallID: "c1", Seq: 9}, LastError: "boom", Retryable: true,
+	utc := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	full := func(id, prompt string) *Node {
+		return &Node{ID: id, Agent: "engineer", Tool: "exec", Prompt: prompt, DependsOn: []string{"a", "c"}, Layer: 2, State: NodeSucceeded,
+			Attempt: 3, Result: &NodeResult{Summary: "ok", Evidence: "PASS", CallID: "c1", Seq: 1<<64 - 1}, LastError: "boom", Retryable: true,
 			Help: "stuck", SkipReason: "why", Calls: []Call{{ID: "c1", Tool: "exec", Attempt: 1, Seq: 4, ResultSeq: 5, OK: true}, {ID: "c2"}},
-			DispatchedAt: &at, StartedAt: &at, FinishedAt: &at},
-		{ID: "c", State: NodeFailed, Result: &NodeResult{Seq: 1}},
+			DispatchedAt: &at, StartedAt: &utc, FinishedAt: &at}
+	}
+	return []*Node{
+		{ID: "a", State: NodeReady},
+		full("b", "say \"hi\" <&> \\ \n\t\x01 é \u2028 \xff end"),
+		full("e", "plain words"),
+		{ID: "c", State: NodeFailed, Attempt: -1, Result: &NodeResult{Seq: 1}},
 		{ID: "d", State: NodeSkipped, Result: &NodeResult{Evidence: "only evidence", Seq: 2}},
 	}
-	for _, n := range nodes {
+}
+
+func TestNodeJSONMatchesEncodingJSON(t *testing.T) {
+	for _, n := range sampleNodes() {
 		want, err := json.Marshal(n)
 		if err != nil {
 			t.Fatal(err)
@@ -186,4 +197,62 @@ func TestNodeJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("node %s:\n got %s\nwant %s", n.ID, got, want)
 		}
 	}
+}
+
+// decodeNodeJSON reads what appendNodeJSON writes exactly as encoding/json
+// does, and refuses (for encoding/json to decode) what it does not handle.
+func TestDecodeNodeJSON(t *testing.T) {
+	for _, n := range sampleNodes() {
+		b := appendNodeJSON(nil, n)
+		var want, got Node
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		ok := decodeNodeJSON(b, &got)
+		if escaped := strings.Contains(string(b), "\\"); ok == escaped {
+			t.Errorf("node %s: fast decode %v for %s", n.ID, ok, b)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("node %s:\n got %+v\nwant %+v", n.ID, got, want)
+		}
+	}
+	for _, b := range []string{
+		`{"id": "a","layer":0,"state":"ready"}`,
+		`{"id":"a","layer":0,"state":"ready","extra":1}`,
+		`{"id":"a","layer":0,"state":"ready"}x`,
+		`{"id":"a","layer":0,"state":"ready"`,
+		`{"id":"a","layer":00,"state":"ready"}`,
+		`{"id":"a","layer":1,"state":"ready","result":{"seq":18446744073709551616}}`,
+		`{"id":"a","layer":9223372036854775808,"state":"ready"}`,
+		`{"id":"a","retryable":tru}`,
+		`{"id":"a","dispatched_at":"yesterday"}`,
+		`{"id":"\u0061"}`,
+		`{"id":"a","result":{"summary":"x"},"result":{"seq":1}}`,
+	} {
+		var n Node
+		if decodeNodeJSON([]byte(b), &n) {
+			t.Errorf("fast decode took %s", b)
+		}
+	}
+}
+
+// Whatever the fast decoder takes, encoding/json decodes the same way.
+func FuzzDecodeNodeJSON(f *testing.F) {
+	for _, n := range sampleNodes() {
+		f.Add(appendNodeJSON(nil, n))
+	}
+	f.Add([]byte(`{"id":"a","depends_on":[],"calls":[],"layer":-3,"state":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got Node
+		if !decodeNodeJSON(b, &got) {
+			return
+		}
+		var want Node
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("fast decode took %q, encoding/json refuses it: %v", b, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
+		}
+	})
 }
