@@ -15,9 +15,9 @@ import (
 // nodes, skips, dispatches of ready nodes, checkpoints of completed layers and,
 // once every node is done, the workflow's end.
 func next(dag *projections.DAG, def *definition, cps []*projections.Checkpoint, now time.Time) ([]*schemas.Envelope, error) {
-	s := &stepper{dag: dag, def: def, now: now, state: map[string]projections.NodeState{}}
+	s := &stepper{dag: dag, def: def, now: now, state: map[string]projections.NodeState{}, attempt: map[string]int{}}
 	for _, n := range dag.Nodes {
-		s.state[n.ID] = n.State
+		s.state[n.ID], s.attempt[n.ID] = n.State, n.Attempt
 	}
 	s.retryOrGiveUp()
 	s.skipUnreachable()
@@ -31,13 +31,14 @@ func next(dag *projections.DAG, def *definition, cps []*projections.Checkpoint, 
 }
 
 type stepper struct {
-	dag    *projections.DAG
-	def    *definition
-	now    time.Time
-	state  map[string]projections.NodeState // as it will be after outs
-	outs   []*schemas.Envelope
-	failed []string // failed for good
-	err    error
+	dag     *projections.DAG
+	def     *definition
+	now     time.Time
+	state   map[string]projections.NodeState // as it will be after outs
+	attempt map[string]int                   // each node's current attempt
+	outs    []*schemas.Envelope
+	failed  []string // failed for good
+	err     error
 }
 
 func (s *stepper) emit(t schemas.Type, target, key string, payload any) {
@@ -181,11 +182,7 @@ func (s *stepper) dispatchReady() {
 		if !open(s.state[id]) || !s.depsSucceeded(id) {
 			continue
 		}
-		attempt := 1
-		if n := s.dag.Node(id); n != nil && n.Attempt > 0 {
-			attempt = n.Attempt
-		}
-		s.dispatch(id, attempt, time.Time{})
+		s.dispatch(id, max(s.attempt[id], 1), time.Time{})
 		busy++
 	}
 }
@@ -201,8 +198,14 @@ func (s *stepper) depsSucceeded(id string) bool {
 
 // checkpoint records each layer whose nodes are all done, once.
 func (s *stepper) checkpoint(cps []*projections.Checkpoint) {
+	recorded := make(map[int]bool, len(cps))
+	for _, c := range cps {
+		if c.DAG == s.dag.ID {
+			recorded[c.Layer] = true
+		}
+	}
 	for i, layer := range s.dag.Layers {
-		if slices.ContainsFunc(cps, func(c *projections.Checkpoint) bool { return c.DAG == s.dag.ID && c.Layer == i }) {
+		if recorded[i] {
 			continue
 		}
 		cp := schemas.Checkpoint{DAGID: s.dag.ID, Layer: i}
