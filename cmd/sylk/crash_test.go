@@ -45,9 +45,11 @@ func startServe(t *testing.T, bin, data, workDir string) *serveProc {
 	}
 	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
+	// A killed server leaves its server.json behind until the new one
+	// replaces it: wait for the new process's own.
 	brokertest.Eventually(t, 30*time.Second, "server.json of the new server", func() bool {
-		_, err := broker.ReadInfo(data)
-		return err == nil
+		info, err := broker.ReadInfo(data)
+		return err == nil && info.PID == cmd.Process.Pid
 	})
 	return p
 }
