@@ -27,6 +27,11 @@ type projection struct {
 	name    string
 	version int
 	apply   func(t *tx, ev *event) error
+	// writesOnly: the fold only writes keys, straight into the batch, and
+	// keeps no objects in the cache. Such a projection is up to date with
+	// every batch, so its cursor advances while a catch-up holds the other
+	// projections' changed objects back (see stateFlushEvents).
+	writesOnly bool
 }
 
 // prefix is the key range the projection owns: "<name>/".
@@ -39,10 +44,10 @@ var projectionList = []*projection{
 	{name: DAGs, version: 1, apply: applyDAGs},
 	{name: Checkpoints, version: 1, apply: applyCheckpoints},
 	{name: Pending, version: 1, apply: applyPending},
-	{name: Log, version: 1, apply: applyLog},
-	{name: Traces, version: 1, apply: applyTrace},
+	{name: Log, version: 1, apply: applyLog, writesOnly: true},
+	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 1, apply: applyCalls},
-	{name: History, version: 1, apply: applyHistory},
+	{name: History, version: 1, apply: applyHistory, writesOnly: true},
 }
 
 // ProjectionNames lists the projections.

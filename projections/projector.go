@@ -33,6 +33,15 @@ const allEvents = events.Prefix + ".>"
 // readAhead is how many events the reader decodes ahead of the fold.
 const readAhead = 8192
 
+// stateFlushEvents is how many events a catch-up folds at most before it
+// writes the objects they changed. In between, batches carry the keys of the
+// write-only projections (the session log, traces, history) and their
+// cursors, and the changed objects wait in the cache: a DAG node or a session
+// touched by events far apart is then encoded and written once, not once per
+// batch. A crash costs at most this many events folded again into the other
+// projections.
+const stateFlushEvents = 250_000
+
 // Projector folds the stream into a Store. Run follows it live; CatchUp folds
 // what the stream holds now and returns. Only one of them runs at a time.
 type Projector struct {
@@ -286,6 +295,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	defer timer.Stop()
 	start := time.Now()
 	var first uint64
+	held := 0 // events whose changed objects wait in the cache
 	fail := func(err error) error {
 		cm.stop()
 		p.c.reset()
@@ -362,12 +372,17 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			return fail(err)
 		}
 		p.c.evict()
-		advanced, err := p.prepare(b, last, cursors)
+		caughtUp := last.pending == 0
+		held += n
+		writeObjects := live || p.until != nil || caughtUp || closed || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2
+		if writeObjects {
+			held = 0
+		}
+		advanced, err := p.prepare(b, last, cursors, writeObjects)
 		if err != nil {
 			b.Close()
 			return fail(err)
 		}
-		caughtUp := last.pending == 0
 		pr := Progress{Done: last.seq - first + 1, Total: last.seq + last.pending - first + 1, Seconds: time.Since(start).Seconds(), Finished: caughtUp}
 		if pr.Seconds > 0 {
 			pr.PerSec = float64(pr.Done) / pr.Seconds
@@ -380,15 +395,22 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	}
 }
 
-// prepare encodes the batch's changed objects, every advanced cursor and the
-// head into b: one batch, so state and cursors are never apart.
-func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uint64) (map[string]uint64, error) {
-	if err := p.c.flush(b); err != nil {
-		return nil, err
+// prepare encodes into b the changed objects (with writeObjects), the cursor
+// of every projection b brings up to date, and the head: one batch, so state
+// and cursors are never apart. Without writeObjects only the write-only
+// projections' cursors advance.
+func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uint64, writeObjects bool) (map[string]uint64, error) {
+	if writeObjects {
+		if err := p.c.flush(b); err != nil {
+			return nil, err
+		}
+		p.c.markClean()
 	}
-	p.c.markClean()
 	advanced := map[string]uint64{}
 	for _, pr := range projectionList {
+		if !writeObjects && !pr.writesOnly {
+			continue
+		}
 		to := last.seq
 		if p.until != nil {
 			to = min(to, p.until[pr.name])
