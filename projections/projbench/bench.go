@@ -118,22 +118,25 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 
 	// Rounds alternate the raw read and the rebuild and keep each one's best,
 	// so both run with the stream as warm as it gets and a noisy moment on the
-	// machine decides nothing.
+	// machine decides nothing. Each starts from a collected heap with no store
+	// open: a heap still holding the last rebuild's objects made the next raw
+	// read collect less often, and faster.
 	dir := filepath.Join(ds.Dir, "projections") // where sylk looks for them
 	var read, rebuild eventbench.Measure
 	var store *projections.Store
 	for round := range cfg.Rounds {
-		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d events", round+1, cfg.Rounds, n))
-		r, err := rawRead(ctx, b.JetStream(), n)
-		if err != nil {
-			return nil, err
-		}
-		read = faster(read, r)
 		if store != nil {
 			if err := store.Close(); err != nil {
 				return nil, err
 			}
 		}
+		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d events", round+1, cfg.Rounds, n))
+		runtime.GC()
+		r, err := rawRead(ctx, b.JetStream(), n)
+		if err != nil {
+			return nil, err
+		}
+		read = faster(read, r)
 		os.RemoveAll(dir)
 		if store, err = projections.Open(ctx, projections.Options{Dir: dir, Logger: cfg.Logger}); err != nil {
 			return nil, err
