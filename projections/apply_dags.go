@@ -102,8 +102,11 @@ func readDAG(r pebble.Reader, sid, id string) (*DAG, error) {
 	return d, it.Error()
 }
 
+// loadDAG and storeDAG build the key in the tx's buffer: the fold looks a DAG
+// up at every node event, and the cache copies a key only for a new entry.
 func loadDAG(t *tx, sid, id string) (*dagObj, error) {
-	k := dagKey(sid, id)
+	t.kbuf = appendDAGKey(t.kbuf[:0], sid, id)
+	k := t.kbuf
 	if e, ok := t.cache.get(k); ok {
 		if e.obj == nil {
 			return nil, nil
@@ -127,7 +130,8 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 }
 
 func (t *tx) storeDAG(o *dagObj) {
-	t.cache.put(dagKey(o.d.Session, o.d.ID), o, true)
+	t.kbuf = appendDAGKey(t.kbuf[:0], o.d.Session, o.d.ID)
+	t.cache.put(t.kbuf, o, true)
 }
 
 // running lists the running DAGs by session, for cancel signals.

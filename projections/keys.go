@@ -67,9 +67,17 @@ var (
 	headKey         = []byte("meta/head")
 )
 
-func dagKey(sid, dag string) []byte            { return key("dags/d/", sid, dag) }
+func dagKey(sid, dag string) []byte            { return appendDAGKey(nil, sid, dag) }
 func dagNodesPrefix(sid, dag string) []byte    { return under(key("dags/n/", sid, dag)) }
 func dagNodeKey(sid, dag string, i int) []byte { return appendDAGNodeKey(nil, sid, dag, i) }
+
+// appendDAGKey appends dagKey(sid, dag) to b.
+func appendDAGKey(b []byte, sid, dag string) []byte {
+	b = append(b, "dags/d/"...)
+	b = append(b, sid...)
+	b = append(b, sep)
+	return append(b, dag...)
+}
 
 // appendDAGNodeKey appends dagNodeKey(sid, dag, i) to b.
 func appendDAGNodeKey(b []byte, sid, dag string, i int) []byte {

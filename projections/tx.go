@@ -97,21 +97,17 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 		c.lru.MoveToFront(e.elem)
 	}
 	e.obj = obj
-	if dirty && c.written != nil {
-		c.written.add(k)
-	}
 	if dirty && !e.dirty {
+		// A key enters the filter when it turns dirty: an object that stays
+		// dirty (a catch-up holds them for many batches) is not hashed at
+		// every change.
+		if c.written != nil {
+			c.written.add(k)
+		}
 		e.dirty = true
 		c.dirty = append(c.dirty, e)
 	}
 	return e
-}
-
-func (c *cache) markDirty(e *entry) {
-	if !e.dirty {
-		e.dirty = true
-		c.dirty = append(c.dirty, e)
-	}
 }
 
 // flush encodes the dirty objects into b.
