@@ -232,7 +232,8 @@ func TestRawReadsDoNotDecode(t *testing.T) {
 		if string(evs[1].Data) != "not msgpack" || evs[1].Subject != "sylk.v1.S1.outsider.guide.user_input" {
 			t.Fatalf("%s: second event %q on %s", how, evs[1].Data, evs[1].Subject)
 		}
-		got, p, err := schemas.UnmarshalPayload(evs[0].Data)
+		var got schemas.Envelope
+		p, err := schemas.UnmarshalPayloadInto(evs[0].Data, &got)
 		if err != nil || got.ID != env.ID || p.(*schemas.UserInput).Text != "hello" {
 			t.Fatalf("%s: the raw bytes decode to %v, %v, %v", how, got, p, err)
 		}

@@ -95,7 +95,7 @@ func readOptionsOf(opts []ReadOption) readOptions {
 // Pending, with Env and Err nil. By default every event's envelope is decoded
 // and validated, which decodes its payload too; a reader that decodes the
 // bytes itself, and keeps the payload (the projector, with
-// schemas.UnmarshalPayload), does that work once instead of twice.
+// schemas.UnmarshalPayloadInto), does that work once instead of twice.
 func Raw() ReadOption { return func(o *readOptions) { o.raw = true } }
 
 // Tail is a live, ordered read of the stream. After a disconnect (a server

@@ -270,7 +270,8 @@ func applyTrace(t *tx, ev *event) error {
 	if corr == "" {
 		corr = env.ID
 	}
-	return t.setSeqKey("trace/", corr, ev.seq, []byte(env.SessionID))
+	t.vbuf = append(t.vbuf[:0], env.SessionID...) // the batch copies it
+	return t.setSeqKey("trace/", corr, ev.seq, t.vbuf)
 }
 
 // callRec is a recorded side effect: the sequence of its event and the

@@ -71,11 +71,13 @@ func projectionByName(name string) *projection {
 // event is one stream event being applied, with its payload decoded once for
 // all projections.
 type event struct {
-	seq  uint64
-	env  *schemas.Envelope // nil when the bytes are not an envelope
-	data []byte
-	id   string // the envelope id, or the Nats-Msg-Id of undecodable bytes
-	err  error
+	seq uint64
+	env *schemas.Envelope // nil when the bytes are not an envelope
+	// envelope holds a Raw read's decoded envelope: one allocation for both.
+	envelope schemas.Envelope
+	data     []byte
+	id       string // the envelope id, or the Nats-Msg-Id of undecodable bytes
+	err      error
 	// pending is how many events followed this one in the stream when it was
 	// read.
 	pending uint64
@@ -110,8 +112,8 @@ func decodeEvent(ev *events.Event) *event {
 		return newEvent(ev) // decoded already
 	}
 	e := &event{seq: ev.Seq, data: ev.Data, pending: ev.Pending}
-	e.env, e.payload, e.err = schemas.UnmarshalPayload(ev.Data)
-	if e.env != nil {
+	if e.payload, e.err = schemas.UnmarshalPayloadInto(ev.Data, &e.envelope); e.err == nil {
+		e.env = &e.envelope
 		e.id, e.decoded = e.env.ID, true
 	} else if v := ev.Header[events.HeaderMsgID]; len(v) > 0 {
 		e.id = v[0]

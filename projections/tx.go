@@ -189,6 +189,7 @@ type tx struct {
 	batch *pebble.Batch
 	cache *cache
 	kbuf  []byte
+	vbuf  []byte
 }
 
 // knownAbsent reports whether k surely does not exist, without reading.

@@ -230,19 +230,15 @@ func UnmarshalInto(b []byte, env *Envelope) error {
 	return err
 }
 
-// UnmarshalPayload is Unmarshal that also returns the payload decoded into its
-// registered struct (a pointer, as DecodePayload returns). Validating an
-// envelope decodes its payload anyway: a reader that needs the payload (the
-// projector) keeps that decode instead of doing it twice, in the same pass as
-// the envelope. The envelope's Payload aliases b: b must not change while the
-// envelope is in use. Errors are those of Unmarshal.
-func UnmarshalPayload(b []byte) (*Envelope, any, error) {
-	env := &Envelope{}
-	p, err := unmarshal(b, env, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	return env, p, nil
+// UnmarshalPayloadInto is UnmarshalInto that also returns the payload decoded
+// into its registered struct (a pointer, as DecodePayload returns).
+// Validating an envelope decodes its payload anyway: a reader that needs the
+// payload (the projector) keeps that decode instead of doing it twice, in the
+// same pass as the envelope, and can hold the envelope in a struct of its own.
+// The envelope's Payload aliases b: b must not change while the envelope is in
+// use. Errors are those of Unmarshal; after one, env holds nothing useful.
+func UnmarshalPayloadInto(b []byte, env *Envelope) (any, error) {
+	return unmarshal(b, env, true)
 }
 
 // unmarshal decodes b into env and validates it; with payload, the payload

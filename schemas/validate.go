@@ -42,13 +42,21 @@ func ValidName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+		if !nameChars[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// nameChars marks the bytes a name may hold. Every envelope checks five or so
+// names; a table lookup is half the cost of the comparisons.
+var nameChars = func() (t [256]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+	}
+	return t
+}()
 
 // CheckName returns a FieldError if value is not a legal name for field.
 func CheckName(field, value string) error {
