@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
@@ -100,7 +104,15 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 		default:
 		}
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	var seen atomic.Uint64 // messages received, data and control
+	sub, err := l.nc.Subscribe(cfg.DeliverSubject, func(m *nats.Msg) {
+		seen.Add(1)
+		if !strings.HasPrefix(m.Reply, ackPrefix) {
+			if err := control(l.nc, m); err != nil {
+				signal(err)
+			}
+			return
+		}
 		ev, dseq, err := event(m)
 		if err != nil {
 			signal(err)
@@ -115,16 +127,24 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 		case evs <- ev:
 		case <-quit:
 		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		signal(fmt.Errorf("%w: %w", errScanLost, err))
-	}))
+	})
 	if err != nil {
 		return fmt.Errorf("read %s: %w", subject, err)
 	}
+	// Flow control bounds what the server sends ahead; the subscription's
+	// own limits must not drop what it sends.
+	sub.SetPendingLimits(-1, -1)
 	defer func() {
 		close(quit)
-		cc.Stop()
+		sub.Unsubscribe()
 	}()
+	// The server sends a heartbeat when it has nothing to send. Nothing at all
+	// for two heartbeats, while fn waits for events, means the consumer is
+	// gone.
+	beat := time.NewTicker(scanHeartbeat)
+	defer beat.Stop()
+	var quiet int
+	var lastSeen uint64
 	for {
 		select {
 		case ev := <-evs:
@@ -143,19 +163,87 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 			}
 		case err := <-lost:
 			return err
+		case <-beat.C:
+			n := seen.Load()
+			if n != lastSeen || len(evs) > 0 {
+				lastSeen, quiet = n, 0
+			} else if quiet++; quiet == 2 {
+				return fmt.Errorf("%w: no message or heartbeat for %s", errScanLost, 2*scanHeartbeat)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-// event builds the undecoded Event of a scan's message and returns its
-// delivery sequence. It runs on the consumer's goroutine; decoding is left to
-// the scan's, so the two share the work.
-func event(m jetstream.Msg) (*Event, uint64, error) {
-	md, err := m.Metadata()
-	if err != nil {
-		return nil, 0, fmt.Errorf("event metadata: %w", err)
+// ackPrefix starts the reply subject of every JetStream message a consumer
+// delivers; control messages (flow control, heartbeats, status) have none.
+const ackPrefix = "$JS.ACK."
+
+// control answers a push consumer's control message: a flow control request
+// or a stalled consumer's heartbeat wants a reply; a deleted consumer is lost.
+func control(nc *nats.Conn, m *nats.Msg) error {
+	switch m.Header.Get("Status") {
+	case "100":
+		if m.Reply != "" { // flow control request
+			return m.Respond(nil)
+		}
+		if stalled := m.Header.Get("Nats-Consumer-Stalled"); stalled != "" {
+			return nc.Publish(stalled, nil)
+		}
+		return nil
+	case "409":
+		return fmt.Errorf("%w: %s", errScanLost, m.Header.Get("Description"))
 	}
-	return eventWith(m, md, true), md.Sequence.Consumer, nil
+	return nil
+}
+
+// event builds the undecoded Event of a scan's message and returns its
+// delivery sequence, from the message's ack subject. It runs on the
+// subscription's goroutine; decoding is left to the scan's, so the two share
+// the work.
+func event(m *nats.Msg) (*Event, uint64, error) {
+	md, err := ackMetadata(m.Reply)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &Event{Seq: md.sseq, Subject: m.Subject, Time: md.time, Data: m.Data, Header: m.Header, Pending: md.pending}, md.dseq, nil
+}
+
+// ackMeta is what a message's ack subject says of it.
+type ackMeta struct {
+	sseq, dseq, pending uint64
+	time                time.Time
+}
+
+// ackMetadata reads an ack subject: $JS.ACK.<stream>.<consumer>.<delivered>.
+// <stream seq>.<delivery seq>.<time>.<pending>, or with a domain and an
+// account hash after $JS.ACK and a token at the end (11 or 12 tokens).
+func ackMetadata(reply string) (ackMeta, error) {
+	var tok [12]string
+	n := 0
+	for rest, more := reply, true; more; n++ {
+		if n == len(tok) {
+			return ackMeta{}, fmt.Errorf("ack subject %q: too many tokens", reply)
+		}
+		tok[n], rest, more = strings.Cut(rest, ".")
+	}
+	var at int // the token of <delivered>
+	switch {
+	case n == 9:
+		at = 4
+	case n >= 11:
+		at = 6
+	default:
+		return ackMeta{}, fmt.Errorf("ack subject %q: %d tokens", reply, n)
+	}
+	var v [4]uint64 // stream seq, delivery seq, time, pending
+	for i := range v {
+		x, err := strconv.ParseUint(tok[at+1+i], 10, 64)
+		if err != nil {
+			return ackMeta{}, fmt.Errorf("ack subject %q: %w", reply, err)
+		}
+		v[i] = x
+	}
+	return ackMeta{sseq: v[0], dseq: v[1], time: time.Unix(0, int64(v[2])), pending: v[3]}, nil
 }

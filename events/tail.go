@@ -151,16 +151,11 @@ func eventOf(m jetstream.Msg, raw bool) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event metadata: %w", err)
 	}
-	return eventWith(m, md, raw), nil
-}
-
-// eventWith builds the Event of a message whose metadata has been read.
-func eventWith(m jetstream.Msg, md *jetstream.MsgMetadata, raw bool) *Event {
 	ev := &Event{Seq: md.Sequence.Stream, Subject: m.Subject(), Time: md.Timestamp, Data: m.Data(), Header: m.Headers(), Pending: md.NumPending}
 	if !raw {
 		ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
 	}
-	return ev
+	return ev, nil
 }
 
 // Read returns the events matching subject with stream sequence in [from, to]
