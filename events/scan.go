@@ -82,9 +82,7 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	var oc jetstream.OrderedConsumerConfig
-	from.apply(&oc)
-	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = oc.DeliverPolicy, oc.OptStartSeq, oc.OptStartTime
+	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = from.start()
 	cons, err := l.js.CreatePushConsumer(ctx, broker.Stream, cfg)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", subject, err)

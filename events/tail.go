@@ -62,18 +62,19 @@ func ParseCursor(s string, now time.Time) (Cursor, error) {
 	return Cursor{}, fmt.Errorf("--since %q: want all, new, a sequence number (42), an RFC 3339 time (2026-11-21T09:00:00Z) or a duration ago (10m)", s)
 }
 
-func (c Cursor) apply(cfg *jetstream.OrderedConsumerConfig) {
+// start is where a consumer reading from the cursor begins: its deliver
+// policy, with the start sequence or time that policy takes.
+func (c Cursor) start() (policy jetstream.DeliverPolicy, seq uint64, at *time.Time) {
 	switch {
 	case c.New:
-		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+		return jetstream.DeliverNewPolicy, 0, nil
 	case c.Seq > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.Seq
+		return jetstream.DeliverByStartSequencePolicy, c.Seq, nil
 	case !c.Time.IsZero():
 		t := c.Time
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	default:
-		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+		return jetstream.DeliverByStartTimePolicy, 0, &t
 	}
+	return jetstream.DeliverAllPolicy, 0, nil
 }
 
 // ReadOption changes how Tail, Scan and Read hand over events.
@@ -111,7 +112,7 @@ type Tail struct {
 // from the cursor on.
 func (l *Log) Tail(ctx context.Context, subject string, from Cursor, opts ...ReadOption) (*Tail, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
-	from.apply(&cfg)
+	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = from.start()
 	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tail %s: %w", subject, err)

@@ -333,6 +333,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
 				break
 			}
+			x, ok, got := (*event)(nil), false, false
 			if !live {
 				// A catch-up fills its batches while the reader keeps up:
 				// BatchDelay bounds only a wait for the next event. Cut at
@@ -340,30 +341,27 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 				// of events, and a DAG node or session touched by events a
 				// few thousand apart was written again in each.
 				select {
-				case x, ok := <-ch:
-					if !ok {
-						closed = true
-						break batch
-					}
-					e = x
-					continue
+				case x, ok = <-ch:
+					got = true
 				default:
 					timer.Reset(o.BatchDelay)
 				}
 			}
-			select {
-			case x, ok := <-ch:
-				if !ok {
-					closed = true
+			if !got {
+				select {
+				case x, ok = <-ch:
+				case <-timer.C:
 					break batch
+				case <-ctx.Done():
+					b.Close()
+					return fail(ctx.Err())
 				}
-				e = x
-			case <-timer.C:
-				break batch
-			case <-ctx.Done():
-				b.Close()
-				return fail(ctx.Err())
 			}
+			if !ok {
+				closed = true
+				break batch
+			}
+			e = x
 		}
 		// The previous batch must be in Pebble before objects are evicted: a
 		// fold reading an evicted key must find its latest value there.

@@ -254,10 +254,10 @@ func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	if info, ok := catalogue[env.Type]; ok && payload && p == nil && len(env.Payload) > 0 {
-		// Another encoder put the type after the payload.
-		v := reflect.New(info.payload).Interface()
-		if decodePayloadInto(env, v) == nil {
+	if payload && p == nil && len(env.Payload) > 0 {
+		// Another encoder put the type after the payload (or the payload does
+		// not decode, and Validate says why).
+		if v, err := NewPayload(env.Type); err == nil && decodePayloadInto(env, v) == nil {
 			env.checked, p = env.Payload, v
 		}
 	}
@@ -290,29 +290,49 @@ func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelop
 			}
 			continue
 		}
-		start := len(b) - rd.Len()
-		if info, ok := catalogue[env.Type]; ok && payload {
-			v := reflect.New(info.payload).Interface()
-			if d.Decode(v) == nil {
-				end := len(b) - rd.Len()
-				env.Payload = b[start:end:end]
-				env.checked = env.Payload // Validate need not decode it again
+		if payload {
+			v, err := decodePayloadInPlace(d, rd, b, env)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
 				p = v
 				continue
 			}
-			if _, err := rd.Seek(int64(start), io.SeekStart); err != nil {
-				return nil, err
-			}
-			d.ResetReader(rd)
 		}
 		// Slice the payload out of the input instead of recording it through
 		// the decoder: one copy, no per-token allocations.
+		start := len(b) - rd.Len()
 		if err := d.Skip(); err != nil {
 			return nil, fmt.Errorf("field %q: %w", key, err)
 		}
 		env.Payload = bytes.Clone(b[start : len(b)-rd.Len()])
 	}
 	return p, nil
+}
+
+// decodePayloadInPlace decodes the payload at the reader into the struct of
+// env.Type, known by now when the encoder wrote the type first, and slices its
+// bytes out of b. It returns nil, with the reader back at the payload, when
+// the type is not known yet or the payload does not decode.
+func decodePayloadInPlace(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelope) (any, error) {
+	t, ok := PayloadType(env.Type)
+	if !ok {
+		return nil, nil
+	}
+	v := reflect.New(t).Interface()
+	start := len(b) - rd.Len()
+	if d.Decode(v) == nil {
+		end := len(b) - rd.Len()
+		env.Payload = b[start:end:end]
+		env.checked = env.Payload // Validate need not decode it again
+		return v, nil
+	}
+	if _, err := rd.Seek(int64(start), io.SeekStart); err != nil {
+		return nil, err
+	}
+	d.ResetReader(rd)
+	return nil, nil
 }
 
 // readKey returns the next map key. Envelope keys are short (msgpack fixstr), so
