@@ -107,14 +107,22 @@ type benchReport struct {
 	Pass        bool                    `json:"pass"`
 }
 
+// cpuPerOp describes a measure's CPU cost, if it has one.
+func cpuPerOp(m eventbench.Measure) string {
+	if m.CPUPerOp == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f µs CPU/op", m.CPUPerOp)
+}
+
 func printComparisons(f *Factory, opts *BenchOptions, name string, cs []eventbench.Comparison) error {
 	if opts.JSON {
 		return f.IO.printJSON(newBenchReport(name, cs))
 	}
 	for _, c := range cs {
 		fmt.Fprintln(f.IO.Out, c)
-		fmt.Fprintf(f.IO.Out, "    sylk:     %-40s %8d ops in %.3fs, %.1f allocs/op\n", c.Sylk.Name, c.Sylk.Ops, c.Sylk.Seconds, c.Sylk.AllocsPerOp)
-		fmt.Fprintf(f.IO.Out, "    baseline: %-40s %8d ops in %.3fs\n", c.Baseline.Name, c.Baseline.Ops, c.Baseline.Seconds)
+		fmt.Fprintf(f.IO.Out, "    sylk:     %-40s %8d ops in %.3fs, %.1f allocs/op%s\n", c.Sylk.Name, c.Sylk.Ops, c.Sylk.Seconds, c.Sylk.AllocsPerOp, cpuPerOp(c.Sylk))
+		fmt.Fprintf(f.IO.Out, "    baseline: %-40s %8d ops in %.3fs%s\n", c.Baseline.Name, c.Baseline.Ops, c.Baseline.Seconds, cpuPerOp(c.Baseline))
 	}
 	return nil
 }

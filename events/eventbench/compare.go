@@ -16,6 +16,11 @@ type Measure struct {
 	PerSec      float64 `json:"per_sec"`
 	AllocsPerOp float64 `json:"allocs_per_op,omitempty"`
 	BytesPerOp  float64 `json:"bytes_per_op,omitempty"`
+	// CPUPerOp is the CPU time, in microseconds, that the whole process (an
+	// embedded server's goroutines included) spent per op: on a machine whose
+	// cores are all busy, speed is 1/CPUPerOp times the cores, and a ratio of
+	// two CPU costs is steadier than one of two wall times.
+	CPUPerOp float64 `json:"cpu_us_per_op,omitempty"`
 }
 
 // Comparison is Sylk's measure beside its baseline's. Ratio is Sylk's speed
@@ -52,14 +57,16 @@ func (c Comparison) String() string {
 }
 
 // Time runs fn, which performs ops operations, and measures it with its
-// allocations.
+// allocations and the process's CPU time.
 func Time(name string, ops int, fn func() error) (Measure, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0 := processCPU()
 	start := time.Now()
 	err := fn()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&after)
 	m := Measure{Name: name, Ops: ops, Seconds: elapsed.Seconds()}
 	if elapsed > 0 {
@@ -68,6 +75,7 @@ func Time(name string, ops int, fn func() error) (Measure, error) {
 	if ops > 0 {
 		m.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(ops)
 		m.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(ops)
+		m.CPUPerOp = float64(cpu) / float64(time.Microsecond) / float64(ops)
 	}
 	return m, err
 }
