@@ -27,9 +27,15 @@ func newBenchRouteCmd(f *Factory) *cobra.Command {
 answers at once, and the answer is appended: append -> Guide -> agent -> reply.
 Throughput is compared with raw JetStream async publish (target ratio >= 0.25);
 latency, sampled at a steady rate on both sides, with raw publish-to-delivery
-(target: p50 and p99 at most 3x raw, a ratio >= 0.33). For reference it also
-runs the same two hops in bare JetStream (consume, publish, ack): the ceiling of
-any design that stores every hop.
+(target: p50 and p99 at most 3x raw, a ratio >= 0.33).
+
+The lines marked "ceiling" run the same two hops in bare JetStream, with
+messages of Sylk's shape (body, headers, subjects, consumer filters) and no
+runtime at all: each consumer publishes the next hop without waiting and acks
+once it is stored. Their ratios are the best any design that stores every hop
+can reach on this machine; Sylk's own lines are also compared with them. Each
+measure prints the CPU time the process spent per op, the embedded server's
+included: when both cores are busy, that cost is what sets the rate.
 
 Then a DAG of --nodes no-op tool nodes (as 'sylk bench dag'): the runtime's own
 overhead per node and nodes per second.`,
