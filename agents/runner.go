@@ -360,10 +360,6 @@ func (r *Runner) waitCaughtUp(ctx context.Context) error {
 // crash part-way the redelivery appends the missing ones and the stream drops
 // the rest as duplicates.
 func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) error {
-	if len(outs) == 1 {
-		_, err := r.log.Append(ctx, outs[0])
-		return classifyAppend(err)
-	}
 	pending := make([]events.PendingAppend, 0, len(outs))
 	for _, e := range outs {
 		p, err := r.log.AppendAsync(e)
