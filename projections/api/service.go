@@ -20,6 +20,7 @@ import (
 // own goroutine, so a slow one (verify, a min_seq wait) holds up no other.
 type Service struct {
 	svc    micro.Service
+	nc     *nats.Conn
 	store  *projections.Store
 	src    projections.Source
 	log    *slog.Logger
@@ -34,7 +35,7 @@ func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src pro
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Service{store: store, src: src, log: log}
+	s := &Service{nc: nc, store: store, src: src, log: log}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
@@ -70,21 +71,26 @@ func (s *Service) Stop() error {
 
 type handler func(ctx context.Context, req *Request) (any, error)
 
+// wrap runs h in a goroutine of its own. That goroutine answers on the
+// connection, not through the micro.Request: micro reads the request's error
+// for its stats once the handler returns, so answering through it from
+// another goroutine would race with that read.
 func (s *Service) wrap(subject string, h handler) micro.Handler {
 	return micro.HandlerFunc(func(r micro.Request) {
+		data, reply := r.Data(), r.Reply()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serve(subject, h, r)
+			s.serve(subject, h, data, reply)
 		}()
 	})
 }
 
-func (s *Service) serve(subject string, h handler, r micro.Request) {
+func (s *Service) serve(subject string, h handler, data []byte, reply string) {
 	req := &Request{}
-	if len(r.Data()) > 0 {
-		if err := json.Unmarshal(r.Data(), req); err != nil {
-			s.respondError(r, subject, fmt.Errorf("%w: %s: the body is not a JSON request: %w", errBadRequest, subject, err))
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, req); err != nil {
+			s.respondError(reply, subject, fmt.Errorf("%w: %s: the body is not a JSON request: %w", errBadRequest, subject, err))
 			return
 		}
 	}
@@ -93,32 +99,36 @@ func (s *Service) serve(subject string, h handler, r micro.Request) {
 		err := s.store.WaitFor(wctx, req.MinSeq)
 		cancel()
 		if err != nil {
-			s.respondError(r, subject, fmt.Errorf("%w: the projections did not reach seq %d: %w", errTimeout, req.MinSeq, err))
+			s.respondError(reply, subject, fmt.Errorf("%w: the projections did not reach seq %d: %w", errTimeout, req.MinSeq, err))
 			return
 		}
 	}
 	out, err := h(s.ctx, req)
 	if err != nil {
-		s.respondError(r, subject, err)
+		s.respondError(reply, subject, err)
 		return
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
-		s.respondError(r, subject, err)
+		s.respondError(reply, subject, err)
 		return
 	}
-	if err := r.Respond(body); err != nil {
-		s.log.Warn("api: respond", "subject", subject, "err", err)
-	}
+	s.respond(subject, &nats.Msg{Subject: reply, Data: body})
 }
 
-func (s *Service) respondError(r micro.Request, subject string, err error) {
+// respondError answers with a micro error reply: the code and description in
+// its headers, as micro.Request.Error sends them.
+func (s *Service) respondError(reply, subject string, err error) {
 	c := code(err)
 	if c == CodeInternal {
 		s.log.Warn("api: request failed", "subject", subject, "err", err)
 	}
-	if rerr := r.Error(c, err.Error(), nil); rerr != nil {
-		s.log.Warn("api: respond", "subject", subject, "err", rerr)
+	s.respond(subject, &nats.Msg{Subject: reply, Header: nats.Header{micro.ErrorHeader: {err.Error()}, micro.ErrorCodeHeader: {c}}})
+}
+
+func (s *Service) respond(subject string, m *nats.Msg) {
+	if err := s.nc.PublishMsg(m); err != nil {
+		s.log.Warn("api: respond", "subject", subject, "err", err)
 	}
 }
 
