@@ -300,7 +300,7 @@ type chain struct {
 
 func newChain(ctx context.Context, b *broker.Broker, inflight int) (*chain, func(), error) {
 	js := b.JetStream()
-	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
+	env, err := contextRequest(0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -431,11 +431,19 @@ func (c *chain) run(ctx context.Context, n int, pace *pacer) (eventbench.Measure
 			return ctx.Err()
 		}
 	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return m, c.lats, err
 }
 
 // routeSessions is how many sessions the routed path's messages are spread over.
 const routeSessions = 32
+
+// contextRequest is the routed path's message: an unaddressed context request
+// from the user in session S<session>.
+func contextRequest(session int) (*schemas.Envelope, error) {
+	return schemas.New(schemas.TypeContextRequest, fmt.Sprintf("S%d", session), "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
+}
 
 // routed appends n unaddressed context requests and waits for every answer;
 // each latency is from before the append to the answer's arrival.
@@ -465,7 +473,7 @@ func routed(ctx context.Context, b *broker.Broker, n int, pace *pacer) (eventben
 	defer sub.Unsubscribe()
 	envs := make([]*schemas.Envelope, n)
 	for i := range envs {
-		if envs[i], err = schemas.New(schemas.TypeContextRequest, fmt.Sprintf("S%d", i%routeSessions), "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"}); err != nil {
+		if envs[i], err = contextRequest(i % routeSessions); err != nil {
 			return eventbench.Measure{}, nil, err
 		}
 	}

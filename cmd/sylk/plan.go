@@ -177,24 +177,31 @@ approves it at once); otherwise it waits for 'sylk plan approve'.`,
 		Example: `  sylk plan modify "run the race detector too"
   sylk plan modify 0f6c2a "no network access in the tests" --yes`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Text = args[len(args)-1]
-			if len(args) == 2 {
-				opts.ID = args[0]
-			}
-			if strings.TrimSpace(opts.Text) == "" {
-				return usagef("FEEDBACK is empty: say what should change (or use 'sylk plan reject')")
-			}
-			if err := opts.check(); err != nil {
-				return err
-			}
-			opts.Interactive = stdinTerminal(f.IO.In)
-			return planAnswerRun(cmd.Context(), f, opts, schemas.TypePlanModified)
-		},
+		RunE: textAnswerRunE(f, opts, schemas.TypePlanModified, "FEEDBACK is empty: say what should change (or use 'sylk plan reject')"),
 	}
 	opts.bind(cmd, true)
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the new plan without asking")
 	return cmd
+}
+
+// textAnswerRunE runs a command whose arguments are [ID] TEXT: it sends TEXT
+// as an event of type t to what waits on the user, and refuses an empty TEXT
+// with the usage error empty.
+func textAnswerRunE(f *Factory, opts *PlanOptions, t schemas.Type, empty string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		opts.Text = args[len(args)-1]
+		if len(args) == 2 {
+			opts.ID = args[0]
+		}
+		if strings.TrimSpace(opts.Text) == "" {
+			return usagef("%s", empty)
+		}
+		if err := opts.check(); err != nil {
+			return err
+		}
+		opts.Interactive = stdinTerminal(f.IO.In)
+		return planAnswerRun(cmd.Context(), f, opts, t)
+	}
 }
 
 func newPlanAnswerCmd(f *Factory) *cobra.Command {
@@ -208,20 +215,7 @@ as 'sylk run' does.`,
 		Example: `  sylk plan answer "the YAML loader in internal/config"
   sylk plan answer --session s-1a2b3c4d "B" --yes`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Text = args[len(args)-1]
-			if len(args) == 2 {
-				opts.ID = args[0]
-			}
-			if strings.TrimSpace(opts.Text) == "" {
-				return usagef("ANSWER is empty")
-			}
-			if err := opts.check(); err != nil {
-				return err
-			}
-			opts.Interactive = stdinTerminal(f.IO.In)
-			return planAnswerRun(cmd.Context(), f, opts, schemas.TypeClarificationResponse)
-		},
+		RunE: textAnswerRunE(f, opts, schemas.TypeClarificationResponse, "ANSWER is empty"),
 	}
 	opts.bind(cmd, true)
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the plan that follows without asking")
