@@ -93,8 +93,28 @@ func entry[P any](doc string) typeInfo {
 	return typeInfo{doc: doc, payload: reflect.TypeFor[P]()}
 }
 
-// catalogue is immutable after package initialisation.
-var catalogue = map[Type]typeInfo{
+// catalogue is immutable after package initialisation. Each area of the runtime
+// keeps its types in a table of its own (coreTypes here; the others beside their
+// payloads), joined once here.
+var catalogue = joinCatalogues(coreTypes)
+
+// joinCatalogues merges the areas' tables; a type named twice is a programming
+// error caught by the first test that loads the package.
+func joinCatalogues(tables ...map[Type]typeInfo) map[Type]typeInfo {
+	out := make(map[Type]typeInfo)
+	for _, t := range tables {
+		for k, v := range t {
+			if _, dup := out[k]; dup {
+				panic("schemas: type " + string(k) + " is in two catalogue tables")
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// coreTypes are the seed's message types and the runtime's own.
+var coreTypes = map[Type]typeInfo{
 	TypeUserInput:                  entry[UserInput]("User message; the Guide classifies and routes it."),
 	TypeUserResponse:               entry[UserResponse]("User's answer to an agent's question."),
 	TypeSessionCreate:              entry[SessionCreate]("Create a session."),
