@@ -1,26 +1,47 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// commands lists the top-level commands.
-func commands(f *Factory) []*cobra.Command {
+	"github.com/sylk/sylk/cmd/sylk/bench"
+	"github.com/sylk/sylk/cmd/sylk/consumer"
+	"github.com/sylk/sylk/cmd/sylk/dag"
+	"github.com/sylk/sylk/cmd/sylk/dlq"
+	"github.com/sylk/sylk/cmd/sylk/history"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/plan"
+	"github.com/sylk/sylk/cmd/sylk/projections"
+	"github.com/sylk/sylk/cmd/sylk/publish"
+	"github.com/sylk/sylk/cmd/sylk/replay"
+	runcmd "github.com/sylk/sylk/cmd/sylk/run"
+	"github.com/sylk/sylk/cmd/sylk/schema"
+	"github.com/sylk/sylk/cmd/sylk/serve"
+	"github.com/sylk/sylk/cmd/sylk/session"
+	"github.com/sylk/sylk/cmd/sylk/signal"
+	"github.com/sylk/sylk/cmd/sylk/tail"
+	"github.com/sylk/sylk/cmd/sylk/usage"
+)
+
+// commands lists the top-level commands, one line a group: a new group is a
+// package cmd/sylk/<group> with NewCmd<Group>, added here.
+func commands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
-		newServeCmd(f, nil),
-		newRunCmd(f),
-		newPlanCmd(f),
-		newUsageCmd(f),
-		newPublishCmd(f, nil),
-		newTailCmd(f, nil),
-		newConsumerCmd(f),
-		newSchemaCmd(f),
-		newBenchCmd(f),
-		newSignalCmd(f),
-		newDLQCmd(f),
-		newSessionCmd(f),
-		newReplayCmd(f),
-		newDAGCmd(f),
-		newCheckpointCmd(f),
-		newHistoryCmd(f),
-		newProjectionsCmd(f),
+		serve.NewCmdServe(f, nil),
+		runcmd.NewCmdRun(f),
+		plan.NewCmdPlan(f),
+		usage.NewCmdUsage(f),
+		publish.NewCmdPublish(f, nil),
+		tail.NewCmdTail(f, nil),
+		consumer.NewCmdConsumer(f),
+		schema.NewCmdSchema(f),
+		bench.NewCmdBench(f),
+		signal.NewCmdSignal(f),
+		dlq.NewCmdDLQ(f),
+		session.NewCmdSession(f),
+		replay.NewCmdReplay(f),
+		dag.NewCmdDAG(f),
+		dag.NewCmdCheckpoint(f),
+		history.NewCmdHistory(f),
+		projections.NewCmdProjections(f),
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/cmd/sylk/internal/conversation"
+	"github.com/sylk/sylk/cmd/sylk/internal/server"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -103,7 +105,7 @@ func TestCrashSafety(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sylk run --detach: %v\n%s", err, out)
 	}
-	var submitted runOutcome
+	var submitted conversation.Outcome
 	if err := json.Unmarshal(out, &submitted); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func verifyProjections(t *testing.T, data string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	store, err := projections.Open(ctx, projections.Options{Dir: ProjectionsDir(data)})
+	store, err := projections.Open(ctx, projections.Options{Dir: server.ProjectionsDir(data)})
 	if err != nil {
 		t.Fatal(err)
 	}

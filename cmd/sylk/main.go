@@ -4,8 +4,10 @@ package main
 
 import (
 	"os"
+
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], defaultIO()))
+	os.Exit(run(os.Args[1:], cmdutil.DefaultIO()))
 }

@@ -19,11 +19,12 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"sylk": func() { os.Exit(run(os.Args[1:], defaultIO())) },
+		"sylk": func() { os.Exit(run(os.Args[1:], cmdutil.DefaultIO())) },
 	})
 }
 

@@ -4,40 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 )
-
-// Exit codes, mapped in one place.
-const (
-	exitOK      = 0
-	exitError   = 1
-	exitUsage   = 2
-	exitFailure = 3 // the command ran, and what it ran failed (a DAG, a verify)
-)
-
-// errSilent marks an error already reported to the user.
-var errSilent = errors.New("silent")
-
-// usageError is a mistake in how a command was called.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // run executes the CLI and returns the process exit code. SIGINT and SIGTERM
 // cancel the command's context, so deferred shutdown of the broker and stores
 // always runs.
-func run(args []string, io *IOStreams) int {
+func run(args []string, io *cmdutil.IOStreams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f := newFactory(io)
+	f := cmdutil.NewFactory(io)
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
@@ -48,31 +30,26 @@ func run(args []string, io *IOStreams) int {
 	return exitCode(err, io)
 }
 
-func exitCode(err error, io *IOStreams) int {
+func exitCode(err error, io *cmdutil.IOStreams) int {
 	if err == nil {
-		return exitOK
+		return cmdutil.ExitOK
 	}
-	var ee exitCodeError
+	var ee cmdutil.ExitCodeError
 	switch {
 	case errors.As(err, &ee):
-		return ee.code
-	case errors.Is(err, errSilent):
-		return exitError
+		return ee.Code
+	case errors.Is(err, cmdutil.ErrSilent):
+		return cmdutil.ExitError
 	}
 	fmt.Fprintln(io.ErrOut, "error:", err)
-	var ue usageError
+	var ue cmdutil.UsageError
 	if errors.As(err, &ue) {
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
-	return exitError
+	return cmdutil.ExitError
 }
 
-// exitCodeError ends the command with a code after it has printed its own result.
-type exitCodeError struct{ code int }
-
-func (e exitCodeError) Error() string { return fmt.Sprintf("exit %d", e.code) }
-
-func newRootCmd(f *Factory) *cobra.Command {
+func newRootCmd(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sylk",
 		Short: "Sylk: an event-sourced multi-agent runtime",
@@ -92,24 +69,15 @@ Start here:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.configure(cmd)
+			return f.Configure(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		return cmdutil.UsageError{Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
-	f.bindGlobalFlags(root)
+	f.BindGlobalFlags(root)
 	for _, c := range commands(f) {
 		root.AddCommand(c)
 	}
 	return root
-}
-
-func logLevel(name string) (slog.Level, error) {
-	var l slog.Level
-	err := l.UnmarshalText([]byte(name))
-	if err != nil {
-		return l, usagef("--log-level %q: use debug, info, warn or error", name)
-	}
-	return l, nil
 }

@@ -1,0 +1,101 @@
+package cmdutil
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/sylk/sylk/agents/llm"
+)
+
+// Config is Sylk's configuration. Layers, each over the one before: built-in
+// defaults, the user's config ($XDG_CONFIG_HOME/sylk/config.yaml), the project's
+// .sylk/config.yaml (found from the working directory up), SYLK_* variables,
+// then command-line flags. Unknown keys are errors.
+type Config struct {
+	Data     string `yaml:"data"`
+	NATSURL  string `yaml:"nats_url"`
+	Listen   string `yaml:"listen"`
+	Sync     string `yaml:"sync"`
+	LogLevel string `yaml:"log_level"`
+	// AckWait is how long an agent may hold a message without a sign of life
+	// before it is given to another process (a crashed agent's work is retried
+	// after it): a Go duration.
+	AckWait  string `yaml:"ack_wait"`
+	Token    string `yaml:"token"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// LLM is the LLM tier: an OpenAI-compatible endpoint, the model (per
+	// agent if wanted), token budgets and the call policy (llm.Config: base_url,
+	// model, agent_models, budgets {global, session, task}, prices,
+	// max_context_tokens, max_tokens, no_stream, timeout, retries,
+	// concurrency...). The API key comes only from the environment
+	// (SYLK_LLM_API_KEY or OPENAI_API_KEY), never from a file.
+	LLM llm.Config `yaml:"llm"`
+	// Permissions maps an agent to the tools it may use, over the defaults.
+	Permissions map[string][]string `yaml:"permissions"`
+}
+
+// configFiles returns the config files that exist, lowest precedence first.
+func configFiles() []string {
+	var files []string
+	userDir := os.Getenv("XDG_CONFIG_HOME")
+	if userDir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			userDir = filepath.Join(home, ".config")
+		}
+	}
+	if userDir != "" {
+		files = append(files, filepath.Join(userDir, "sylk", "config.yaml"))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			p := filepath.Join(dir, ".sylk", "config.yaml")
+			if _, err := os.Stat(p); err == nil {
+				files = append(files, p)
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return files
+}
+
+// loadConfig reads the config files, then the SYLK_* variables (the LLM's
+// with llm.Config.FromEnv, which also reads OPENAI_API_KEY and
+// OPENAI_BASE_URL).
+func loadConfig() (Config, error) {
+	var cfg Config
+	for _, path := range configFiles() {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return cfg, err
+		}
+		if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+		}
+	}
+	for env, field := range map[string]*string{
+		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
+		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token, "SYLK_ACK_WAIT": &cfg.AckWait,
+	} {
+		if v, ok := os.LookupEnv(env); ok {
+			*field = v
+		}
+	}
+	if err := cfg.LLM.FromEnv(os.LookupEnv); err != nil {
+		return cfg, UsageError{Err: err}
+	}
+	return cfg, nil
+}

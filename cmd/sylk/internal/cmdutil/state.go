@@ -1,0 +1,132 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/sylk/sylk/cmd/sylk/internal/server"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/projections/api"
+)
+
+// StateReader is where a command reads projected state. With `sylk serve`
+// running it asks the server (sylk.api.>); with none, the factory has started
+// an embedded broker for the command, and the command opens the projections
+// store itself and catches up from the stream. Both answer through
+// projections.Reader, so both modes print the same thing.
+type StateReader struct {
+	projections.Reader
+	// Store is the local store (local mode), Client the server's API (server
+	// mode): one of them is set.
+	Store  *projections.Store
+	Client *api.Client
+	// Log is the event log the state is read from.
+	Log *events.Log
+}
+
+// State returns the reader for this command, caught up with the stream.
+func (f *Factory) State(ctx context.Context) (*StateReader, error) {
+	return f.OpenState(ctx, true)
+}
+
+// OpenState returns the reader for this command, caught up with the stream
+// if catchUp.
+func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, error) {
+	b, err := f.Broker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &StateReader{Log: events.New(b.JetStream())}
+	if !b.Embedded() {
+		c := api.NewClient(b.Conn())
+		err := c.Ping(ctx)
+		if err == nil {
+			r.Reader, r.Client = c, c
+			return r, nil
+		}
+		if !errors.Is(err, api.ErrNoServer) {
+			return nil, err
+		}
+		// An external NATS with no sylk server on it: read the local store.
+	}
+	store, err := projections.Open(ctx, projections.Options{Dir: server.ProjectionsDir(f.BrokerOptions().DataDir), Logger: slog.Default()})
+	if err != nil {
+		return nil, err
+	}
+	r.Reader, r.Store = store, store
+	if catchUp {
+		if err := r.catchUp(ctx, f.IO); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// catchUp folds what the stream holds into the local store, showing progress
+// on a terminal when that takes a while.
+func (r *StateReader) catchUp(ctx context.Context, io *IOStreams) error {
+	p := r.Store.Projector(r.Log)
+	last, err := r.Log.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if !io.Terminal || last-r.Store.Cursor() < 50_000 {
+		_, err := p.CatchUp(ctx)
+		return err
+	}
+	fmt.Fprintf(io.ErrOut, "catching up the projections with %d events (sylk serve keeps them current)\n", last-r.Store.Cursor())
+	_, err = p.CatchUp(ctx)
+	return err
+}
+
+// Sync makes the reader's answers reflect stream sequence seq (an append of
+// this command).
+func (r *StateReader) Sync(ctx context.Context, seq uint64) error {
+	if r.Client != nil {
+		r.Client.MinSeq = max(r.Client.MinSeq, seq)
+		return r.Client.WaitFor(ctx, seq)
+	}
+	if _, err := r.Store.Projector(r.Log).CatchUp(ctx); err != nil {
+		return err
+	}
+	return r.Store.WaitFor(ctx, seq)
+}
+
+// Rejected returns why the projections refused the event at seq, if they did.
+func (r *StateReader) Rejected(ctx context.Context, seq uint64) (*projections.Rejection, error) {
+	rs, err := r.Rejections(ctx, projections.RejectionFilter{Seq: seq})
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// Verify rebuilds in memory and compares, on the server or locally.
+func (r *StateReader) Verify(ctx context.Context) (*projections.VerifyReport, error) {
+	if r.Client != nil {
+		return r.Client.Verify(ctx)
+	}
+	return r.Store.Verify(ctx, r.Log)
+}
+
+// Close closes a local store.
+func (r *StateReader) Close() {
+	if r.Store != nil {
+		if err := r.Store.Close(); err != nil {
+			slog.Warn("closing the projections store", "err", err)
+		}
+		r.Store = nil
+	}
+}
+
+// SessionNotFound words the error for an unknown session id.
+func SessionNotFound(id string, err error) error {
+	if errors.Is(err, projections.ErrNotFound) {
+		return fmt.Errorf("%w ('sylk session list' shows the sessions)", err)
+	}
+	return err
+}

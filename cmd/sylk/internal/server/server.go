@@ -1,0 +1,207 @@
+// Package server is the runtime `sylk serve` runs, and that a command runs
+// for its own duration when no server owns the data directory: the broker,
+// the projections store with its query API, the projector and the agents.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/tools"
+)
+
+// Server is a running broker with the projections store and the components
+// `sylk serve` runs over them.
+type Server struct {
+	broker *broker.Broker
+	store  *projections.Store
+	api    *api.Service
+	cancel context.CancelFunc
+	group  *errgroup.Group
+	// failed is closed when a component returns an error.
+	failed <-chan struct{}
+}
+
+// serverComponent runs beside the broker until ctx ends.
+type serverComponent struct {
+	name string
+	run  func(ctx context.Context, s *Server) error
+}
+
+// ProjectionsDir is where the Pebble projections live in a data directory.
+func ProjectionsDir(dataDir string) string { return filepath.Join(dataDir, "projections") }
+
+// Options say what a server runs.
+type Options struct {
+	// Broker is the broker to start (DeferInfo is set here).
+	Broker broker.Options
+	// Runtime is the agents' configuration; the agents component adds the
+	// stream, the store and the LLM client.
+	Runtime runtime.Config
+	// LLM returns the LLM configuration, checked: llm.ErrNotConfigured
+	// means the agents run without one.
+	LLM func() (llm.Config, error)
+}
+
+// Start starts an embedded broker on the data directory, opens the
+// projections store and runs the server's components over them.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	opts := o.Broker
+	opts.DeferInfo = true
+	b, err := broker.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	store, err := projections.Open(ctx, projections.Options{Dir: ProjectionsDir(opts.DataDir), Logger: slog.Default()})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("projections: %w", err), b.Close())
+	}
+	// The query API answers before server.json says the server is up: a client
+	// that finds the file finds the API.
+	svc, err := api.Serve(ctx, b.Conn(), store, events.New(b.JetStream()), slog.Default())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("api: %w", err), store.Close(), b.Close())
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(cctx)
+	s := &Server{broker: b, store: store, api: svc, cancel: cancel, group: g, failed: gctx.Done()}
+	for _, c := range components(o) {
+		g.Go(func() error {
+			err := c.run(gctx, s)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				slog.Error("server component failed", "component", c.name, "err", err)
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		})
+	}
+	if err := b.PublishInfo(); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+// Settle waits until every agent has nothing pending or unacked (the
+// Archivalist's entry for a workflow that just ended, a last notice), so that
+// stopping an embedded server cuts nothing off. A cancelled ctx (Ctrl-C) skips
+// it.
+func (s *Server) Settle(ctx context.Context, within time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !s.idle(ctx) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) idle(ctx context.Context) bool {
+	stream, err := s.broker.JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		return false
+	}
+	lister := stream.ListConsumers(ctx)
+	for c := range lister.Info() {
+		if strings.HasPrefix(c.Name, "agent-") && (c.NumPending > 0 || c.NumAckPending > 0) {
+			return false
+		}
+	}
+	return lister.Err() == nil
+}
+
+// Broker is the server's broker: the connection its components use.
+func (s *Server) Broker() *broker.Broker { return s.broker }
+
+// Failed is closed when a component returns an error.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// Stop ends the components and the API, then closes the store and the broker.
+func (s *Server) Stop() error {
+	s.cancel()
+	err := s.group.Wait()
+	return errors.Join(err, s.api.Stop(), s.store.Close(), s.broker.Close())
+}
+
+// components lists what runs beside the broker: the projector folding the
+// stream into the store, and the agents.
+func components(o Options) []serverComponent {
+	return []serverComponent{
+		{"projector", func(ctx context.Context, s *Server) error {
+			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
+		}},
+		{"agents", func(ctx context.Context, s *Server) error {
+			cfg := o.Runtime
+			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
+			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
+			if err != nil {
+				return err
+			}
+			cfg.LLM = client
+			err = runtime.Run(ctx, cfg)
+			return errors.Join(err, closeLLM())
+		}},
+	}
+}
+
+// startLLM makes the LLM client the agents share, when an LLM is configured:
+// calls recorded in the store, budgets counted by a ledger that folds every
+// llm_usage event of the stream and follows new ones (so they hold across
+// processes and restarts), tokens streamed live on core NATS, secrets
+// redacted before anything is sent or recorded. A rate-limit pause left
+// behind by a process that stopped is ended first. stop must be called
+// after the agents stop: it ends a pause this client started and stops the
+// ledger.
+func startLLM(ctx context.Context, llmConfig func() (llm.Config, error), s *Server, secrets tools.SecretOptions) (client *llm.Client, stop func() error, err error) {
+	cfg, err := llmConfig()
+	if errors.Is(err, llm.ErrNotConfigured) {
+		return nil, func() error { return nil }, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cfg.APIKey) >= 4 {
+		secrets.Values = append(slices.Clone(secrets.Values), cfg.APIKey)
+	}
+	red, err := tools.NewRedactor(secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := events.New(s.broker.JetStream())
+	ledger := llm.NewLedger()
+	stopLedger, err := ledger.Follow(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err = llm.NewClient(cfg, llm.Deps{Records: s.store, Usage: ledger, Live: s.broker.Conn(), Redactor: red, Logger: slog.Default()})
+	if err != nil {
+		stopLedger()
+		return nil, nil, err
+	}
+	if err := client.ResumeStalePause(ctx, log); err != nil {
+		slog.Warn("llm: a rate-limit pause left by a stopped process was not ended", "err", err)
+	}
+	slog.Info("llm", "endpoint", cfg.String(), "budget_global", cfg.Budgets.Global, "budget_session", cfg.Budgets.Session, "budget_task", cfg.Budgets.Task)
+	return client, func() error {
+		err := client.Close()
+		stopLedger()
+		return err
+	}, nil
+}

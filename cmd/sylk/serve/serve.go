@@ -1,0 +1,110 @@
+// Package serve is `sylk serve`: the server (broker, projections, agents) in
+// the foreground.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+)
+
+// ServeOptions are the flags of `sylk serve`.
+type ServeOptions struct {
+	Listen   string
+	Sync     string
+	Token    string
+	User     string
+	Password string
+	AckWait  time.Duration
+}
+
+func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory, *ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Sylk server in the foreground",
+		Long: `Run the broker (embedded NATS JetStream on the data directory), the projections
+and the agents until interrupted (Ctrl-C or SIGTERM stop it cleanly).
+
+The server writes <data>/server.json with its URL (and credentials when
+authentication is on) so other sylk commands and any NATS client can find it.
+Only one server may own a data directory; a second one fails at once.
+
+With --nats-url, serve starts no broker: it runs its projections (in its own
+--data) and its agents against that NATS server's streams, beside any other
+serve on it. Agents of one kind share their durable consumer, so this is how
+the work spreads over processes and machines.`,
+		Example: `  sylk serve
+  sylk serve --listen 127.0.0.1:4333 --sync interval
+  sylk serve --listen none          # reachable only from this process
+  sylk serve --token s3cret         # clients must present the token
+  sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flags := cmd.Flags()
+			if !flags.Changed("listen") && f.Cfg.Listen != "" {
+				opts.Listen = f.Cfg.Listen
+			}
+			if !flags.Changed("sync") && f.Cfg.Sync != "" {
+				opts.Sync = f.Cfg.Sync
+			}
+			if !flags.Changed("token") {
+				opts.Token = f.Cfg.Token
+			}
+			if flags.Changed("ack-wait") {
+				f.Cfg.AckWait = opts.AckWait.String()
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return serveRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Listen, "listen", broker.DefaultListen, `address for NATS clients, HOST:PORT, or "none"`)
+	cmd.Flags().StringVar(&opts.Sync, "sync", broker.SyncAlways, `"always": fsync before every ack (durable); "interval": flush every 2s (fast)`)
+	cmd.Flags().StringVar(&opts.Token, "token", "", "require this token from clients")
+	cmd.Flags().StringVar(&opts.User, "user", "", "require this user (with --password) from clients")
+	cmd.Flags().StringVar(&opts.Password, "password", "", "password for --user")
+	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", agents.DefaultAckWait, "how soon the work of an agent that died is handed to another (agents working on long tools report in, so this is no time limit)")
+	return cmd
+}
+
+func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error {
+	bopts := f.BrokerOptions()
+	bopts.Listen, bopts.Sync, bopts.Token, bopts.User, bopts.Password = opts.Listen, opts.Sync, opts.Token, opts.User, opts.Password
+	bopts.Name = "sylk-serve"
+	srv, err := f.StartServer(ctx, bopts)
+	if err != nil {
+		return err
+	}
+	if srv.Broker().Embedded() {
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.Broker().URL()), bopts.Sync)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving projections (%s) and agents against %s; Ctrl-C to stop\n", bopts.DataDir, srv.Broker().URL())
+	}
+	select {
+	case <-ctx.Done():
+	case <-srv.Failed():
+	}
+	// A stop cancels the components too: only a failure without a stop is one.
+	if ctx.Err() != nil {
+		slog.Info("shutting down")
+	} else {
+		slog.Error("a server component failed; shutting down")
+	}
+	return srv.Stop()
+}
+
+func urlOrNone(url string) string {
+	if url == "" {
+		return "no listener"
+	}
+	return url
+}
