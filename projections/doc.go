@@ -36,6 +36,16 @@
 //	             history/s/<sid>\0<time><seq>      by session
 //	             history/c/<category>\0<time><seq> by category
 //	             (<time>: 12 bytes that sort as the entries' timestamps)
+//	code         code/r/<root>                     totals of a work directory's index
+//	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
+//	             code/h/<root>\0<path>             the file's content hash
+//	             code/t/<root>\0<term>\0<path>     term count, file length (uvarints)
+//	             code/y/<root>\0<name>\0<path>\0<line>  a symbol (name lower-cased)
+//	             code/c/<root>\0<callee>\0<path>\0<i>   the file's i-th call (callee's last name, lower-cased)
+//	             code/i/<root>\0<import>\0<path>   the file imports a package
+//	             code/p/<root>\0<package>\0<path>  the file is in a package
+//	             code/s/<root>\0<path>             why the file was skipped
+//	             (<root>: RootID of the work directory)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

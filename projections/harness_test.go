@@ -539,6 +539,8 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(no entries)\n"
 		}
 		return b.String()
+	case "code":
+		return w.code(args)
 	case "rejections":
 		rs, err := w.store.Rejections(ctx, projections.RejectionFilter{Projection: args["projection"], Session: args["session"]})
 		if err != nil {
@@ -573,6 +575,64 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 	}
 	t.Fatalf("unknown command %q", cmd)
 	return ""
+}
+
+// code runs a code index query and prints its answer one line per item; a
+// + in the text is a space.
+func (w *world) code(args map[string]string) string {
+	q := projections.CodeQuery{Root: args["root"], Kind: args["kind"], Text: strings.ReplaceAll(args["text"], "+", " ")}
+	if v := args["limit"]; v != "" {
+		q.Limit, _ = strconv.Atoi(v)
+	}
+	res, err := w.store.Code(w.ctx, q)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	if !res.Indexed {
+		b.WriteString("(not indexed)\n")
+	}
+	for _, h := range res.Hits {
+		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
+		for _, s := range h.Symbols {
+			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range res.Symbols {
+		fmt.Fprintf(&b, "%s %s recv=%s %s:%d-%d pkg=%s doc=%v %q\n", s.Kind, s.Name, s.Recv, s.Path, s.Line, s.EndLine, s.Package, s.Doc, s.Signature)
+	}
+	for _, c := range res.Calls {
+		fmt.Fprintf(&b, "%s:%d %s -> %s\n", c.Path, c.Line, c.From, c.To)
+	}
+	for _, p := range res.Packages {
+		fmt.Fprintf(&b, "package %s\n", p)
+	}
+	if h := res.Health; h != nil {
+		fmt.Fprintf(&b, "%s: %s files=%d source=%d tests=%d lines=%d test_ratio=%.2f debt=%d debt/1k=%.1f documented=%.2f\n  %s\n",
+			h.Area, h.Maturity, h.Files, h.SourceFiles, h.TestFiles, h.Lines, h.TestRatio, h.DebtMarkers, h.DebtPer1K, h.Documented, h.Recommendation)
+	}
+	if st := res.Status; st != nil {
+		fmt.Fprintf(&b, "files=%d terms=%d seq=%d skipped=%d\n", st.Files, st.Length, st.Seq, st.SkippedTotal)
+		for _, s := range st.Skipped {
+			fmt.Fprintf(&b, "  skipped %s: %s\n", s.Path, s.Reason)
+		}
+	}
+	paths := make([]string, 0, len(res.Hashes))
+	for p := range res.Hashes {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fmt.Fprintf(&b, "hash %s %s\n", p, res.Hashes[p])
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(&b, "unknown terms: %s\n", strings.Join(res.Unknown, ","))
+	}
+	if b.Len() == 0 {
+		return "(nothing)\n"
+	}
+	return b.String()
 }
 
 func newMemFS() vfs.FS { return vfs.NewMem() }

@@ -18,6 +18,7 @@ const (
 	Traces      = "trace"
 	Calls       = "calls"
 	History     = "history"
+	Code        = "code"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -48,6 +49,7 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 1, apply: applyCalls},
 	{name: History, version: 1, apply: applyHistory, writesOnly: true},
+	{name: Code, version: 1, apply: applyCode},
 }
 
 // ProjectionNames lists the projections.

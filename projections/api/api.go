@@ -31,6 +31,7 @@
 //	sylk.api.history.list        [session, session_ids, exclude_sessions, current_only,
 //	                              cross_session, categories, search_text, since_time,
 //	                              until_time, limit]        []HistoryEntry
+//	sylk.api.code.query          [code]                    CodeResult
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -74,6 +75,7 @@ const (
 	SubjectLLMResponse    = Prefix + ".call.llm"
 	SubjectRejectionList  = Prefix + ".rejection.list"
 	SubjectHistoryList    = Prefix + ".history.list"
+	SubjectCode           = Prefix + ".code.query"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -117,6 +119,8 @@ type Request struct {
 	CrossSession    bool      `json:"cross_session,omitempty"`
 	Categories      []string  `json:"categories,omitempty"`
 	Search          string    `json:"search_text,omitempty"`
+	// Code is a code index query.
+	Code *projections.CodeQuery `json:"code,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied
 	// this stream sequence.
 	MinSeq uint64 `json:"min_seq,omitempty"`

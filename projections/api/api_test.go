@@ -98,6 +98,9 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "failure", Summary: "node a failed in " + s, Tags: []string{"task"}})
 		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "decision", Summary: "plan approved", Detail: "by " + s})
 	}
+	f.append(t, "_", schemas.TypeIndexUpdate, schemas.IndexUpdate{Root: "/w", Files: []schemas.IndexedFile{
+		{Path: "a.go", Hash: "h1", Lang: "go", Package: "m/a", Symbols: []schemas.Symbol{{Name: "Load", Kind: "func", Line: 3}}, Terms: map[string]int{"load": 2, "config": 1}},
+	}})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
@@ -129,6 +132,16 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 			return f.store.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
 		}, func() (any, error) {
 			return f.client.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
+		}},
+		{"code search", func() (any, error) {
+			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})
+		}, func() (any, error) {
+			return f.client.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})
+		}},
+		{"code symbol", func() (any, error) {
+			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSymbol, Text: "Load"})
+		}, func() (any, error) {
+			return f.client.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSymbol, Text: "Load"})
 		}},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})

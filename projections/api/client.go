@@ -172,6 +172,11 @@ func (c *Client) Rejections(ctx context.Context, f projections.RejectionFilter) 
 	return list[projections.Rejection](ctx, c, SubjectRejectionList, &Request{Projection: f.Projection, Session: f.Session, Seq: f.Seq, Limit: f.Limit})
 }
 
+// Code answers a query on the code index of a work directory.
+func (c *Client) Code(ctx context.Context, q projections.CodeQuery) (*projections.CodeResult, error) {
+	return one[projections.CodeResult](ctx, c, SubjectCode, &Request{Code: &q})
+}
+
 // History lists what the Archivalist recorded, newest first.
 func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*projections.HistoryEntry, error) {
 	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))

@@ -216,6 +216,12 @@ func (s *Service) handlers() map[string]handler {
 		SubjectHistoryList: func(ctx context.Context, r *Request) (any, error) {
 			return st.History(ctx, historyQuery(r))
 		},
+		SubjectCode: func(ctx context.Context, r *Request) (any, error) {
+			if r.Code == nil {
+				return nil, fmt.Errorf("%w: code: the request has no code query", errBadRequest)
+			}
+			return st.Code(ctx, *r.Code)
+		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already
 		},

@@ -1,0 +1,436 @@
+package librarian
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// Defaults of the indexer.
+const (
+	// DefaultMaxFileSize: larger files are skipped (generated code, data
+	// dumps, minified bundles say nothing a search should find).
+	DefaultMaxFileSize = 1 << 20
+	// DefaultBatchBytes bounds the estimated size of one index_update event.
+	DefaultBatchBytes = 512 << 10
+	// binarySniff is how much of a file is looked at for a NUL byte.
+	binarySniff = 8000
+)
+
+// skippedDirs are directories the indexer never enters: version control,
+// dependencies and caches.
+var skippedDirs = map[string]bool{
+	".git": true, ".hg": true, ".svn": true, "node_modules": true, "vendor": true,
+	"__pycache__": true, ".venv": true, ".idea": true, ".vscode": true, ".cache": true,
+}
+
+// Indexer extracts what the code index records from the files of one work
+// directory. It reads files and nothing else: the caller records the
+// updates it returns as index_update events.
+type Indexer struct {
+	// Root is the work directory, absolute.
+	Root string
+	// Redactor removes secrets before anything is extracted (default: the
+	// tools' built-in secret shapes).
+	Redactor *tools.Redactor
+	// MaxFileSize (default DefaultMaxFileSize) and BatchBytes (default
+	// DefaultBatchBytes).
+	MaxFileSize int64
+	BatchBytes  int
+	// Workers read and extract files in parallel (default GOMAXPROCS).
+	Workers int
+
+	mods sync.Map // dir -> module (the nearest go.mod's)
+}
+
+// NewIndexer returns an indexer of root (made absolute).
+func NewIndexer(root string) (*Indexer, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", root, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("index %s: not a directory", root)
+	}
+	red, err := tools.NewRedactor(tools.SecretOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &Indexer{Root: filepath.ToSlash(abs), Redactor: red}, nil
+}
+
+func (ix *Indexer) maxSize() int64 {
+	if ix.MaxFileSize > 0 {
+		return ix.MaxFileSize
+	}
+	return DefaultMaxFileSize
+}
+
+// Known is what the index holds of the work directory: each file's content
+// hash and each skipped file's reason (a CodeHashes query's answer).
+type Known struct {
+	Hashes  map[string]string
+	Skipped map[string]string
+}
+
+// KnownFrom reads what r's index holds of root.
+func KnownFrom(ctx context.Context, r projections.Reader, root string) (Known, error) {
+	res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeHashes})
+	if err != nil {
+		return Known{}, err
+	}
+	return Known{Hashes: res.Hashes, Skipped: res.Skipped}, nil
+}
+
+// Change is one file's outcome: indexed, skipped or gone.
+type change struct {
+	path    string
+	file    *schemas.IndexedFile
+	skip    string
+	removed bool
+}
+
+// Scan walks the whole work directory and returns the updates that bring
+// an index holding known up to date: files whose content hash changed or
+// that are new, files gone, and files newly skipped. Nothing on disk stops
+// it: an unreadable directory or file is a skip with its reason.
+func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate, error) {
+	var paths []string
+	var changes []change
+	err := filepath.WalkDir(ix.Root, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		rel := ix.rel(p)
+		if err != nil {
+			if rel != "." {
+				changes = append(changes, change{path: rel, skip: "unreadable: " + errText(err)})
+			}
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.IsDir():
+			if rel != "." && skippedDirs[d.Name()] {
+				return fs.SkipDir
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
+		case !d.Type().IsRegular():
+			changes = append(changes, change{path: rel, skip: "not a regular file"})
+		default:
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, ix.read(ctx, paths, known)...)
+	seen := make(map[string]bool, len(paths)+len(changes))
+	for _, p := range paths {
+		seen[p] = true
+	}
+	for _, c := range changes {
+		seen[c.path] = true
+	}
+	for p := range known.Hashes {
+		if !seen[p] {
+			changes = append(changes, change{path: p, removed: true})
+		}
+	}
+	for p := range known.Skipped {
+		if !seen[p] && known.Hashes[p] == "" {
+			changes = append(changes, change{path: p, removed: true})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ix.batches(changes, known), nil
+}
+
+// Paths re-indexes the named files only (a watcher's or an editor's news):
+// each is indexed, skipped, or removed when it no longer exists.
+func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]schemas.IndexUpdate, error) {
+	var rels []string
+	var changes []change
+	for _, p := range paths {
+		rel, err := ix.relOf(p)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Lstat(filepath.Join(ix.Root, filepath.FromSlash(rel)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if known.Hashes[rel] != "" || known.Skipped[rel] != "" {
+				changes = append(changes, change{path: rel, removed: true})
+			}
+		case err != nil:
+			changes = append(changes, change{path: rel, skip: "unreadable: " + errText(err)})
+		case st.IsDir():
+			return nil, fmt.Errorf("%s is a directory: index it with Scan", p)
+		case st.Mode()&fs.ModeSymlink != 0:
+			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
+		default:
+			rels = append(rels, rel)
+		}
+	}
+	changes = append(changes, ix.read(ctx, rels, known)...)
+	return ix.batches(changes, known), ctx.Err()
+}
+
+// rel is p relative to the root, slash-separated.
+func (ix *Indexer) rel(p string) string {
+	r, err := filepath.Rel(filepath.FromSlash(ix.Root), p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(r)
+}
+
+// relOf is p (absolute, or relative to the root) relative to the root; a
+// path outside it is an error.
+func (ix *Indexer) relOf(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.FromSlash(ix.Root), p)
+	}
+	r := ix.rel(filepath.Clean(p))
+	if r == "." || r == ".." || strings.HasPrefix(r, "../") || filepath.IsAbs(r) {
+		return "", fmt.Errorf("%s is not a file under the work directory %s", p, ix.Root)
+	}
+	return r, nil
+}
+
+// read indexes paths in parallel. Unchanged files (same content hash as
+// known) produce nothing.
+func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []change {
+	workers := ix.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	out := make([]change, len(paths))
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(workers, max(len(paths), 1)) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= len(paths) {
+					return
+				}
+				out[k] = ix.one(paths[k], known)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(out, func(c change) bool { return c.path == "" })
+}
+
+// one indexes the file at rel; a zero change means it is unchanged.
+func (ix *Indexer) one(rel string, known Known) change {
+	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
+	fh, err := os.Open(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		if known.Hashes[rel] != "" || known.Skipped[rel] != "" {
+			return change{path: rel, removed: true} // vanished since the walk
+		}
+		return change{}
+	}
+	if err != nil {
+		return change{path: rel, skip: "unreadable: " + errText(err)}
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return change{path: rel, skip: "unreadable: " + errText(err)}
+	}
+	if st.Size() > ix.maxSize() {
+		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.Size(), ix.maxSize())}
+	}
+	// Read what is there now; a file growing meanwhile is cut at the limit
+	// and indexed as read (its hash is of these bytes, so the next scan sees
+	// the rest as a change).
+	buf := make([]byte, 0, st.Size()+1)
+	for int64(len(buf)) <= ix.maxSize() {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		n, err := fh.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			break
+		}
+	}
+	if int64(len(buf)) > ix.maxSize() {
+		return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
+	}
+	hash := contentHash(buf)
+	if known.Hashes[rel] == hash {
+		return change{}
+	}
+	if bytes.IndexByte(buf[:min(len(buf), binarySniff)], 0) >= 0 {
+		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
+	}
+	return change{path: rel, file: ix.extract(rel, buf, hash)}
+}
+
+// extract is what the index records of one file's content: a sensitive
+// file only by name; any other after its secrets are redacted.
+func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
+	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel), Terms: map[string]int{}}
+	pathTerms(rel, f.Terms)
+	if _, ok := tools.SensitiveFile(rel); ok {
+		f.Stubbed = true
+		return f
+	}
+	text := string(content)
+	if ix.Redactor != nil {
+		red := ix.Redactor.Redact(text)
+		if red != text {
+			repl := ix.Redactor.Replacement()
+			f.Redactions = max(strings.Count(red, repl)-strings.Count(text, repl), 1)
+			text = red
+		}
+	}
+	src := []byte(text)
+	f.Lines = countLines(src)
+	f.Debt = countDebt(src)
+	projections.Terms(text, func(t string) { f.Terms[t]++ })
+	if f.Lang == "go" {
+		extractGo(f, src, ix.goPackage(path.Dir(rel)))
+	}
+	return f
+}
+
+// batches groups changes into index_update events of about BatchBytes, in
+// path order; a skip already recorded with the same reason is left out.
+func (ix *Indexer) batches(changes []change, known Known) []schemas.IndexUpdate {
+	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+	limit := ix.BatchBytes
+	if limit <= 0 {
+		limit = DefaultBatchBytes
+	}
+	var out []schemas.IndexUpdate
+	cur, size := schemas.IndexUpdate{Root: ix.Root}, 0
+	flush := func() {
+		if len(cur.Files)+len(cur.Removed)+len(cur.Skipped) > 0 {
+			out = append(out, cur)
+		}
+		cur, size = schemas.IndexUpdate{Root: ix.Root}, 0
+	}
+	for _, c := range changes {
+		switch {
+		case c.file != nil:
+			cur.Files = append(cur.Files, *c.file)
+			size += estimate(c.file)
+		case c.removed:
+			cur.Removed = append(cur.Removed, c.path)
+			size += len(c.path)
+		case c.skip != "" && known.Skipped[c.path] != c.skip:
+			cur.Skipped = append(cur.Skipped, schemas.IndexSkip{Path: c.path, Reason: c.skip})
+			size += len(c.path) + len(c.skip)
+		}
+		if size >= limit {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// estimate is about how many bytes f takes in an event.
+func estimate(f *schemas.IndexedFile) int {
+	n := 64 + len(f.Path)
+	for t := range f.Terms {
+		n += len(t) + 3
+	}
+	for _, s := range f.Symbols {
+		n += 40 + len(s.Name) + len(s.Signature)
+	}
+	for _, c := range f.Calls {
+		n += 20 + len(c.From) + len(c.To)
+	}
+	for _, i := range f.Imports {
+		n += len(i) + 2
+	}
+	return n
+}
+
+// module is the Go module a directory belongs to.
+type module struct {
+	dir, path string // dir relative to the root ("." for the root)
+}
+
+// goPackage is the import path of the Go package in dir (relative to the
+// root): the module path of the nearest go.mod at or above it, within the
+// root, joined with the directory below it; the directory itself without
+// one.
+func (ix *Indexer) goPackage(dir string) string {
+	m := ix.moduleOf(dir)
+	if m.path == "" {
+		return dir
+	}
+	if dir == m.dir {
+		return m.path
+	}
+	if m.dir == "." {
+		return m.path + "/" + dir
+	}
+	return m.path + "/" + strings.TrimPrefix(dir, m.dir+"/")
+}
+
+func (ix *Indexer) moduleOf(dir string) module {
+	if v, ok := ix.mods.Load(dir); ok {
+		return v.(module)
+	}
+	var m module
+	if b, err := os.ReadFile(filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(dir), "go.mod")); err == nil {
+		m = module{dir: dir, path: modulePath(b)}
+	} else if dir != "." {
+		m = ix.moduleOf(path.Dir(dir))
+	}
+	ix.mods.Store(dir, m)
+	return m
+}
+
+// modulePath reads the module line of a go.mod.
+func modulePath(gomod []byte) string {
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), "\"`")
+		}
+	}
+	return ""
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}

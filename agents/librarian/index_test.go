@@ -1,0 +1,383 @@
+package librarian
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is a real broker, a projections store with its projector running, and
+// helpers to index a directory through events.
+type rig struct {
+	t     *testing.T
+	ctx   context.Context
+	log   *events.Log
+	store *projections.Store
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	b := brokertest.Start(t, brokertest.Options(t))
+	ctx := brokertest.Context(t)
+	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store}
+	pctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { store.Projector(r.log).Run(pctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		store.Close()
+	})
+	return r
+}
+
+// scan indexes the whole of ix's root and waits until the index has it; it
+// returns the updates recorded.
+func (r *rig) scan(ix *Indexer) []schemas.IndexUpdate {
+	r.t.Helper()
+	known, err := KnownFrom(r.ctx, r.store, ix.Root)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ups, err := ix.Scan(r.ctx, known)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.record(ups)
+	return ups
+}
+
+func (r *rig) record(ups []schemas.IndexUpdate) {
+	r.t.Helper()
+	seq, err := Record(r.ctx, r.log, "_", Name, time.Now(), ups)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.store.WaitFor(r.ctx, seq); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) code(root, kind, text string) *projections.CodeResult {
+	r.t.Helper()
+	res, err := r.store.Code(r.ctx, projections.CodeQuery{Root: root, Kind: kind, Text: text, Limit: 1000})
+	if err != nil {
+		r.t.Fatalf("%s %q: %v", kind, text, err)
+	}
+	return res
+}
+
+func indexer(t *testing.T, dir string) *Indexer {
+	t.Helper()
+	ix, err := NewIndexer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func callerFiles(res *projections.CodeResult) []string {
+	var out []string
+	for _, c := range res.Calls {
+		out = append(out, c.Path)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// This repository, indexed: answers a reader of the code knows.
+func TestIndexThisRepository(t *testing.T) {
+	r := newRig(t)
+	ix := indexer(t, "../..")
+	r.scan(ix)
+	root := ix.Root
+
+	defs := r.code(root, projections.CodeSymbol, "RootID").Symbols
+	if len(defs) != 1 || defs[0].Path != "projections/apply_code.go" || defs[0].Kind != "func" || defs[0].Package != "github.com/sylk/sylk/projections" {
+		t.Fatalf("RootID is defined in projections/apply_code.go; the index says %+v", defs)
+	}
+	if m := r.code(root, projections.CodeSymbol, "Indexer.Scan").Symbols; len(m) != 1 || m[0].Kind != "method" || m[0].Path != "agents/librarian/index.go" {
+		t.Fatalf("Indexer.Scan: %+v", m)
+	}
+	callers := callerFiles(r.code(root, projections.CodeCallers, "projections.RootID"))
+	for _, want := range []string{"projections/apply_code.go", "projections/read_code.go"} {
+		if !slices.Contains(callers, want) {
+			t.Errorf("callers of RootID %v lack %s", callers, want)
+		}
+	}
+	var callees []string
+	for _, c := range r.code(root, projections.CodeCallees, "Indexer.Scan").Calls {
+		callees = append(callees, c.To)
+	}
+	for _, want := range []string{"path/filepath.WalkDir", "github.com/sylk/sylk/agents/librarian.Indexer.read"} {
+		if !slices.Contains(callees, want) {
+			t.Errorf("callees of Indexer.Scan %v lack %s", callees, want)
+		}
+	}
+	if deps := r.code(root, projections.CodeDeps, "projections").Packages; !slices.Contains(deps, "github.com/cockroachdb/pebble/v2") || slices.Contains(deps, "github.com/sylk/sylk/agents") {
+		t.Errorf("projections' dependencies: %v", deps)
+	}
+	if dependents := r.code(root, projections.CodeDependents, "tools").Packages; !slices.Contains(dependents, "github.com/sylk/sylk/agents/librarian") {
+		t.Errorf("the packages importing tools %v lack the Librarian", dependents)
+	}
+	hits := r.code(root, projections.CodeSearch, "bm25 ranking terms").Hits
+	if len(hits) == 0 || hits[0].Path != "projections/terms.go" {
+		t.Fatalf("a search for bm25 ranking should rank projections/terms.go first: %+v", hits)
+	}
+	h := r.code(root, projections.CodeHealth, "projections").Health
+	if h.Files == 0 || h.TestFiles == 0 || h.SourceFiles == 0 || h.Maturity == "" {
+		t.Fatalf("health of projections: %+v", h)
+	}
+	// A second scan of an unchanged tree records nothing.
+	if ups := r.scan(ix); len(ups) != 0 {
+		t.Fatalf("an unchanged tree gave %d updates", len(ups))
+	}
+}
+
+// A generated tree: every definition and every caller is known, one edit
+// re-indexes one file, and a removal removes.
+func TestIndexGeneratedTree(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 300, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	ix.BatchBytes = 16 << 10 // several events
+	ups := r.scan(ix)
+	if len(ups) < 2 {
+		t.Fatalf("%d events for 300 files with 16 KiB batches", len(ups))
+	}
+	root := ix.Root
+	if st := r.code(root, projections.CodeStatus, "").Status; st.Files != len(g.Files) {
+		t.Fatalf("%d files indexed, %d written", st.Files, len(g.Files))
+	}
+	for fn, file := range g.Defines {
+		defs := r.code(root, projections.CodeSymbol, fn).Symbols
+		if len(defs) != 1 || defs[0].Path != file {
+			t.Fatalf("%s is defined in %s; the index says %+v", fn, file, defs)
+		}
+	}
+	for fn, files := range g.Callers {
+		want := slices.Clone(files)
+		sort.Strings(want)
+		want = slices.Compact(want)
+		if got := callerFiles(r.code(root, projections.CodeCallers, fn)); !slices.Equal(got, want) {
+			t.Fatalf("callers of %s: %v, want %v", fn, got, want)
+		}
+	}
+
+	// Edit one file: a scan of the whole tree records exactly it.
+	edited := g.Defines["Handler42"]
+	full := filepath.Join(dir, edited)
+	src, _ := os.ReadFile(full)
+	if err := os.WriteFile(full, append(src, []byte("\n// zanzibar quokka\nfunc Extra42() { Handler42(1) }\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ups = r.scan(ix)
+	if len(ups) != 1 || len(ups[0].Files) != 1 || ups[0].Files[0].Path != edited || len(ups[0].Removed)+len(ups[0].Skipped) != 0 {
+		t.Fatalf("one edited file should give one indexed file, got %+v", ups)
+	}
+	if hits := r.code(root, projections.CodeSearch, "quokka").Hits; len(hits) != 1 || hits[0].Path != edited {
+		t.Fatalf("the edit's new word: %+v", hits)
+	}
+	if got := callerFiles(r.code(root, projections.CodeCallers, "Handler42")); !slices.Contains(got, edited) {
+		t.Fatalf("callers after the edit: %v", got)
+	}
+	if defs := r.code(root, projections.CodeSymbol, "Extra42").Symbols; len(defs) != 1 {
+		t.Fatalf("Extra42: %+v", defs)
+	}
+	// Only the named file, as a watcher would report it.
+	if err := os.WriteFile(full, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	known, _ := KnownFrom(r.ctx, r.store, root)
+	ups, err = ix.Paths(r.ctx, known, []string{edited})
+	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 {
+		t.Fatalf("Paths: %+v, %v", ups, err)
+	}
+	r.record(ups)
+	if hits := r.code(root, projections.CodeSearch, "quokka"); len(hits.Hits) != 0 || !slices.Contains(hits.Unknown, "quokka") {
+		t.Fatalf("the reverted word is still found: %+v", hits)
+	}
+
+	// Remove a file: its definitions go.
+	gone := g.Defines["Handler11"]
+	if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+		t.Fatal(err)
+	}
+	ups = r.scan(ix)
+	if len(ups) != 1 || !slices.Equal(ups[0].Removed, []string{gone}) {
+		t.Fatalf("a removal: %+v", ups)
+	}
+	if defs := r.code(root, projections.CodeSymbol, "Handler11").Symbols; len(defs) != 0 {
+		t.Fatalf("Handler11 outlived its file: %+v", defs)
+	}
+	if st := r.code(root, projections.CodeStatus, "").Status; st.Files != len(g.Files)-1 {
+		t.Fatalf("files after a removal: %d", st.Files)
+	}
+
+	// The index is a projection: a rebuild from the stream gives it back.
+	if err := r.store.Projector(r.log).Rebuild(r.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	last, err := r.log.LastSeq(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.WaitFor(r.ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if defs := r.code(root, projections.CodeSymbol, "Handler42").Symbols; len(defs) != 1 || defs[0].Path != edited {
+		t.Fatalf("after a rebuild: %+v", defs)
+	}
+}
+
+// Secrets planted in the tree reach neither the events nor the index.
+func TestIndexNeverHoldsSecrets(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	const apiKey = "sk-proj-4fG7hJ2kL9mN3pQ8rS5tV1wX6yZ0aB3c"
+	const envValue = "hunter2hunter2-zyxwvu"
+	files := map[string]string{
+		"config.go":         "package config\n\n// Key for the upstream.\nconst Key = \"" + apiKey + "\"\n",
+		".env":              "DB_PASSWORD=" + envValue + "\n",
+		"deploy/server.pem": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n",
+		"notes.md":          "Use password=" + envValue + " to log in.\n",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := indexer(t, dir)
+	r.scan(ix)
+	secrets := []string{apiKey, envValue, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", strings.ToLower(apiKey), strings.ToLower(envValue), "4fg7hj2kl9mn3pq8rs5tv1wx6yz0ab3c", "hunter2hunter2"}
+	// Every byte of the stream...
+	evs, err := r.log.Read(r.ctx, events.Filter{}.Subject(), events.Cursor{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Env != nil && ev.Env.Type == schemas.TypeIndexUpdate {
+			n++
+		}
+		for _, s := range secrets {
+			if bytes.Contains(ev.Data, []byte(s)) {
+				t.Errorf("the stream holds the secret %q", s)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no index_update event was recorded")
+	}
+	// ... and every key and value of the store.
+	err = r.store.Dump(func(kvs [][2][]byte) error {
+		for _, kv := range kvs {
+			for _, s := range secrets {
+				if bytes.Contains(kv[0], []byte(s)) || bytes.Contains(kv[1], []byte(s)) {
+					t.Errorf("the store holds the secret %q at %q", s, kv[0])
+				}
+			}
+		}
+		return nil
+	}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files are there, the sensitive ones by name only.
+	if hits := r.code(ix.Root, projections.CodeSearch, "pem").Hits; len(hits) != 1 || hits[0].Path != "deploy/server.pem" {
+		t.Fatalf("the stubbed key file is findable by name: %+v", hits)
+	}
+	if hits := r.code(ix.Root, projections.CodeSearch, "upstream").Hits; len(hits) != 1 || hits[0].Path != "config.go" {
+		t.Fatalf("config.go's words are indexed: %+v", hits)
+	}
+}
+
+// Files the index cannot or must not read are skipped with a reason, and
+// never stop the rest.
+func TestIndexSkipsWhatItCannotRead(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	write := func(p string, b []byte) {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ok.go", []byte("package ok\n\nfunc Fine() {}\n"))
+	write("broken.go", []byte("package broken\n\nfunc Half( {\n"))
+	write("image.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	write("huge.txt", bytes.Repeat([]byte("x"), 4096))
+	if err := os.Symlink("loop/b", filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "loop"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "loop", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	ix.MaxFileSize = 1024
+	r.scan(ix)
+	st := r.code(ix.Root, projections.CodeStatus, "").Status
+	reasons := map[string]string{}
+	for _, s := range st.Skipped {
+		reasons[s.Path] = s.Reason
+	}
+	for p, want := range map[string]string{"image.png": "binary", "huge.txt": "too large", "a": "symlink", "loop/b": "symlink", "pipe": "not a regular file"} {
+		if !strings.HasPrefix(reasons[p], want) {
+			t.Errorf("%s: skipped for %q, want %q", p, reasons[p], want)
+		}
+	}
+	if st.Files != 2 {
+		t.Errorf("%d files indexed, want ok.go and broken.go", st.Files)
+	}
+	if defs := r.code(ix.Root, projections.CodeSymbol, "Fine").Symbols; len(defs) != 1 {
+		t.Errorf("ok.go indexed: %+v", defs)
+	}
+	// The skips are recorded once: a second scan has nothing to say.
+	if ups := r.scan(ix); len(ups) != 0 {
+		t.Fatalf("a rescan recorded %+v", ups)
+	}
+	// A file that vanishes between the walk and the read is removed.
+	known, _ := KnownFrom(r.ctx, r.store, ix.Root)
+	if err := os.Remove(filepath.Join(dir, "ok.go")); err != nil {
+		t.Fatal(err)
+	}
+	if c := ix.one("ok.go", known); !c.removed {
+		t.Fatalf("a vanished file: %+v", c)
+	}
+}

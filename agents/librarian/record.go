@@ -1,0 +1,73 @@
+package librarian
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// UpdateEvents turns updates into index_update events of session from
+// source, each with an id derived from its content (the root and every
+// path with its hash or its removal or skip): recording the same update
+// twice appends it once.
+func UpdateEvents(session, source string, now time.Time, updates []schemas.IndexUpdate) ([]*schemas.Envelope, error) {
+	out := make([]*schemas.Envelope, 0, len(updates))
+	for _, u := range updates {
+		env, err := schemas.New(schemas.TypeIndexUpdate, session, source, "", now, u)
+		if err != nil {
+			return nil, err
+		}
+		env.ID = updateID(env, &u)
+		out = append(out, env)
+	}
+	return out, nil
+}
+
+// updateID derives an event id from what an update says.
+func updateID(env *schemas.Envelope, u *schemas.IndexUpdate) string {
+	h := sha256.New()
+	h.Write([]byte(u.Root))
+	for _, f := range u.Files {
+		h.Write([]byte("\x00f" + f.Path + "\x00" + f.Hash))
+	}
+	for _, r := range u.Removed {
+		h.Write([]byte("\x00r" + r))
+	}
+	for _, s := range u.Skipped {
+		h.Write([]byte("\x00s" + s.Path + "\x00" + s.Reason))
+	}
+	return schemas.DeriveID(&schemas.Envelope{ID: hex.EncodeToString(h.Sum(nil)), Timestamp: env.Timestamp}, "index_update")
+}
+
+// Record appends updates as events, pipelined, and returns the stream
+// sequence of the last (0 when there are none).
+func Record(ctx context.Context, log *events.Log, session, source string, now time.Time, updates []schemas.IndexUpdate) (uint64, error) {
+	envs, err := UpdateEvents(session, source, now, updates)
+	if err != nil {
+		return 0, err
+	}
+	pending := make([]events.PendingAppend, 0, len(envs))
+	for _, env := range envs {
+		p, err := log.AppendAsync(env)
+		if err != nil {
+			return 0, err
+		}
+		pending = append(pending, p)
+	}
+	var last uint64
+	for _, p := range pending {
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, seq)
+	}
+	return last, nil
+}
+
+// Name is the Librarian's agent name.
+const Name = "librarian"

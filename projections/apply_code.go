@@ -1,0 +1,282 @@
+package projections
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/sylk/sylk/schemas"
+)
+
+// The code index: a fold of the Librarian's index_update events into a
+// full-text index (postings of each term with its count and the file's
+// length, for BM25), symbols by name, calls by callee, imports by imported
+// package and packages by import path, per work directory. A file's record
+// keeps what it wrote, so a new version of the file (or its removal) deletes
+// exactly its old keys.
+
+// CodeFile is one indexed file as the code index keeps it.
+type CodeFile struct {
+	Path       string           `json:"path"`
+	Hash       string           `json:"hash"`
+	Size       int64            `json:"size"`
+	Lang       string           `json:"lang"`
+	Lines      int              `json:"lines"`
+	Package    string           `json:"package,omitempty"`
+	Imports    []string         `json:"imports,omitempty"`
+	Symbols    []schemas.Symbol `json:"symbols,omitempty"`
+	Calls      []schemas.Call   `json:"calls,omitempty"`
+	Debt       int              `json:"debt,omitempty"`
+	Test       bool             `json:"test,omitempty"`
+	Stubbed    bool             `json:"stubbed,omitempty"`
+	Redactions int              `json:"redactions,omitempty"`
+	ParseError string           `json:"parse_error,omitempty"`
+	// Terms are the file's distinct terms (the postings it owns); Length is
+	// the number of terms with repeats (BM25's document length).
+	Terms  []string `json:"terms,omitempty"`
+	Length int      `json:"length"`
+	// Seq is the event that indexed this version.
+	Seq uint64 `json:"seq"`
+}
+
+// codeRoot is the totals of one work directory's index that BM25 needs.
+type codeRoot struct {
+	Root   string `json:"root"`
+	Files  int    `json:"files"`
+	Length int64  `json:"length"`
+	Seq    uint64 `json:"seq"`
+}
+
+// RootID names a work directory in the code index's keys: the first 8 bytes
+// of the SHA-256 of its absolute path, in hex.
+func RootID(root string) string {
+	h := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(h[:8])
+}
+
+func applyCode(t *tx, ev *event) error {
+	env := ev.env
+	if env == nil || env.Type != schemas.TypeIndexUpdate {
+		return nil
+	}
+	p, err := payloadOf[schemas.IndexUpdate](t, Code, ev)
+	if p == nil {
+		return err
+	}
+	if reason := checkIndexUpdate(p); reason != "" {
+		return t.reject(Code, ev, "%s", reason)
+	}
+	rid := RootID(p.Root)
+	rk := codeRootKey(rid)
+	r, err := load[codeRoot](t, rk)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		r = &codeRoot{Root: p.Root}
+	}
+	r.Seq = ev.seq
+	for i := range p.Files {
+		f := &p.Files[i]
+		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
+			return err
+		}
+		if err := t.batch.Delete(codeSkipKey(rid, f.Path), nil); err != nil {
+			return err
+		}
+		if err := putCodeFile(t, rid, f, ev.seq, r); err != nil {
+			return err
+		}
+	}
+	for _, rm := range p.Removed {
+		if err := dropCodeFile(t, rid, rm, r); err != nil {
+			return err
+		}
+		if err := t.batch.Delete(codeSkipKey(rid, rm), nil); err != nil {
+			return err
+		}
+	}
+	for _, s := range p.Skipped {
+		if err := dropCodeFile(t, rid, s.Path, r); err != nil {
+			return err
+		}
+		if err := t.set(codeSkipKey(rid, s.Path), []byte(s.Reason)); err != nil {
+			return err
+		}
+	}
+	store(t, rk, r)
+	return nil
+}
+
+// checkIndexUpdate is why p cannot be applied, or "".
+func checkIndexUpdate(p *schemas.IndexUpdate) string {
+	if !path.IsAbs(p.Root) {
+		return "root " + quote(p.Root) + " is not an absolute path"
+	}
+	check := func(what, pth string) string {
+		if pth == "" || strings.ContainsRune(pth, 0) || path.IsAbs(pth) || path.Clean(pth) != pth || strings.HasPrefix(pth, "../") || pth == ".." {
+			return what + " path " + quote(pth) + " is not a clean path relative to the root"
+		}
+		return ""
+	}
+	for _, f := range p.Files {
+		if r := check("file", f.Path); r != "" {
+			return r
+		}
+		if f.Hash == "" {
+			return "file " + quote(f.Path) + " has no content hash"
+		}
+	}
+	for _, r := range p.Removed {
+		if why := check("removed", r); why != "" {
+			return why
+		}
+	}
+	for _, s := range p.Skipped {
+		if why := check("skipped", s.Path); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
+
+// dropCodeFile deletes every key of the indexed file at pth, if there is one.
+func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
+	fk := codeFileKey(rid, pth)
+	old, err := load[CodeFile](t, fk)
+	if err != nil || old == nil {
+		return err
+	}
+	b := t.batch
+	for _, term := range old.Terms {
+		if err := b.Delete(codeTermKey(rid, term, pth), nil); err != nil {
+			return err
+		}
+	}
+	for _, s := range old.Symbols {
+		if err := b.Delete(codeSymbolKey(rid, s.Name, pth, s.Line), nil); err != nil {
+			return err
+		}
+	}
+	for i, c := range old.Calls {
+		if err := b.Delete(codeCallKey(rid, calleeName(c.To), pth, i), nil); err != nil {
+			return err
+		}
+	}
+	for _, imp := range old.Imports {
+		if err := b.Delete(codeImportKey(rid, imp, pth), nil); err != nil {
+			return err
+		}
+	}
+	if old.Package != "" {
+		if err := b.Delete(codePackageKey(rid, old.Package, pth), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(codeHashKey(rid, pth), nil); err != nil {
+		return err
+	}
+	r.Files--
+	r.Length -= int64(old.Length)
+	store[CodeFile](t, fk, nil)
+	return nil
+}
+
+// putCodeFile writes the keys of f.
+func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, seq uint64, r *codeRoot) error {
+	cf := &CodeFile{
+		Path: f.Path, Hash: f.Hash, Size: f.Size, Lang: f.Lang, Lines: f.Lines, Package: f.Package,
+		Imports: f.Imports, Symbols: f.Symbols, Calls: f.Calls, Debt: f.Debt, Test: f.Test,
+		Stubbed: f.Stubbed, Redactions: f.Redactions, ParseError: f.ParseError, Seq: seq,
+	}
+	cf.Terms = make([]string, 0, len(f.Terms))
+	for term, n := range f.Terms {
+		if n > 0 && validTerm(term) {
+			cf.Terms = append(cf.Terms, term)
+			cf.Length += n
+		}
+	}
+	slices.Sort(cf.Terms)
+	var v []byte
+	for _, term := range cf.Terms {
+		v = binary.AppendUvarint(v[:0], uint64(f.Terms[term]))
+		v = binary.AppendUvarint(v, uint64(cf.Length))
+		if err := t.set(codeTermKey(rid, term, f.Path), v); err != nil {
+			return err
+		}
+	}
+	for _, s := range f.Symbols {
+		if err := t.set(codeSymbolKey(rid, s.Name, f.Path, s.Line), nil); err != nil {
+			return err
+		}
+	}
+	for i, c := range f.Calls {
+		if err := t.set(codeCallKey(rid, calleeName(c.To), f.Path, i), nil); err != nil {
+			return err
+		}
+	}
+	for _, imp := range f.Imports {
+		if err := t.set(codeImportKey(rid, imp, f.Path), nil); err != nil {
+			return err
+		}
+	}
+	if f.Package != "" {
+		if err := t.set(codePackageKey(rid, f.Package, f.Path), nil); err != nil {
+			return err
+		}
+	}
+	if err := t.set(codeHashKey(rid, f.Path), []byte(f.Hash)); err != nil {
+		return err
+	}
+	r.Files++
+	r.Length += int64(cf.Length)
+	store(t, codeFileKey(rid, f.Path), cf)
+	return nil
+}
+
+func validTerm(t string) bool { return t != "" && len(t) <= maxTermLen && !strings.ContainsRune(t, 0) }
+
+// calleeName is the name a call is filed under: the callee's last
+// identifier, lower-cased ("github.com/x/y.Parse" and "?.Parse": "parse").
+func calleeName(to string) string {
+	if i := strings.LastIndexByte(to, '.'); i >= 0 {
+		to = to[i+1:]
+	}
+	return strings.ToLower(to)
+}
+
+// Keys of the code index (see the package comment).
+func codeRootKey(rid string) []byte          { return key("code/r/", rid) }
+func codeFileKey(rid, pth string) []byte     { return key("code/f/", rid, pth) }
+func codeFilesPrefix(rid string) []byte      { return under(key("code/f/", rid)) }
+func codeHashKey(rid, pth string) []byte     { return key("code/h/", rid, pth) }
+func codeHashesPrefix(rid string) []byte     { return under(key("code/h/", rid)) }
+func codeSkipKey(rid, pth string) []byte     { return key("code/s/", rid, pth) }
+func codeSkipsPrefix(rid string) []byte      { return under(key("code/s/", rid)) }
+func codeTermPrefix(rid, term string) []byte { return under(key("code/t/", rid, term)) }
+func codeTermKey(rid, term, pth string) []byte {
+	return key("code/t/", rid, term, pth)
+}
+func codeSymbolPrefix(rid, name string) []byte {
+	return under(key("code/y/", rid, strings.ToLower(name)))
+}
+func codeSymbolKey(rid, name, pth string, line int) []byte {
+	k := append(codeSymbolPrefix(rid, name), pth...)
+	k = append(k, sep)
+	return binary.BigEndian.AppendUint32(k, uint32(line))
+}
+func codeCallPrefix(rid, callee string) []byte { return under(key("code/c/", rid, callee)) }
+func codeCallKey(rid, callee, pth string, i int) []byte {
+	k := append(codeCallPrefix(rid, callee), pth...)
+	k = append(k, sep)
+	return binary.BigEndian.AppendUint32(k, uint32(i))
+}
+func codeImportPrefix(rid, imp string) []byte    { return under(key("code/i/", rid, imp)) }
+func codeImportKey(rid, imp, pth string) []byte  { return key("code/i/", rid, imp, pth) }
+func codePackagePrefix(rid, pkg string) []byte   { return under(key("code/p/", rid, pkg)) }
+func codePackageKey(rid, pkg, pth string) []byte { return key("code/p/", rid, pkg, pth) }

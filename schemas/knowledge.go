@@ -1,0 +1,88 @@
+package schemas
+
+// The knowledge layer's events: what the Librarian learned about a work
+// directory. The code index is a projection of these events, so what an event
+// carries is exactly what a rebuild can know: the facts extracted from each
+// file (symbols, calls, imports, term counts), never the file's text.
+const (
+	TypeIndexUpdate Type = "index_update"
+)
+
+var knowledgeTypes = map[Type]typeInfo{
+	TypeIndexUpdate: entry[IndexUpdate]("Files of a work directory the Librarian (re)indexed, removed or skipped, keyed by content hash."),
+}
+
+// IndexUpdate records what changed in the code index of one work directory:
+// files indexed anew (each with the hash of the content it was extracted
+// from), files gone, and files skipped with the reason. Files not named are
+// unchanged.
+type IndexUpdate struct {
+	// Root is the work directory, absolute; paths are relative to it, with
+	// forward slashes.
+	Root    string        `json:"root"`
+	Files   []IndexedFile `json:"files,omitempty"`
+	Removed []string      `json:"removed,omitempty"`
+	Skipped []IndexSkip   `json:"skipped,omitempty"`
+}
+
+// IndexedFile is what indexing one file extracted.
+type IndexedFile struct {
+	Path string `json:"path"`
+	// Hash is the SHA-256 (hex, first 16 bytes) of the file's bytes as read.
+	Hash  string `json:"hash"`
+	Size  int64  `json:"size"`
+	Lang  string `json:"lang"`
+	Lines int    `json:"lines"`
+	// Package is a Go file's import path (its directory's, under the nearest
+	// go.mod), or "" for other languages.
+	Package string   `json:"package,omitempty"`
+	Imports []string `json:"imports,omitempty"`
+	Symbols []Symbol `json:"symbols,omitempty"`
+	Calls   []Call   `json:"calls,omitempty"`
+	// Terms counts each search term of the redacted text.
+	Terms map[string]int `json:"terms,omitempty"`
+	// Debt counts TODO, FIXME, HACK and XXX markers.
+	Debt int  `json:"debt,omitempty"`
+	Test bool `json:"test,omitempty"`
+	// Stubbed: a sensitive file (keys, credentials, .env): only its name is
+	// indexed.
+	Stubbed bool `json:"stubbed,omitempty"`
+	// Redactions counts the secrets removed before extraction.
+	Redactions int `json:"redactions,omitempty"`
+	// ParseError is why a Go file's syntax could not be read in full (its
+	// terms are indexed all the same).
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// Symbol is a declaration in a file.
+type Symbol struct {
+	Name string `json:"name"`
+	// Kind: func, method, struct, interface, type, var, const.
+	Kind string `json:"kind"`
+	// Recv is a method's receiver type name.
+	Recv      string `json:"recv,omitempty"`
+	Line      int    `json:"line"`
+	EndLine   int    `json:"end_line,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Doc: the declaration has a doc comment.
+	Doc bool `json:"doc,omitempty"`
+}
+
+// Call is a call from a function or method of the file to a named function.
+type Call struct {
+	// From is the caller: "Func" or "Recv.Method".
+	From string `json:"from"`
+	// To is the callee as written, qualified by the import path of its
+	// package when that is known ("github.com/x/y.Parse", "fmt.Println"), by
+	// the file's own package for a local function, and "?.Name" for a
+	// method called on a value whose type is not resolved.
+	To   string `json:"to"`
+	Line int    `json:"line"`
+}
+
+// IndexSkip is a file the index left out, and why (binary, too large,
+// unreadable, vanished, a symlink loop, ...).
+type IndexSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
