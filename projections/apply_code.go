@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,11 +13,16 @@ import (
 )
 
 // The code index: a fold of the Librarian's index_update events into a
-// full-text index (postings of each term with its count and the file's
-// length, for BM25), symbols by name, calls by callee, imports by imported
-// package and packages by import path, per work directory. A file's record
-// keeps what it wrote, so a new version of the file (or its removal) deletes
-// exactly its old keys.
+// full-text index, symbols by name, calls by callee, imports by imported
+// package and packages by import path, per work directory.
+//
+// Postings are kept per event (a segment): each term of the files an event
+// indexed has one key per segment holding the postings of all of them, so a
+// full index of 20,000 files writes tens of thousands of posting keys rather
+// than millions. A file indexed again (or removed) leaves a tombstone in its
+// old segment, which queries skip; a segment whose files are all dead is
+// deleted whole. A file's record keeps its other keys, so a new version
+// deletes exactly those.
 
 // CodeFile is one indexed file as the code index keeps it.
 type CodeFile struct {
@@ -34,11 +40,9 @@ type CodeFile struct {
 	Stubbed    bool             `json:"stubbed,omitempty"`
 	Redactions int              `json:"redactions,omitempty"`
 	ParseError string           `json:"parse_error,omitempty"`
-	// Terms are the file's distinct terms (the postings it owns); Length is
-	// the number of terms with repeats (BM25's document length).
-	Terms  []string `json:"terms,omitempty"`
-	Length int      `json:"length"`
-	// Seq is the event that indexed this version.
+	// Length is the number of terms with repeats (BM25's document length).
+	Length int `json:"length"`
+	// Seq is the event that indexed this version: its segment.
 	Seq uint64 `json:"seq"`
 }
 
@@ -48,6 +52,14 @@ type codeRoot struct {
 	Files  int    `json:"files"`
 	Length int64  `json:"length"`
 	Seq    uint64 `json:"seq"`
+}
+
+// codeSegment is what the fold remembers of a segment: its terms (to
+// delete their keys when the segment dies) and how many of its files are
+// still live.
+type codeSegment struct {
+	Terms []string `json:"terms"`
+	Live  int      `json:"live"`
 }
 
 // RootID names a work directory in the code index's keys: the first 8 bytes
@@ -79,23 +91,11 @@ func applyCode(t *tx, ev *event) error {
 		r = &codeRoot{Root: p.Root}
 	}
 	r.Seq = ev.seq
-	for i := range p.Files {
-		f := &p.Files[i]
-		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
+	for _, pth := range p.Removed {
+		if err := dropCodeFile(t, rid, pth, r); err != nil {
 			return err
 		}
-		if err := t.batch.Delete(codeSkipKey(rid, f.Path), nil); err != nil {
-			return err
-		}
-		if err := putCodeFile(t, rid, f, ev.seq, r); err != nil {
-			return err
-		}
-	}
-	for _, rm := range p.Removed {
-		if err := dropCodeFile(t, rid, rm, r); err != nil {
-			return err
-		}
-		if err := t.batch.Delete(codeSkipKey(rid, rm), nil); err != nil {
+		if err := t.batch.Delete(codeSkipKey(rid, pth), nil); err != nil {
 			return err
 		}
 	}
@@ -107,6 +107,65 @@ func applyCode(t *tx, ev *event) error {
 			return err
 		}
 	}
+	if len(p.Files) == 0 {
+		store(t, rk, r)
+		return nil
+	}
+	// The segment: each term's postings (the file's index in the segment,
+	// its count, the file's length).
+	postings := map[string][]byte{}
+	paths := make([]byte, 0, len(p.Files)*32)
+	type termCount struct {
+		term string
+		n    int
+	}
+	var counts []termCount
+	for i := range p.Files {
+		f := &p.Files[i]
+		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
+			return err
+		}
+		if err := t.batch.Delete(codeSkipKey(rid, f.Path), nil); err != nil {
+			return err
+		}
+		length := 0
+		counts = counts[:0]
+		err := schemas.ParseTerms(f.Terms, func(term string, n int) {
+			if n > 0 && validTerm(term) {
+				length += n
+				counts = append(counts, termCount{term, n})
+			}
+		})
+		if err != nil {
+			return t.reject(Code, ev, "file %s: %v", quote(f.Path), err)
+		}
+		for _, tc := range counts {
+			v := binary.AppendUvarint(postings[tc.term], uint64(i))
+			v = binary.AppendUvarint(v, uint64(tc.n))
+			postings[tc.term] = binary.AppendUvarint(v, uint64(length))
+		}
+		if i > 0 {
+			paths = append(paths, '\n')
+		}
+		paths = append(paths, f.Path...)
+		if err := putCodeFile(t, rid, f, length, ev.seq, r); err != nil {
+			return err
+		}
+	}
+	seg := &codeSegment{Terms: make([]string, 0, len(postings)), Live: len(p.Files)}
+	for term := range postings {
+		seg.Terms = append(seg.Terms, term)
+	}
+	slices.Sort(seg.Terms)
+	for _, term := range seg.Terms {
+		if err := t.set(codeTermKey(rid, term, ev.seq), postings[term]); err != nil {
+			return err
+		}
+	}
+	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
+		return err
+	}
+	store(t, codeSegmentKey(rid, ev.seq), seg)
 	store(t, rk, r)
 	return nil
 }
@@ -122,8 +181,16 @@ func checkIndexUpdate(p *schemas.IndexUpdate) string {
 		}
 		return ""
 	}
+	seen := map[string]bool{}
+	once := func(pth string) string {
+		if seen[pth] {
+			return "path " + quote(pth) + " is named twice"
+		}
+		seen[pth] = true
+		return ""
+	}
 	for _, f := range p.Files {
-		if r := check("file", f.Path); r != "" {
+		if r := cmp.Or(check("file", f.Path), once(f.Path)); r != "" {
 			return r
 		}
 		if f.Hash == "" {
@@ -131,12 +198,12 @@ func checkIndexUpdate(p *schemas.IndexUpdate) string {
 		}
 	}
 	for _, r := range p.Removed {
-		if why := check("removed", r); why != "" {
+		if why := cmp.Or(check("removed", r), once(r)); why != "" {
 			return why
 		}
 	}
 	for _, s := range p.Skipped {
-		if why := check("skipped", s.Path); why != "" {
+		if why := cmp.Or(check("skipped", s.Path), once(s.Path)); why != "" {
 			return why
 		}
 	}
@@ -145,7 +212,9 @@ func checkIndexUpdate(p *schemas.IndexUpdate) string {
 
 func quote(s string) string { return "\"" + s + "\"" }
 
-// dropCodeFile deletes every key of the indexed file at pth, if there is one.
+// dropCodeFile deletes every key of the indexed file at pth, if there is
+// one, and leaves a tombstone in its segment (or deletes the segment when
+// it was the last live file of it).
 func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	fk := codeFileKey(rid, pth)
 	old, err := load[CodeFile](t, fk)
@@ -153,11 +222,6 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 		return err
 	}
 	b := t.batch
-	for _, term := range old.Terms {
-		if err := b.Delete(codeTermKey(rid, term, pth), nil); err != nil {
-			return err
-		}
-	}
 	for _, s := range old.Symbols {
 		if err := b.Delete(codeSymbolKey(rid, s.Name, pth, s.Line), nil); err != nil {
 			return err
@@ -181,34 +245,46 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	if err := b.Delete(codeHashKey(rid, pth), nil); err != nil {
 		return err
 	}
+	sk := codeSegmentKey(rid, old.Seq)
+	seg, err := load[codeSegment](t, sk)
+	if err != nil {
+		return err
+	}
+	switch {
+	case seg == nil: // cannot happen: the file's event wrote it
+	case seg.Live <= 1:
+		for _, term := range seg.Terms {
+			if err := b.Delete(codeTermKey(rid, term, old.Seq), nil); err != nil {
+				return err
+			}
+		}
+		dead := codeDeadPrefix(rid, old.Seq)
+		if err := b.DeleteRange(dead, prefixEnd(dead), nil); err != nil {
+			return err
+		}
+		if err := b.Delete(codeSegmentPathsKey(rid, old.Seq), nil); err != nil {
+			return err
+		}
+		store[codeSegment](t, sk, nil)
+	default:
+		seg.Live--
+		store(t, sk, seg)
+		if err := t.set(append(codeDeadPrefix(rid, old.Seq), pth...), nil); err != nil {
+			return err
+		}
+	}
 	r.Files--
 	r.Length -= int64(old.Length)
 	store[CodeFile](t, fk, nil)
 	return nil
 }
 
-// putCodeFile writes the keys of f.
-func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, seq uint64, r *codeRoot) error {
+// putCodeFile writes the keys of f but its postings.
+func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint64, r *codeRoot) error {
 	cf := &CodeFile{
 		Path: f.Path, Hash: f.Hash, Size: f.Size, Lang: f.Lang, Lines: f.Lines, Package: f.Package,
 		Imports: f.Imports, Symbols: f.Symbols, Calls: f.Calls, Debt: f.Debt, Test: f.Test,
-		Stubbed: f.Stubbed, Redactions: f.Redactions, ParseError: f.ParseError, Seq: seq,
-	}
-	cf.Terms = make([]string, 0, len(f.Terms))
-	for term, n := range f.Terms {
-		if n > 0 && validTerm(term) {
-			cf.Terms = append(cf.Terms, term)
-			cf.Length += n
-		}
-	}
-	slices.Sort(cf.Terms)
-	var v []byte
-	for _, term := range cf.Terms {
-		v = binary.AppendUvarint(v[:0], uint64(f.Terms[term]))
-		v = binary.AppendUvarint(v, uint64(cf.Length))
-		if err := t.set(codeTermKey(rid, term, f.Path), v); err != nil {
-			return err
-		}
+		Stubbed: f.Stubbed, Redactions: f.Redactions, ParseError: f.ParseError, Length: length, Seq: seq,
 	}
 	for _, s := range f.Symbols {
 		if err := t.set(codeSymbolKey(rid, s.Name, f.Path, s.Line), nil); err != nil {
@@ -234,7 +310,7 @@ func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, seq uint64, r *codeR
 		return err
 	}
 	r.Files++
-	r.Length += int64(cf.Length)
+	r.Length += int64(length)
 	store(t, codeFileKey(rid, f.Path), cf)
 	return nil
 }
@@ -259,9 +335,14 @@ func codeHashesPrefix(rid string) []byte     { return under(key("code/h/", rid))
 func codeSkipKey(rid, pth string) []byte     { return key("code/s/", rid, pth) }
 func codeSkipsPrefix(rid string) []byte      { return under(key("code/s/", rid)) }
 func codeTermPrefix(rid, term string) []byte { return under(key("code/t/", rid, term)) }
-func codeTermKey(rid, term, pth string) []byte {
-	return key("code/t/", rid, term, pth)
+func codeTermKey(rid, term string, seg uint64) []byte {
+	return binary.BigEndian.AppendUint64(codeTermPrefix(rid, term), seg)
 }
+func codeSegmentKey(rid string, seg uint64) []byte { return withSeq(key("code/g/", rid), seg) }
+func codeSegmentPathsKey(rid string, seg uint64) []byte {
+	return withSeq(key("code/gp/", rid), seg)
+}
+func codeDeadPrefix(rid string, seg uint64) []byte { return under(withSeq(key("code/d/", rid), seg)) }
 func codeSymbolPrefix(rid, name string) []byte {
 	return under(key("code/y/", rid, strings.ToLower(name)))
 }

@@ -39,13 +39,16 @@
 //	code         code/r/<root>                     totals of a work directory's index
 //	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
 //	             code/h/<root>\0<path>             the file's content hash
-//	             code/t/<root>\0<term>\0<path>     term count, file length (uvarints)
+//	             code/t/<root>\0<term>\0<seg>      postings of a segment: file index, count, length (uvarints)
+//	             code/g/<root>\0<seg>              the segment's terms and live files
+//	             code/gp/<root>\0<seg>             the segment's paths, one a line
+//	             code/d/<root>\0<seg>\0<path>      a dead file of the segment (indexed since, or gone)
 //	             code/y/<root>\0<name>\0<path>\0<line>  a symbol (name lower-cased)
 //	             code/c/<root>\0<callee>\0<path>\0<i>   the file's i-th call (callee's last name, lower-cased)
 //	             code/i/<root>\0<import>\0<path>   the file imports a package
 //	             code/p/<root>\0<package>\0<path>  the file is in a package
 //	             code/s/<root>\0<path>             why the file was skipped
-//	             (<root>: RootID of the work directory)
+//	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

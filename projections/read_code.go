@@ -157,7 +157,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}}
+	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, segments: map[uint64]*segment{}}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
@@ -193,9 +193,10 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 // codeReader reads one work directory's index from a snapshot, decoding
 // each file record once.
 type codeReader struct {
-	r     pebble.Reader
-	rid   string
-	files map[string]*CodeFile
+	r        pebble.Reader
+	rid      string
+	files    map[string]*CodeFile
+	segments map[uint64]*segment
 }
 
 func (c *codeReader) root() (*codeRoot, error) {
@@ -228,6 +229,33 @@ func lastPart(k []byte) string {
 	return string(k[bytes.LastIndexByte(k, sep)+1:])
 }
 
+// segment is a segment's paths and its dead files, read once per query.
+type segment struct {
+	paths []string
+	dead  map[string]bool
+}
+
+func (c *codeReader) segment(seq uint64) (*segment, error) {
+	if g, ok := c.segments[seq]; ok {
+		return g, nil
+	}
+	v, err := getFrom(c.r, codeSegmentPathsKey(c.rid, seq))
+	if err != nil {
+		return nil, err
+	}
+	g := &segment{paths: strings.Split(string(v), "\n")}
+	prefix := codeDeadPrefix(c.rid, seq)
+	err = scanPrefix(c.r, prefix, func(k, _ []byte) error {
+		if g.dead == nil {
+			g.dead = map[string]bool{}
+		}
+		g.dead[string(k[len(prefix):])] = true
+		return nil
+	})
+	c.segments[seq] = g
+	return g, err
+}
+
 // search ranks files by BM25 over the query's terms; df is counted while the
 // postings are read, so it needs no counters of its own.
 func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error {
@@ -249,10 +277,29 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 	var ps []posting
 	for _, term := range terms {
 		ps = ps[:0]
-		err := scanPrefix(c.r, codeTermPrefix(c.rid, term), func(k, v []byte) error {
-			tf, n := binary.Uvarint(v)
-			dl, _ := binary.Uvarint(v[n:])
-			ps = append(ps, posting{path: string(k[len(codeTermPrefix(c.rid, term)):]), tf: int(tf), dl: int(dl)})
+		prefix := codeTermPrefix(c.rid, term)
+		err := scanPrefix(c.r, prefix, func(k, v []byte) error {
+			g, err := c.segment(binary.BigEndian.Uint64(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			for len(v) > 0 {
+				var x [3]uint64
+				for j := range x {
+					n := 0
+					x[j], n = binary.Uvarint(v)
+					if n <= 0 {
+						return fmt.Errorf("code: a corrupt posting list at %q", k)
+					}
+					v = v[n:]
+				}
+				if x[0] >= uint64(len(g.paths)) {
+					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], len(g.paths), k)
+				}
+				if p := g.paths[x[0]]; !g.dead[p] {
+					ps = append(ps, posting{path: p, tf: int(x[1]), dl: int(x[2])})
+				}
+			}
 			return nil
 		})
 		if err != nil {

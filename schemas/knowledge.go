@@ -1,5 +1,11 @@
 package schemas
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // The knowledge layer's events: what the Librarian learned about a work
 // directory. The code index is a projection of these events, so what an event
 // carries is exactly what a rebuild can know: the facts extracted from each
@@ -39,8 +45,12 @@ type IndexedFile struct {
 	Imports []string `json:"imports,omitempty"`
 	Symbols []Symbol `json:"symbols,omitempty"`
 	Calls   []Call   `json:"calls,omitempty"`
-	// Terms counts each search term of the redacted text.
-	Terms map[string]int `json:"terms,omitempty"`
+	// Terms counts each search term of the redacted text (and of the path):
+	// "term count" pairs separated by spaces ("config 4 loader 2"), see
+	// FormatTerms. One string rather than a map: a full index of a large
+	// tree carries millions of them, and a map costs an allocation each to
+	// encode and decode.
+	Terms string `json:"terms,omitempty"`
 	// Debt counts TODO, FIXME, HACK and XXX markers.
 	Debt int  `json:"debt,omitempty"`
 	Test bool `json:"test,omitempty"`
@@ -85,4 +95,38 @@ type Call struct {
 type IndexSkip struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+}
+
+// FormatTerms writes term counts in IndexedFile.Terms's format. Terms must
+// hold no space.
+func FormatTerms(counts map[string]int) string {
+	var b strings.Builder
+	for t, n := range counts {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+// ParseTerms calls fn with each term and count of s, in IndexedFile.Terms's
+// format; it stops at the first malformed pair.
+func ParseTerms(s string, fn func(term string, n int)) error {
+	for s != "" {
+		t, rest, ok := strings.Cut(s, " ")
+		if !ok {
+			return fmt.Errorf("terms: %q has no count", t)
+		}
+		c, rest, _ := strings.Cut(rest, " ")
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 0 {
+			return fmt.Errorf("terms: the count of %q is %q, not a number", t, c)
+		}
+		fn(t, n)
+		s = rest
+	}
+	return nil
 }

@@ -301,8 +301,10 @@ func (ix *Indexer) one(rel string, known Known) change {
 // extract is what the index records of one file's content: a sensitive
 // file only by name; any other after its secrets are redacted.
 func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
-	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel), Terms: map[string]int{}}
-	pathTerms(rel, f.Terms)
+	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
+	terms := map[string]int{}
+	pathTerms(rel, terms)
+	defer func() { f.Terms = schemas.FormatTerms(terms) }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
@@ -319,7 +321,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 	src := []byte(text)
 	f.Lines = countLines(src)
 	f.Debt = countDebt(src)
-	projections.Terms(text, func(t string) { f.Terms[t]++ })
+	projections.Terms(text, func(t string) { terms[t]++ })
 	if f.Lang == "go" {
 		extractGo(f, src, ix.goPackage(path.Dir(rel)))
 	}
@@ -364,10 +366,7 @@ func (ix *Indexer) batches(changes []change, known Known) []schemas.IndexUpdate 
 
 // estimate is about how many bytes f takes in an event.
 func estimate(f *schemas.IndexedFile) int {
-	n := 64 + len(f.Path)
-	for t := range f.Terms {
-		n += len(t) + 3
-	}
+	n := 64 + len(f.Path) + len(f.Terms)
 	for _, s := range f.Symbols {
 		n += 40 + len(s.Name) + len(s.Signature)
 	}

@@ -99,7 +99,7 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "decision", Summary: "plan approved", Detail: "by " + s})
 	}
 	f.append(t, "_", schemas.TypeIndexUpdate, schemas.IndexUpdate{Root: "/w", Files: []schemas.IndexedFile{
-		{Path: "a.go", Hash: "h1", Lang: "go", Package: "m/a", Symbols: []schemas.Symbol{{Name: "Load", Kind: "func", Line: 3}}, Terms: map[string]int{"load": 2, "config": 1}},
+		{Path: "a.go", Hash: "h1", Lang: "go", Package: "m/a", Symbols: []schemas.Symbol{{Name: "Load", Kind: "func", Line: 3}}, Terms: "load 2 config 1"},
 	}})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
