@@ -11,13 +11,14 @@ import (
 )
 
 // UpdateEvents turns updates into index_update events of session from
-// source, each with an id derived from its content (the root and every
+// source, addressed to the user as every record is (so the Guide does not
+// route them), each with an id derived from its content (the root and every
 // path with its hash or its removal or skip): recording the same update
 // twice appends it once.
 func UpdateEvents(session, source string, now time.Time, updates []schemas.IndexUpdate) ([]*schemas.Envelope, error) {
 	out := make([]*schemas.Envelope, 0, len(updates))
 	for _, u := range updates {
-		env, err := schemas.New(schemas.TypeIndexUpdate, session, source, "", now, u)
+		env, err := schemas.New(schemas.TypeIndexUpdate, session, source, "user", now, u)
 		if err != nil {
 			return nil, err
 		}

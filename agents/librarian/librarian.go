@@ -1,0 +1,220 @@
+// Package librarian is the Librarian: it knows what exists in a work
+// directory. It keeps the code index up to date (the files, and for Go the
+// packages, declarations, calls and imports, extracted without an LLM and
+// recorded as index_update events that the code projection folds) and
+// answers context_request from it: the declarations a question names, the
+// files a ranked search finds, and the health of the area (seed
+// L16810-17447).
+package librarian
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Librarian answers context requests from the code index.
+type Librarian struct {
+	// Store is read for sessions' work directories and the index, and
+	// waited on until it has folded the updates the Librarian records.
+	Store projections.Reader
+	// DefaultWorkDir is indexed for sessions that name no work directory
+	// ("": the process's current directory).
+	DefaultWorkDir string
+	// MaxFileSize bounds the files indexed (default DefaultMaxFileSize).
+	MaxFileSize int64
+}
+
+// Handle answers one context_request: it brings the index of the session's
+// work directory up to date (recording what changed before anything else),
+// then answers from it.
+func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	env := d.Env
+	if env.Type != schemas.TypeContextRequest {
+		return nil, nil
+	}
+	q, err := schemas.PayloadAs[schemas.ContextRequest](env)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	ix, err := l.refresh(ctx, d, l.workDir(ctx, env.SessionID))
+	if err != nil {
+		return nil, err
+	}
+	ans, err := Answer(ctx, l.Store, ix.Root, q.Query)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	target := env.Source
+	if target == "" || target == Name {
+		target = "user"
+	}
+	out, err := d.Derive(schemas.TypeContextResponse, target, "answer", ans)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	return []*schemas.Envelope{out}, nil
+}
+
+// workDir is the session's work directory, else the default.
+func (l *Librarian) workDir(ctx context.Context, session string) string {
+	if s, err := l.Store.Session(ctx, session); err == nil && s.Config.WorkDir != "" {
+		return s.Config.WorkDir
+	}
+	if l.DefaultWorkDir == "" {
+		return "."
+	}
+	return l.DefaultWorkDir
+}
+
+// refresh records what changed in root since the index last saw it, and
+// waits until the index has it. The events' ids come from their content, so
+// a redelivered request records nothing twice.
+func (l *Librarian) refresh(ctx context.Context, d *agents.Delivery, root string) (*Indexer, error) {
+	ix, err := NewIndexer(root)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	ix.MaxFileSize = l.MaxFileSize
+	known, err := KnownFrom(ctx, l.Store, ix.Root)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := ix.Scan(ctx, known)
+	if err != nil {
+		return nil, err
+	}
+	envs, err := UpdateEvents(d.Env.SessionID, Name, d.Now(), ups)
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	var last uint64
+	for _, e := range envs {
+		e.CorrelationID, e.ParentID = d.Env.CorrelationID, d.Env.ID
+		seq, err := d.AppendNow(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		last = max(last, seq)
+	}
+	if last > 0 {
+		err = l.Store.WaitFor(ctx, last)
+	}
+	return ix, err
+}
+
+// Answer is what the index says about query, without an LLM: the
+// declarations it names (with their callers), the files a ranked search
+// finds, and the health of the area the best of them is in.
+func Answer(ctx context.Context, r projections.Reader, root, query string) (schemas.ContextResponse, error) {
+	var b strings.Builder
+	var refs []string
+	confidence := 0.0
+	ref := func(p string, line int) {
+		s := p
+		if line > 0 {
+			s = fmt.Sprintf("%s:%d", p, line)
+		}
+		if !slices.Contains(refs, s) {
+			refs = append(refs, s)
+		}
+	}
+	for _, name := range identifiers(query) {
+		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5})
+		if err != nil {
+			return schemas.ContextResponse{}, err
+		}
+		for _, s := range res.Symbols {
+			confidence = 0.9
+			fmt.Fprintf(&b, "%s %s is defined at %s:%d", s.Kind, qualifiedName(s), s.Path, s.Line)
+			if s.Signature != "" {
+				fmt.Fprintf(&b, ": %s", s.Signature)
+			}
+			b.WriteString("\n")
+			ref(s.Path, s.Line)
+			callers, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeCallers, Text: qualifiedName(s), Limit: 10})
+			if err != nil {
+				return schemas.ContextResponse{}, err
+			}
+			for _, c := range callers.Calls {
+				fmt.Fprintf(&b, "  called by %s at %s:%d\n", c.From, c.Path, c.Line)
+			}
+		}
+	}
+	words := 0
+	projections.Terms(query, func(string) { words++ })
+	kind := projections.CodeSearch
+	if words == 0 {
+		kind = projections.CodeStatus // nothing to search for: only whether there is an index
+	}
+	res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: kind, Text: query, Limit: 5})
+	if err != nil {
+		return schemas.ContextResponse{}, err
+	}
+	if !res.Indexed {
+		return schemas.ContextResponse{Answer: "The work directory " + root + " has no index yet."}, nil
+	}
+	area := "."
+	if len(res.Hits) > 0 {
+		confidence = max(confidence, 0.6)
+		b.WriteString("Files that match:\n")
+		for _, h := range res.Hits {
+			fmt.Fprintf(&b, "  %s (%.2f)", h.Path, h.Score)
+			for i, s := range h.Symbols {
+				if i == 3 {
+					b.WriteString(" …")
+					break
+				}
+				fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
+			}
+			b.WriteString("\n")
+			ref(h.Path, 0)
+		}
+		area = path.Dir(res.Hits[0].Path)
+	}
+	if b.Len() == 0 {
+		fmt.Fprintf(&b, "Nothing in the index matches %q.\n", query)
+	}
+	hr, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeHealth, Text: area})
+	if err != nil {
+		return schemas.ContextResponse{}, err
+	}
+	if h := hr.Health; h != nil && h.Files > 0 {
+		fmt.Fprintf(&b, "CODEBASE HEALTH %s: %s | Tests: %.0f%% of source files | Debt: %d markers (%.1f per 1000 lines) | Documented: %.0f%%\nRecommendation: %s\n",
+			h.Area, h.Maturity, h.TestRatio*100, h.DebtMarkers, h.DebtPer1K, h.Documented*100, h.Recommendation)
+	}
+	return schemas.ContextResponse{Answer: strings.TrimRight(b.String(), "\n"), References: refs, Confidence: confidence}, nil
+}
+
+func qualifiedName(s projections.CodeSymbolHit) string {
+	if s.Recv != "" {
+		return s.Recv + "." + s.Name
+	}
+	return s.Name
+}
+
+// identifiers are the words of a question that look like names in code:
+// with an upper-case letter after the first, an underscore, or a dot
+// between words (Store.History, parse_config, RootID).
+func identifiers(q string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '.'
+	}) {
+		w = strings.Trim(w, ".")
+		if len(w) < 3 || slices.Contains(out, w) {
+			continue
+		}
+		if strings.ContainsAny(w, "_.") || strings.IndexFunc(w[1:], unicode.IsUpper) >= 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
