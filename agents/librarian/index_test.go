@@ -135,10 +135,10 @@ func TestIndexThisRepository(t *testing.T) {
 			t.Errorf("callees of Indexer.Scan %v lack %s", callees, want)
 		}
 	}
-	if deps := r.code(root, projections.CodeDeps, "projections").Packages; !slices.Contains(deps, "github.com/cockroachdb/pebble/v2") || slices.Contains(deps, "github.com/sylk/sylk/agents") {
+	if deps := r.code(root, projections.CodeDeps, "github.com/sylk/sylk/projections").Packages; !slices.Contains(deps, "github.com/cockroachdb/pebble/v2") || slices.Contains(deps, "github.com/sylk/sylk/agents") {
 		t.Errorf("projections' dependencies: %v", deps)
 	}
-	if dependents := r.code(root, projections.CodeDependents, "tools").Packages; !slices.Contains(dependents, "github.com/sylk/sylk/agents/librarian") {
+	if dependents := r.code(root, projections.CodeDependents, "github.com/sylk/sylk/tools").Packages; !slices.Contains(dependents, "github.com/sylk/sylk/agents/librarian") {
 		t.Errorf("the packages importing tools %v lack the Librarian", dependents)
 	}
 	hits := r.code(root, projections.CodeSearch, "bm25 ranking terms").Hits
