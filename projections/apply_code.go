@@ -24,22 +24,10 @@ import (
 // deleted whole. A file's record keeps its other keys, so a new version
 // deletes exactly those.
 
-// CodeFile is one indexed file as the code index keeps it.
+// CodeFile is one indexed file as the code index keeps it: what the event
+// said of it but its terms (they are in the postings).
 type CodeFile struct {
-	Path       string           `json:"path"`
-	Hash       string           `json:"hash"`
-	Size       int64            `json:"size"`
-	Lang       string           `json:"lang"`
-	Lines      int              `json:"lines"`
-	Package    string           `json:"package,omitempty"`
-	Imports    []string         `json:"imports,omitempty"`
-	Symbols    []schemas.Symbol `json:"symbols,omitempty"`
-	Calls      []schemas.Call   `json:"calls,omitempty"`
-	Debt       int              `json:"debt,omitempty"`
-	Test       bool             `json:"test,omitempty"`
-	Stubbed    bool             `json:"stubbed,omitempty"`
-	Redactions int              `json:"redactions,omitempty"`
-	ParseError string           `json:"parse_error,omitempty"`
+	schemas.IndexedFile
 	// Length is the number of terms with repeats (BM25's document length).
 	Length int `json:"length"`
 	// Seq is the event that indexed this version: its segment.
@@ -281,11 +269,8 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 
 // putCodeFile writes the keys of f but its postings.
 func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint64, r *codeRoot) error {
-	cf := &CodeFile{
-		Path: f.Path, Hash: f.Hash, Size: f.Size, Lang: f.Lang, Lines: f.Lines, Package: f.Package,
-		Imports: f.Imports, Symbols: f.Symbols, Calls: f.Calls, Debt: f.Debt, Test: f.Test,
-		Stubbed: f.Stubbed, Redactions: f.Redactions, ParseError: f.ParseError, Length: length, Seq: seq,
-	}
+	cf := &CodeFile{IndexedFile: *f, Length: length, Seq: seq}
+	cf.Terms = ""
 	for _, s := range f.Symbols {
 		if err := t.set(codeSymbolKey(rid, s.Name, f.Path, s.Line), nil); err != nil {
 			return err
