@@ -44,7 +44,16 @@ func (l *Log) Scan(ctx context.Context, subject string, from Cursor, to uint64, 
 	if from.New {
 		return nil
 	}
-	raw := readOptionsOf(opts).raw
+	o := readOptionsOf(opts)
+	if o.bodies && subject == broker.StreamSubjects && from.Time.IsZero() {
+		return l.scanBodies(ctx, from.Seq, to, func(ev *Event) error {
+			if !o.raw {
+				ev.Env, ev.Err = schemas.Unmarshal(ev.Data)
+			}
+			return fn(ev)
+		})
+	}
+	raw := o.raw
 	for failures := 0; ; {
 		s := &scan{raw: raw, to: to}
 		err := l.scanOnce(ctx, subject, from, s, fn)

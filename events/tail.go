@@ -81,7 +81,7 @@ func (c Cursor) start() (policy jetstream.DeliverPolicy, seq uint64, at *time.Ti
 type ReadOption func(*readOptions)
 
 type readOptions struct {
-	raw bool
+	raw, bodies bool
 }
 
 func readOptionsOf(opts []ReadOption) readOptions {

@@ -227,6 +227,17 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		// folds.
 		send := func(ev *events.Event) error {
 			e := decodeEvent(ev)
+			if e.env == nil && e.id == "" && ev.Header == nil {
+				// Bytes that are no envelope, read without headers: their
+				// rejection names them by their message id.
+				full, err := p.src.Get(rctx, ev.Seq)
+				if err != nil {
+					return err
+				}
+				if v := full.Header[events.HeaderMsgID]; len(v) > 0 {
+					e.id = v[0]
+				}
+			}
 			select {
 			case ch <- e:
 				return nil
@@ -235,7 +246,7 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 			}
 		}
 		if !live {
-			rerr <- p.src.Scan(rctx, allEvents, events.Cursor{Seq: from}, to, send, events.Raw())
+			rerr <- p.src.Scan(rctx, allEvents, events.Cursor{Seq: from}, to, send, events.Raw(), events.Bodies())
 			return
 		}
 		tail, err := p.src.Tail(rctx, allEvents, events.Cursor{Seq: from}, events.Raw())
