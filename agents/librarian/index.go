@@ -52,6 +52,9 @@ type Indexer struct {
 	BatchBytes  int
 	// Workers read and extract files in parallel (default GOMAXPROCS).
 	Workers int
+	// Reindex extracts every file again, whatever its hash, and records
+	// every skip again (after an upgrade of the extractor).
+	Reindex bool
 
 	mods sync.Map // dir -> module (the nearest go.mod's)
 }
@@ -289,7 +292,7 @@ func (ix *Indexer) one(rel string, known Known) change {
 		return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
 	}
 	hash := contentHash(buf)
-	if known.Hashes[rel] == hash {
+	if known.Hashes[rel] == hash && !ix.Reindex {
 		return change{}
 	}
 	if bytes.IndexByte(buf[:min(len(buf), binarySniff)], 0) >= 0 {
@@ -352,7 +355,7 @@ func (ix *Indexer) batches(changes []change, known Known) []schemas.IndexUpdate 
 		case c.removed:
 			cur.Removed = append(cur.Removed, c.path)
 			size += len(c.path)
-		case c.skip != "" && known.Skipped[c.path] != c.skip:
+		case c.skip != "" && (known.Skipped[c.path] != c.skip || ix.Reindex):
 			cur.Skipped = append(cur.Skipped, schemas.IndexSkip{Path: c.path, Reason: c.skip})
 			size += len(c.path) + len(c.skip)
 		}

@@ -83,28 +83,23 @@ func (l *Librarian) refresh(ctx context.Context, d *agents.Delivery, root string
 		return nil, agents.Permanent(err)
 	}
 	ix.MaxFileSize = l.MaxFileSize
-	known, err := KnownFrom(ctx, l.Store, ix.Root)
-	if err != nil {
-		return nil, err
-	}
-	ups, err := ix.Scan(ctx, known)
-	if err != nil {
-		return nil, err
-	}
-	envs, err := UpdateEvents(d.Env.SessionID, Name, d.Now(), ups)
-	if err != nil {
-		return nil, agents.Permanent(err)
-	}
-	var last uint64
-	for _, e := range envs {
-		e.CorrelationID, e.ParentID = d.Env.CorrelationID, d.Env.ID
-		seq, err := d.AppendNow(ctx, e)
+	_, last, err := Update(ctx, l.Store, ix, nil, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		envs, err := UpdateEvents(d.Env.SessionID, Name, d.Now(), ups)
 		if err != nil {
-			return nil, err
+			return 0, agents.Permanent(err)
 		}
-		last = max(last, seq)
-	}
-	if last > 0 {
+		var last uint64
+		for _, e := range envs {
+			e.CorrelationID, e.ParentID = d.Env.CorrelationID, d.Env.ID
+			seq, err := d.AppendNow(ctx, e)
+			if err != nil {
+				return 0, err
+			}
+			last = max(last, seq)
+		}
+		return last, nil
+	})
+	if err == nil && last > 0 {
 		err = l.Store.WaitFor(ctx, last)
 	}
 	return ix, err

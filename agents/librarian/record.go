@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -45,7 +46,8 @@ func updateID(env *schemas.Envelope, u *schemas.IndexUpdate) string {
 }
 
 // Record appends updates as events, pipelined, and returns the stream
-// sequence of the last (0 when there are none).
+// sequence of the last (0 when there are none). The events get fresh ids: a
+// command that indexes again on purpose (a rebuild) is not a duplicate.
 func Record(ctx context.Context, log *events.Log, session, source string, now time.Time, updates []schemas.IndexUpdate) (uint64, error) {
 	envs, err := UpdateEvents(session, source, now, updates)
 	if err != nil {
@@ -53,6 +55,7 @@ func Record(ctx context.Context, log *events.Log, session, source string, now ti
 	}
 	pending := make([]events.PendingAppend, 0, len(envs))
 	for _, env := range envs {
+		env.ID = schemas.NewID()
 		p, err := log.AppendAsync(env)
 		if err != nil {
 			return 0, err
@@ -72,3 +75,35 @@ func Record(ctx context.Context, log *events.Log, session, source string, now ti
 
 // Name is the Librarian's agent name.
 const Name = "librarian"
+
+// Update brings the index of ix's root up to date: the whole tree, or only
+// files when some are named. record appends the updates (as events) and
+// returns the sequence of the last; Update returns the updates and that
+// sequence (0: nothing changed).
+func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) ([]schemas.IndexUpdate, uint64, error) {
+	known, err := KnownFrom(ctx, r, ix.Root)
+	if err != nil {
+		return nil, 0, err
+	}
+	var ups []schemas.IndexUpdate
+	if len(files) > 0 {
+		ups, err = ix.Paths(ctx, known, files)
+	} else {
+		ups, err = ix.Scan(ctx, known)
+	}
+	if err != nil || len(ups) == 0 {
+		return nil, 0, err
+	}
+	seq, err := record(ctx, ups)
+	return ups, seq, err
+}
+
+// Counts sums what updates did: files indexed, removed and skipped.
+func Counts(ups []schemas.IndexUpdate) (indexed, removed, skipped int) {
+	for _, u := range ups {
+		indexed += len(u.Files)
+		removed += len(u.Removed)
+		skipped += len(u.Skipped)
+	}
+	return indexed, removed, skipped
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/dag"
 	"github.com/sylk/sylk/cmd/sylk/dlq"
 	"github.com/sylk/sylk/cmd/sylk/history"
+	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/cmd/sylk/plan"
 	"github.com/sylk/sylk/cmd/sylk/projections"
@@ -15,6 +16,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/replay"
 	runcmd "github.com/sylk/sylk/cmd/sylk/run"
 	"github.com/sylk/sylk/cmd/sylk/schema"
+	"github.com/sylk/sylk/cmd/sylk/search"
 	"github.com/sylk/sylk/cmd/sylk/serve"
 	"github.com/sylk/sylk/cmd/sylk/session"
 	"github.com/sylk/sylk/cmd/sylk/signal"
@@ -43,5 +45,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		dag.NewCmdCheckpoint(f),
 		history.NewCmdHistory(f),
 		projections.NewCmdProjections(f),
+		index.NewCmdIndex(f),
+		search.NewCmdSearch(f),
 	}
 }

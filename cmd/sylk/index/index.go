@@ -1,0 +1,202 @@
+// Package index is `sylk index`: the Librarian's code index of a work
+// directory, brought up to date, shown, or recorded again.
+package index
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents/librarian"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// IndexOptions are the flags of `sylk index`.
+type IndexOptions struct {
+	Dir     string
+	Session string
+	JSON    bool
+	Limit   int
+}
+
+func (o *IndexOptions) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.Dir, "dir", ".", "the work directory")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+func NewCmdIndex(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "The Librarian's code index of a work directory: update, status, rebuild",
+		Long: `The Librarian indexes a work directory without an LLM: every file's terms (for
+ranked full-text search), and for Go the packages, declarations, calls and
+imports. Files are compared by content hash, so an update reads the tree and
+records only what changed, as index_update events; the index is a projection
+of those events ('sylk projections rebuild' folds it again without reading a
+file). Sensitive files (.env, keys, credentials) are indexed by name only and
+secrets are redacted before anything is extracted. Binary, huge, unreadable
+and symlinked files are skipped, each with its reason ('sylk index status').
+
+'sylk search' updates the index before it searches; the Librarian updates it
+before it answers a context request.`,
+	}
+	cmd.AddCommand(newUpdateCmd(f), newStatusCmd(f), newRebuildCmd(f))
+	return cmd
+}
+
+func newUpdateCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &IndexOptions{}
+	cmd := &cobra.Command{
+		Use:   "update [FILE...]",
+		Short: "Index what changed in the work directory (or only the named files)",
+		Example: `  sylk index update
+  sylk index update --dir ~/src/app
+  sylk index update internal/config/loader.go   # one edited file, as an editor hook would`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return updateRun(cmd.Context(), f, opts, args, false)
+		},
+	}
+	opts.bind(cmd)
+	cmd.Flags().StringVar(&opts.Session, "session", "_", "the session the index_update events belong to")
+	return cmd
+}
+
+func newRebuildCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &IndexOptions{}
+	cmd := &cobra.Command{
+		Use:   "rebuild",
+		Short: "Read and record every file of the work directory again",
+		Long: `Extracts every file again, whatever its content hash, and records it: what an
+upgrade of the extractor needs. To fold the recorded events again without
+reading any file, use 'sylk projections rebuild'.`,
+		Example: `  sylk index rebuild --dir .`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return updateRun(cmd.Context(), f, opts, nil, true)
+		},
+	}
+	opts.bind(cmd)
+	cmd.Flags().StringVar(&opts.Session, "session", "_", "the session the index_update events belong to")
+	return cmd
+}
+
+// updateReport is what update and rebuild print with --json.
+type updateReport struct {
+	Root    string `json:"root"`
+	Indexed int    `json:"indexed"`
+	Removed int    `json:"removed"`
+	Skipped int    `json:"skipped"`
+	Events  int    `json:"events"`
+	Seq     uint64 `json:"seq,omitempty"`
+}
+
+func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, files []string, reindex bool) error {
+	if !schemas.ValidName(opts.Session) {
+		return cmdutil.Usagef("--session %q is not a session id", opts.Session)
+	}
+	ix, err := librarian.NewIndexer(opts.Dir)
+	if err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	ix.Reindex = reindex
+	r, err := f.State(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, files)
+	if err != nil {
+		return err
+	}
+	rep := updateReport{Root: ix.Root, Events: len(ups), Seq: seq}
+	rep.Indexed, rep.Removed, rep.Skipped = librarian.Counts(ups)
+	if opts.JSON {
+		return f.IO.PrintJSON(rep)
+	}
+	if len(ups) == 0 {
+		fmt.Fprintf(f.IO.Out, "%s: the index is up to date\n", ix.Root)
+		return nil
+	}
+	fmt.Fprintf(f.IO.Out, "%s: %d files indexed, %d removed, %d skipped (%d index_update events)\n", ix.Root, rep.Indexed, rep.Removed, rep.Skipped, rep.Events)
+	if rep.Skipped > 0 {
+		fmt.Fprintln(f.IO.ErrOut, "'sylk index status' says why each skipped file was left out")
+	}
+	return nil
+}
+
+// Refresh brings the index of ix's root up to date (only files, when some
+// are named), recording the updates in session, and makes r's answers
+// reflect them.
+func Refresh(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, ix *librarian.Indexer, session string, files []string) ([]schemas.IndexUpdate, uint64, error) {
+	ups, seq, err := librarian.Update(ctx, r, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		return librarian.Record(ctx, r.Log, session, "user", f.Now(), ups)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if seq > 0 {
+		if err := r.Sync(ctx, seq); err != nil {
+			return nil, 0, err
+		}
+		if rej, err := r.Rejected(ctx, seq); err == nil && rej != nil {
+			return nil, 0, fmt.Errorf("the code index refused the update at seq %d: %s", seq, rej.Reason)
+		}
+	}
+	return ups, seq, nil
+}
+
+func newStatusCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &IndexOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "What the index of the work directory holds, and which files it skipped and why",
+		Example: `  sylk index status
+  sylk index status --dir ~/src/app --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ix, err := librarian.NewIndexer(opts.Dir)
+			if err != nil {
+				return cmdutil.UsageError{Err: err}
+			}
+			r, err := f.State(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			res, err := r.Code(cmd.Context(), projections.CodeQuery{Root: ix.Root, Kind: projections.CodeStatus, Limit: opts.Limit})
+			if err != nil {
+				return err
+			}
+			if opts.JSON {
+				return f.IO.PrintJSON(res)
+			}
+			if !res.Indexed {
+				fmt.Fprintf(f.IO.ErrOut, "%s has no index yet: 'sylk index update --dir %s' makes one\n", ix.Root, opts.Dir)
+				return nil
+			}
+			st := res.Status
+			fmt.Fprintf(f.IO.Out, "%s: %d files, %d terms, last update at seq %d\n", ix.Root, st.Files, st.Length, st.Seq)
+			if st.SkippedTotal > 0 {
+				fmt.Fprintf(f.IO.Out, "%d skipped:\n", st.SkippedTotal)
+				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				for _, s := range st.Skipped {
+					fmt.Fprintf(tw, "  %s\t%s\n", s.Path, s.Reason)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if st.SkippedTotal > len(st.Skipped) {
+					fmt.Fprintf(f.IO.Out, "  … and %d more (--limit)\n", st.SkippedTotal-len(st.Skipped))
+				}
+			}
+			return nil
+		},
+	}
+	opts.bind(cmd)
+	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "list at most N skipped files")
+	return cmd
+}

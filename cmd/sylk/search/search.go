@@ -1,0 +1,182 @@
+// Package search is `sylk search`: ranked full-text search, symbol lookup,
+// callers, callees, dependencies and health from the Librarian's code index.
+package search
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents/librarian"
+	"github.com/sylk/sylk/cmd/sylk/index"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/projections"
+)
+
+// SearchOptions are the flags of `sylk search`.
+type SearchOptions struct {
+	Dir      string
+	Session  string
+	Limit    int
+	JSON     bool
+	NoUpdate bool
+	// One query kind at most.
+	Symbol, Callers, Callees, Deps, Dependents, Health bool
+}
+
+// kind is the query kind the flags ask for.
+func (o *SearchOptions) kind() (string, error) {
+	kinds := map[string]bool{
+		projections.CodeSymbol: o.Symbol, projections.CodeCallers: o.Callers, projections.CodeCallees: o.Callees,
+		projections.CodeDeps: o.Deps, projections.CodeDependents: o.Dependents, projections.CodeHealth: o.Health,
+	}
+	kind := projections.CodeSearch
+	for k, on := range kinds {
+		if on {
+			if kind != projections.CodeSearch {
+				return "", cmdutil.Usagef("--%s and --%s: ask one thing at a time", kind, k)
+			}
+			kind = k
+		}
+	}
+	return kind, nil
+}
+
+func NewCmdSearch(f *cmdutil.Factory) *cobra.Command {
+	opts := &SearchOptions{}
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Search the code of a work directory: ranked text, symbols, callers, dependencies",
+		Long: `Searches the Librarian's code index of the work directory (--dir, default the
+current one), bringing it up to date first (only changed files are read
+again; --no-update skips that).
+
+Without a flag, QUERY is ranked full-text search (BM25) over every file's
+words: identifiers count as their parts too, so "config loader" finds
+parseConfigFile and internal/config/loader.go. With a flag, QUERY is a name:
+
+  --symbol      declarations named QUERY: Name, Recv.Method or pkg.Name
+  --callers     the calls to QUERY (Go)
+  --callees     the calls made by the function or method QUERY (Go)
+  --deps        the packages the Go package QUERY imports
+  --dependents  the packages importing QUERY
+  --health      the health of the files under the path QUERY (maturity, tests,
+                debt markers, documented declarations); QUERY may be "."`,
+		Example: `  sylk search "retry backoff"
+  sylk search --symbol Store.History
+  sylk search --callers projections.RootID --json | jq -r '.calls[].path'
+  sylk search --dependents github.com/sylk/sylk/tools
+  sylk search --health internal/auth`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return searchRun(cmd.Context(), f, opts, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", ".", "the work directory")
+	cmd.Flags().StringVar(&opts.Session, "session", "_", "the session an index update is recorded in")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 10, "at most N results")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the answer as one JSON object")
+	cmd.Flags().BoolVar(&opts.NoUpdate, "no-update", false, "search the index as it is, without reading changed files")
+	cmd.Flags().BoolVar(&opts.Symbol, "symbol", false, "find declarations named QUERY")
+	cmd.Flags().BoolVar(&opts.Callers, "callers", false, "find the calls to QUERY")
+	cmd.Flags().BoolVar(&opts.Callees, "callees", false, "find the calls made by QUERY")
+	cmd.Flags().BoolVar(&opts.Deps, "deps", false, "the packages QUERY imports")
+	cmd.Flags().BoolVar(&opts.Dependents, "dependents", false, "the packages that import QUERY")
+	cmd.Flags().BoolVar(&opts.Health, "health", false, "the health of the files under the path QUERY")
+	return cmd
+}
+
+func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, query string) error {
+	kind, err := opts.kind()
+	if err != nil {
+		return err
+	}
+	if opts.Limit < 1 {
+		return cmdutil.Usagef("--limit %d: at least 1", opts.Limit)
+	}
+	ix, err := librarian.NewIndexer(opts.Dir)
+	if err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	r, err := f.State(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if !opts.NoUpdate {
+		if _, _, err := index.Refresh(ctx, f, r, ix, opts.Session, nil); err != nil {
+			return err
+		}
+	}
+	q := projections.CodeQuery{Root: ix.Root, Kind: kind, Text: query, Limit: opts.Limit}
+	if err := q.Validate(); err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	res, err := r.Code(ctx, q)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return f.IO.PrintJSON(res)
+	}
+	if !res.Indexed {
+		fmt.Fprintf(f.IO.ErrOut, "%s has no index: 'sylk index update --dir %s' makes one\n", ix.Root, opts.Dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	n := printResult(tw, res)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "no file contains: %s\n", strings.Join(res.Unknown, ", "))
+	}
+	if n == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "nothing matches %q\n", query)
+	}
+	return nil
+}
+
+// printResult prints what res holds, one line an item, and returns how many.
+func printResult(tw *tabwriter.Writer, res *projections.CodeResult) int {
+	n := 0
+	for _, h := range res.Hits {
+		n++
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", h.Path, h.Score, h.Lang)
+		for _, s := range h.Symbols {
+			fmt.Fprintf(tw, "  %s:%d\t\t%s %s\n", h.Path, s.Line, s.Kind, name(s))
+		}
+	}
+	for _, s := range res.Symbols {
+		n++
+		fmt.Fprintf(tw, "%s:%d\t%s %s\t%s\n", s.Path, s.Line, s.Kind, name(s), s.Signature)
+	}
+	for _, c := range res.Calls {
+		n++
+		fmt.Fprintf(tw, "%s:%d\t%s\t-> %s\n", c.Path, c.Line, c.From, c.To)
+	}
+	for _, p := range res.Packages {
+		n++
+		fmt.Fprintln(tw, p)
+	}
+	if h := res.Health; h != nil && h.Files > 0 {
+		n++
+		fmt.Fprintf(tw, "%s: %s\n", h.Area, h.Maturity)
+		fmt.Fprintf(tw, "  files\t%d (%d source, %d test, %d lines)\n", h.Files, h.SourceFiles, h.TestFiles, h.Lines)
+		fmt.Fprintf(tw, "  tests\t%.2f test files per source file\n", h.TestRatio)
+		fmt.Fprintf(tw, "  debt\t%d markers (TODO, FIXME, HACK, XXX), %.1f per 1000 lines\n", h.DebtMarkers, h.DebtPer1K)
+		fmt.Fprintf(tw, "  documented\t%.0f%% of declarations\n", h.Documented*100)
+		fmt.Fprintf(tw, "  recommendation\t%s\n", h.Recommendation)
+	}
+	return n
+}
+
+func name(s projections.CodeSymbolHit) string {
+	if s.Recv != "" {
+		return s.Recv + "." + s.Name
+	}
+	return s.Name
+}
