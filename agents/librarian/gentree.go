@@ -36,6 +36,9 @@ record redact refund region registry replica request resolve retry route router 
 segment sequence session shard signal snapshot socket source stream subject supervisor table tenant
 ticket token topic trace transfer tree upload vector verify version watcher window worker`)
 
+// Word is a word of the generated trees' vocabulary, at random.
+func Word(rng *rand.Rand) string { return vocabulary[rng.IntN(len(vocabulary))] }
+
 // GenerateTree writes n files under dir (most of them Go, in packages of
 // filesPerPackage files under one module, the others Markdown, Python and
 // text), deterministically from seed, and returns what they define and who
@@ -51,7 +54,7 @@ func GenerateTree(dir string, n int, seed uint64) (*GeneratedTree, error) {
 	words := func(k int) string {
 		w := make([]string, k)
 		for i := range w {
-			w[i] = vocabulary[rng.IntN(len(vocabulary))]
+			w[i] = Word(rng)
 		}
 		return strings.Join(w, " ")
 	}

@@ -17,6 +17,6 @@ data directory, and reports both with ratio = Sylk's speed / baseline's speed
 (higher is better). The machine is noisy: compare ratios, not times.`,
 	}
 	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchDAGCmd(f))
-	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f))
+	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f), newBenchIndexCmd(f))
 	return cmd
 }
