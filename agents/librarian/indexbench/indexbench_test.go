@@ -1,0 +1,26 @@
+package indexbench
+
+import (
+	"testing"
+
+	"github.com/sylk/sylk/broker/brokertest"
+)
+
+// The benchmark runs end to end at a small size and reports every figure.
+func TestRunSmall(t *testing.T) {
+	cs, rep, err := Run(brokertest.Context(t), Config{DataDir: t.TempDir(), Files: 120, Edits: 3, Searches: 12}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 4 {
+		t.Fatalf("%d comparisons: %+v", len(cs), cs)
+	}
+	for _, c := range cs {
+		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || c.Target <= 0 {
+			t.Errorf("comparison %q lacks a figure: %+v", c.Name, c)
+		}
+	}
+	if rep.Files != 121 || rep.Events == 0 || rep.StreamBytes == 0 || rep.SourceBytes == 0 || rep.UpdateP50MS <= 0 || rep.SearchP99MS <= 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+}
