@@ -232,6 +232,8 @@ func applyDAGs(t *tx, ev *event) error {
 	switch env.Type {
 	case schemas.TypeDAGExecute:
 		return dagExecute(t, ev)
+	case schemas.TypeSessionFork:
+		return forkDAGs(t, ev)
 	case schemas.TypeDAGRejected:
 		p, err := payloadOf[schemas.DAGRejected](t, DAGs, ev)
 		if p == nil {

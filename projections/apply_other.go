@@ -26,6 +26,8 @@ func applyCheckpoints(t *tx, ev *event) error {
 		return nil
 	}
 	switch env.Type {
+	case schemas.TypeSessionFork:
+		return forkCheckpoints(t, ev)
 	case schemas.TypeDAGExecute:
 		p, err := payloadOf[schemas.DAGExecute](t, Checkpoints, ev)
 		if p == nil {
@@ -91,6 +93,8 @@ func applyPending(t *tx, ev *event) error {
 		corr = env.ID
 	}
 	switch env.Type {
+	case schemas.TypeSessionFork:
+		return forkPending(t, ev)
 	case schemas.TypeClarificationRequest, schemas.TypePlanResponse:
 		k := pendingKey(sid, corr)
 		old, err := load[PendingRequest](t, k)
@@ -239,6 +243,8 @@ func applyLog(t *tx, ev *event) error {
 		return err
 	}
 	switch env.Type {
+	case schemas.TypeSessionFork:
+		return applyForkLog(t, ev)
 	case schemas.TypeSessionSwitch:
 		v, err := ev.decode()
 		if err != nil {

@@ -37,6 +37,8 @@ func applySessions(t *tx, ev *event) error {
 	switch env.Type {
 	case schemas.TypeSessionCreate:
 		return sessionCreate(t, ev)
+	case schemas.TypeSessionFork:
+		return forkSession(t, ev)
 	case schemas.TypeSessionResume, schemas.TypeSessionSwitch, schemas.TypeSessionSuspend,
 		schemas.TypeSessionComplete, schemas.TypeSessionFail:
 		return sessionMove(t, ev)

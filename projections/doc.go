@@ -29,6 +29,7 @@
 //	pending      pending/p/<sid>\0<corr>           PendingRequest
 //	log          log/s/<sid>\0<seq>                the event's bytes
 //	             log/g/<seq>                       global (scope all) signals
+//	             log/fork/<sid>                    a fork's ForkOf: its lineage
 //	trace        trace/<corr>\0<seq>               the hop's session
 //	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
 //	             (the first record of a call stands; a second is refused)

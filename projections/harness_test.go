@@ -278,6 +278,9 @@ func formatSession(s *projections.Session) string {
 	if s.ActiveDAG != "" || len(s.DAGHistory) > 0 {
 		fmt.Fprintf(&b, " active_dag=%s dags=%v", s.ActiveDAG, s.DAGHistory)
 	}
+	if s.Fork != nil {
+		fmt.Fprintf(&b, " fork_of=%s@%d (at seq %d)", s.Fork.Parent, s.Fork.ParentSeq, s.Fork.Seq)
+	}
 	b.WriteString("\n  transitions:")
 	for _, tr := range s.Transitions {
 		from := string(tr.From)
@@ -463,7 +466,11 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			if err != nil {
 				return errOut(err)
 			}
-			fmt.Fprintf(&b, "%d %s %s\n", e.Seq, env.SessionID, env.Type)
+			fmt.Fprintf(&b, "%d %s %s", e.Seq, env.SessionID, env.Type)
+			if e.From != "" {
+				fmt.Fprintf(&b, " (from %s)", e.From)
+			}
+			b.WriteString("\n")
 		}
 		if page.More {
 			fmt.Fprintf(&b, "more from %d\n", page.Next)

@@ -107,6 +107,7 @@ func pendingPlanKey(sid, plan string) []byte { return key("pending/plan/", sid, 
 
 func logKey(sid string, seq uint64) []byte { return withSeq(key("log/s/", sid), seq) }
 func logPrefix(sid string) []byte          { return under(key("log/s/", sid)) }
+func forkKey(sid string) []byte            { return key("log/fork/", sid) }
 func globalLogKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("log/g/"), seq)
 }

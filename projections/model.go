@@ -44,6 +44,9 @@ type Session struct {
 	DAGHistory []string `json:"dag_history,omitempty"`
 	// Paused is set by a pause signal for this session and cleared by resume.
 	Paused bool `json:"paused,omitempty"`
+	// Fork is set on a session forked from another: its history is the
+	// parent's up to Fork.ParentSeq, then its own from Fork.Seq.
+	Fork *ForkOf `json:"fork,omitempty"`
 	// Transitions is every state change, oldest first.
 	Transitions []Transition `json:"transitions,omitempty"`
 	CreatedSeq  uint64       `json:"created_seq"`
@@ -298,6 +301,18 @@ type Rejection struct {
 type LogEntry struct {
 	Seq  uint64 `json:"seq"`
 	Data []byte `json:"data"`
+	// From is the ancestor whose log the entry comes from, when the session
+	// asked for is a fork and the event is part of the history it shares.
+	From string `json:"from,omitempty"`
+}
+
+// ForkOf is where a fork branches off: the parent session, the last
+// sequence of the parent's history it shares, and the sequence of the
+// session_fork event that created it.
+type ForkOf struct {
+	Parent    string `json:"parent"`
+	ParentSeq uint64 `json:"parent_seq"`
+	Seq       uint64 `json:"seq"`
 }
 
 // LogQuery selects a range of one session's events.

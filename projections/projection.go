@@ -88,6 +88,10 @@ type event struct {
 	payload any
 	perr    error
 
+	// fork is a session_fork's check and the parent's state to copy (see
+	// prepareFork).
+	fork *forkSeed
+
 	// foreign marks, in a one-session fold (SessionAsOf), another session's
 	// switch that the live fold accepted: only its effect on the session
 	// switched away from applies.

@@ -306,7 +306,9 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	defer timer.Stop()
 	start := time.Now()
 	var first uint64
-	held := 0 // events whose changed objects wait in the cache
+	held := 0        // events whose changed objects wait in the cache
+	var carry *event // a fork event that starts the next batch
+	var prev *event  // the last event of the batch before
 	fail := func(err error) error {
 		cm.stop()
 		p.c.reset()
@@ -314,14 +316,25 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	}
 	for {
 		var e *event
-		select {
-		case x, ok := <-ch:
-			if !ok {
-				return cm.wait()
+		if carry != nil {
+			e, carry = carry, nil
+		} else {
+			select {
+			case x, ok := <-ch:
+				if !ok {
+					return cm.wait()
+				}
+				e = x
+			case <-ctx.Done():
+				return fail(ctx.Err())
 			}
-			e = x
-		case <-ctx.Done():
-			return fail(ctx.Err())
+		}
+		if e.isFork() {
+			// A fork reads the parent's state from Pebble: everything before
+			// it must be committed, objects held in the cache included.
+			if err := p.flushHeld(cm, prev, cursors); err != nil {
+				return fail(err)
+			}
 		}
 		if first == 0 {
 			first = e.seq
@@ -335,7 +348,13 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	batch:
 		for {
 			e.foreign = p.foreign[e.seq]
-			if err := p.apply(t, e, cursors); err != nil {
+			if e.isFork() && n > 0 {
+				// A fork reads the parent's state from Pebble: end the batch
+				// here and write everything before it first.
+				carry = e
+				break batch
+			}
+			if err := p.apply(ctx, t, e, cursors); err != nil {
 				b.Close()
 				return fail(err)
 			}
@@ -382,8 +401,9 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		}
 		p.c.evict()
 		caughtUp := last.pending == 0
+		prev = last
 		held += n
-		writeObjects := live || p.until != nil || caughtUp || closed || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2
+		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2
 		if writeObjects {
 			held = 0
 		}
@@ -433,6 +453,26 @@ func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uin
 		}
 	}
 	return advanced, b.Set(headKey, encodeHead(last.seq, last.id), nil)
+}
+
+// flushHeld commits the objects a catch-up holds in the cache, with the
+// cursors of last, the last event folded, and waits until everything folded
+// so far is in Pebble.
+func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uint64) error {
+	if err := cm.wait(); err != nil {
+		return err
+	}
+	if len(p.c.dirty) == 0 || last == nil {
+		return nil
+	}
+	b := cm.batch()
+	advanced, err := p.prepare(b, last, cursors, true)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, streamLast: last.seq + last.pending})
+	return cm.wait()
 }
 
 // commitJob is one prepared batch for the committer.
@@ -572,7 +612,15 @@ func (p *Projector) rebuilding() bool {
 }
 
 // apply applies one event to every projection that has not seen it.
-func (p *Projector) apply(t *tx, e *event, cursors map[string]uint64) error {
+func (p *Projector) apply(ctx context.Context, t *tx, e *event, cursors map[string]uint64) error {
+	if e.isFork() {
+		seed, err := prepareFork(ctx, p.s, t.db, e)
+		if err != nil {
+			return fmt.Errorf("session_fork at seq %d: %w", e.seq, err)
+		}
+		e.fork = seed
+		defer func() { seed.close(); e.fork = nil }()
+	}
 	for _, pr := range projectionList {
 		if e.seq <= cursors[pr.name] {
 			continue

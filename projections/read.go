@@ -85,7 +85,12 @@ func (s *Store) snapshot() (*pebble.Snapshot, error) {
 // scanPrefix calls fn for each key under prefix, in order. fn's key and value
 // are valid only during the call.
 func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	return scanRange(r, prefix, prefixEnd(prefix), fn)
+}
+
+// scanRange calls fn for each key in [lo, hi), in order.
+func scanRange(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
@@ -425,7 +430,11 @@ func (s *Store) SessionLog(ctx context.Context, q LogQuery) (*LogPage, error) {
 	return sessionLog(snap, q)
 }
 
-func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
+func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) { return lineageLog(r, q) }
+
+// sessionLogPage reads a page of one session's own log; stop says an event
+// after q.UntilTime ended it.
+func sessionLogPage(r pebble.Reader, q LogQuery) (*LogPage, bool, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLogLimit
@@ -440,7 +449,7 @@ func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
 	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer it.Close()
 	page := &LogPage{Entries: []LogEntry{}}
@@ -449,7 +458,7 @@ func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
 		if !q.UntilTime.IsZero() {
 			env, err := schemas.Unmarshal(it.Value())
 			if err == nil && env.Timestamp.After(q.UntilTime) {
-				break
+				return page, true, it.Error()
 			}
 		}
 		if len(page.Entries) == limit {
@@ -458,7 +467,7 @@ func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
 		}
 		page.Entries = append(page.Entries, LogEntry{Seq: seq, Data: append([]byte(nil), it.Value()...)})
 	}
-	return page, it.Error()
+	return page, false, it.Error()
 }
 
 // Trace returns every hop of a correlation id, with the confidence chain and

@@ -151,81 +151,25 @@ var asOfProjections = []string{Sessions, DAGs, Checkpoints, Pending, Log}
 // SessionAsOf folds one session's events up to a point into memory and returns
 // the session, its DAGs, checkpoints and open requests as they were then. It
 // reads the session log (which also holds the switches that suspended the
-// session) and the global signals, so it costs O(the session's events), not
-// O(the stream). Session is nil if the session did not exist yet.
+// session, and for a fork its lineage) and the global signals, so it costs
+// O(the session's events), not O(the stream). Session is nil if the session
+// did not exist yet.
 func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*SessionView, error) {
-	snap, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Close()
-	var entries []LogEntry
-	for i, p := range [][]byte{logPrefix(session), globalLogPrefix} {
-		if i == 1 && len(entries) == 0 {
-			break // the session has no events (yet)
-		}
-		err := scanPrefix(snap, p, func(k, v []byte) error {
-			seq := seqSuffix(k)
-			if until.Seq == 0 || seq <= until.Seq {
-				entries = append(entries, LogEntry{Seq: seq, Data: append([]byte(nil), v...)})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(entries) == 0 {
-		return nil, notFound("session", session)
-	}
-	sortEntries(entries)
-	evs := make([]*events.Event, 0, len(entries))
-	foreign := map[uint64]bool{}
-	for _, e := range entries {
-		env, err := schemas.Unmarshal(e.Data)
-		if env != nil && !until.Time.IsZero() && env.Timestamp.After(until.Time) {
-			break
-		}
-		if env != nil && env.SessionID != session && env.Type == schemas.TypeSessionSwitch {
-			// Another session's switch away from this one: it suspends this
-			// session only if the live fold accepted it, which only that fold
-			// can know; a refused one is still in the log.
-			rej, err := getFrom(snap, rejectionKey(Sessions, e.Seq))
-			if err != nil {
-				return nil, err
-			}
-			foreign[e.Seq] = rej == nil
-		}
-		evs = append(evs, &events.Event{Seq: e.Seq, Data: e.Data, Env: env, Err: err})
-	}
-	for i, ev := range evs {
-		ev.Pending = uint64(len(evs) - i - 1)
-	}
-	mem, err := openMem(ctx, s.log)
+	mem, asOf, segs, err := s.foldAsOf(ctx, session, until)
 	if err != nil {
 		return nil, err
 	}
 	defer mem.Close()
-	view := &SessionView{DAGs: []*DAG{}, Checkpoints: []*Checkpoint{}, Pending: []*PendingRequest{}}
-	if len(evs) > 0 {
-		mp := mem.Projector(nil)
-		mp.foreign = foreign
-		mp.until = map[string]uint64{}
-		for _, name := range asOfProjections {
-			mp.until[name] = evs[len(evs)-1].Seq
-		}
-		ch := make(chan *event, len(evs))
-		for _, ev := range evs {
-			ch <- newEvent(ev)
-		}
-		close(ch)
-		if err := mp.applyLoop(ctx, ch, false, nil); err != nil {
+	view := &SessionView{AsOf: asOf, DAGs: []*DAG{}, Checkpoints: []*Checkpoint{}, Pending: []*PendingRequest{}}
+	// A fork as of a point before it began is the ancestor whose history
+	// it shares there.
+	for i := len(segs) - 1; i >= 0 && view.Session == nil; i-- {
+		if view.Session, err = mem.Session(ctx, segs[i].session); err != nil && !isNotFound(err) {
 			return nil, err
 		}
-		view.AsOf = evs[len(evs)-1].Seq
-	}
-	if view.Session, err = mem.Session(ctx, session); err != nil && !isNotFound(err) {
-		return nil, err
+		if view.Session != nil {
+			session = segs[i].session
+		}
 	}
 	if view.DAGs, err = mem.DAGs(ctx, DAGFilter{Session: session}); err != nil {
 		return nil, err
@@ -240,6 +184,88 @@ func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*S
 		return nil, err
 	}
 	return view, nil
+}
+
+// foldAsOf folds a session's history (its lineage's events and the global
+// signals) up to a point into an in-memory store, which the caller closes,
+// and returns it with the last sequence folded and the session's lineage.
+func (s *Store) foldAsOf(ctx context.Context, session string, until AsOf) (*Store, uint64, []segment, error) {
+	snap, err := s.snapshot()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	defer snap.Close()
+	segs, err := lineage(snap, session)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var entries []LogEntry
+	collect := func(lo, hi []byte) error {
+		return scanRange(snap, lo, hi, func(k, v []byte) error {
+			entries = append(entries, LogEntry{Seq: seqSuffix(k), Data: append([]byte(nil), v...)})
+			return nil
+		})
+	}
+	for _, sg := range clip(segs, 0, until.Seq) {
+		if err := collect(logKey(sg.session, sg.from), logUpper(sg)); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	if len(entries) == 0 {
+		return nil, 0, nil, notFound("session", session)
+	}
+	if err := collect(globalLogPrefix, prefixEnd(globalLogPrefix)); err != nil {
+		return nil, 0, nil, err
+	}
+	sortEntries(entries)
+	evs := make([]*events.Event, 0, len(entries))
+	foreign := map[uint64]bool{}
+	for _, e := range entries {
+		if until.Seq != 0 && e.Seq > until.Seq {
+			break
+		}
+		env, err := schemas.Unmarshal(e.Data)
+		if env != nil && !until.Time.IsZero() && env.Timestamp.After(until.Time) {
+			break
+		}
+		if env != nil && !isLineageOf(segs, env.SessionID) && env.Type == schemas.TypeSessionSwitch {
+			// Another session's switch away from this one: it suspends this
+			// session only if the live fold accepted it, which only that fold
+			// can know; a refused one is still in the log.
+			rej, err := getFrom(snap, rejectionKey(Sessions, e.Seq))
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			foreign[e.Seq] = rej == nil
+		}
+		evs = append(evs, &events.Event{Seq: e.Seq, Data: e.Data, Env: env, Err: err})
+	}
+	for i, ev := range evs {
+		ev.Pending = uint64(len(evs) - i - 1)
+	}
+	mem, err := openMem(ctx, s.log)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if len(evs) == 0 {
+		return mem, 0, segs, nil
+	}
+	mp := mem.Projector(nil)
+	mp.foreign = foreign
+	mp.until = map[string]uint64{}
+	for _, name := range asOfProjections {
+		mp.until[name] = evs[len(evs)-1].Seq
+	}
+	ch := make(chan *event, len(evs))
+	for _, ev := range evs {
+		ch <- newEvent(ev)
+	}
+	close(ch)
+	if err := mp.applyLoop(ctx, ch, false, nil); err != nil {
+		mem.Close()
+		return nil, 0, nil, err
+	}
+	return mem, evs[len(evs)-1].Seq, segs, nil
 }
 
 func sortEntries(e []LogEntry) {

@@ -164,15 +164,23 @@ func (e *Envelope) SetPayload(p any) error {
 // DeriveID returns a deterministic id for an event derived from the input event
 // parent: the same (parent, key) always gives the same id, so an agent that
 // handles a redelivered message appends events the stream recognises as
-// duplicates instead of new ones. The id is UUID-shaped (version 8): the
-// parent's millisecond timestamp, so derived ids sort near their cause, then
-// bits of SHA-256(parent id, key).
+// duplicates instead of new ones. The id is UUID-shaped (version 8): a
+// millisecond time, so derived ids sort near their cause, then bits of
+// SHA-256(parent id, key). The time is the one the parent's id starts with
+// when it is a UUID (every id of a causal tree then starts with its root's
+// time), else the parent's timestamp: an id must not depend on when an agent
+// handled a message, or a re-execution of the same inputs would derive other
+// ids, and other tool and LLM call ids, than the recording.
 func DeriveID(parent *Envelope, key string) string {
 	h := sha256.Sum256([]byte(parent.ID + "\x00" + key))
 	var u uuid.UUID
-	ms := uint64(parent.Timestamp.UnixMilli())
-	for i := range 6 {
-		u[i] = byte(ms >> (40 - 8*i))
+	if p, err := uuid.Parse(parent.ID); err == nil && len(parent.ID) == 36 {
+		copy(u[:6], p[:6])
+	} else {
+		ms := uint64(parent.Timestamp.UnixMilli())
+		for i := range 6 {
+			u[i] = byte(ms >> (40 - 8*i))
+		}
 	}
 	copy(u[6:], h[:10])
 	u[6] = u[6]&0x0f | 0x80 // version 8

@@ -467,10 +467,21 @@ func TestDeriveIDIsDeterministicAndDistinct(t *testing.T) {
 	if !ValidName(a) || a[14] != '8' {
 		t.Fatalf("derived id %q is not a valid version-8 id", a)
 	}
-	// Sorts with its parent's time: after ids made a second earlier.
+	// A parent with a UUID id: the derived id starts with that id's time,
+	// whenever the parent was stamped, so a re-execution that handles the
+	// same message later derives the same id.
+	parent.ID = NewID()
+	restamped := *parent
+	restamped.Timestamp = parent.Timestamp.Add(time.Hour)
+	if x, y := DeriveID(parent, "x"), DeriveID(&restamped, "x"); x != y || x[:13] != parent.ID[:13] {
+		t.Fatalf("derived ids %s, %s: want the same, starting with the parent's time %s", x, y, parent.ID[:13])
+	}
+	// Any other id: it sorts with its parent's timestamp, after ids made a
+	// second earlier.
+	parent.ID = "e0001"
 	earlier := *parent
 	earlier.Timestamp = parent.Timestamp.Add(-time.Second)
-	if DeriveID(&earlier, "x") >= a {
+	if DeriveID(&earlier, "x") >= DeriveID(parent, "x") {
 		t.Fatal("derived ids do not follow their parent's time")
 	}
 }

@@ -31,7 +31,7 @@ const Name = "orchestrator"
 // Store is what the Orchestrator reads from the projections.
 type Store interface {
 	agents.Caught
-	DAG(ctx context.Context, id string) (*projections.DAG, error)
+	SessionDAG(ctx context.Context, session, id string) (*projections.DAG, error)
 	DAGs(ctx context.Context, f projections.DAGFilter) ([]*projections.DAG, error)
 	Checkpoints(ctx context.Context, session, dag string) ([]*projections.Checkpoint, error)
 }
@@ -74,13 +74,15 @@ func (o *Orchestrator) Handle(ctx context.Context, d *agents.Delivery) ([]*schem
 			}
 			return []*schemas.Envelope{out}, nil
 		}
-		return o.step(ctx, p.DAG.ID)
+		return o.step(ctx, d.Env.SessionID, p.DAG.ID)
+	case schemas.TypeSessionFork:
+		return o.fork(ctx, d)
 	case schemas.TypeTaskComplete, schemas.TypeTaskFailed, schemas.TypeTaskHelp, schemas.TypeNodeRetry:
 		id, err := dagOf(d.Env)
 		if err != nil {
 			return nil, agents.Permanent(err)
 		}
-		return o.step(ctx, id)
+		return o.step(ctx, d.Env.SessionID, id)
 	case schemas.TypeSignal:
 		return o.signal(ctx, d)
 	case schemas.TypeValidationResult, schemas.TypeDAGStatus:
@@ -117,12 +119,34 @@ func dagOf(env *schemas.Envelope) (string, error) {
 	return p.DAGID, nil
 }
 
-// step reads the DAG as of the end of the stream and appends its next steps.
-func (o *Orchestrator) step(ctx context.Context, dagID string) ([]*schemas.Envelope, error) {
+// fork goes on with the DAGs a fork inherited running: their nodes that were
+// in flight at the fork point are ready again in the fork (see projections),
+// and are dispatched anew here.
+func (o *Orchestrator) fork(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	if err := o.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	dag, err := o.Store.DAG(ctx, dagID)
+	dags, err := o.Store.DAGs(ctx, projections.DAGFilter{Session: d.Env.SessionID, State: projections.DAGRunning})
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	var outs []*schemas.Envelope
+	for _, dag := range dags {
+		more, err := o.step(ctx, dag.Session, dag.ID)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, more...)
+	}
+	return outs, nil
+}
+
+// step reads the DAG as of the end of the stream and appends its next steps.
+func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*schemas.Envelope, error) {
+	if err := o.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	dag, err := o.Store.SessionDAG(ctx, session, dagID)
 	if errors.Is(err, projections.ErrNotFound) {
 		return nil, agents.Permanent(fmt.Errorf("DAG %q: %w", dagID, err))
 	}
@@ -130,7 +154,7 @@ func (o *Orchestrator) step(ctx context.Context, dagID string) ([]*schemas.Envel
 		return nil, agents.Transient(err, 0)
 	}
 	if dag.State != projections.DAGRunning {
-		o.forget(dagID)
+		o.forget(dag)
 		return nil, nil
 	}
 	def, err := o.definition(ctx, dag)
@@ -159,7 +183,7 @@ func (o *Orchestrator) catchUp(ctx context.Context) error {
 
 func (o *Orchestrator) definition(ctx context.Context, dag *projections.DAG) (*definition, error) {
 	o.mu.Lock()
-	def, ok := o.definitions[dag.ID]
+	def, ok := o.definitions[defKey(dag)]
 	o.mu.Unlock()
 	if ok {
 		return def, nil
@@ -175,7 +199,16 @@ func (o *Orchestrator) definition(ctx context.Context, dag *projections.DAG) (*d
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
-	def = &definition{env: ev.Env, exec: exec, byID: map[string]*schemas.Node{}}
+	env := ev.Env
+	if env.SessionID != dag.Session {
+		// A fork's DAG, defined in an ancestor: the fork's steps derive from
+		// a copy in the fork, with an id of its own, so their ids differ from
+		// the ancestor's steps.
+		cp := *env
+		cp.ID, cp.SessionID = schemas.DeriveID(env, "fork/"+dag.Session), dag.Session
+		env = &cp
+	}
+	def = &definition{env: env, exec: exec, byID: map[string]*schemas.Node{}}
 	for i := range exec.DAG.Nodes {
 		def.byID[exec.DAG.Nodes[i].ID] = &exec.DAG.Nodes[i]
 	}
@@ -183,14 +216,16 @@ func (o *Orchestrator) definition(ctx context.Context, dag *projections.DAG) (*d
 	if o.definitions == nil {
 		o.definitions = map[string]*definition{}
 	}
-	o.definitions[dag.ID] = def
+	o.definitions[defKey(dag)] = def
 	o.mu.Unlock()
 	return def, nil
 }
 
-func (o *Orchestrator) forget(dagID string) {
+func defKey(dag *projections.DAG) string { return dag.Session + "/" + dag.ID }
+
+func (o *Orchestrator) forget(dag *projections.DAG) {
 	o.mu.Lock()
-	delete(o.definitions, dagID)
+	delete(o.definitions, defKey(dag))
 	o.mu.Unlock()
 }
 
@@ -231,7 +266,7 @@ func (o *Orchestrator) signal(ctx context.Context, d *agents.Delivery) ([]*schem
 			return nil, agents.Permanent(err)
 		}
 		outs = append(outs, e)
-		o.forget(dag.ID)
+		o.forget(dag)
 	}
 	return outs, nil
 }
