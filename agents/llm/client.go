@@ -36,6 +36,16 @@ type Records interface {
 	LLMResponse(ctx context.Context, callID string) (*schemas.LLMResponse, uint64, error)
 }
 
+// Recording answers a call from a recorded session. Answer gets the request
+// as it would be recorded, with every message (not only the ones a
+// conversation's earlier call recorded), and returns the recorded response:
+// nothing is recorded for it and nothing is sent. An error wrapping
+// projections.ErrNotFound makes the call for real (a re-execution going
+// live); any other error is the call's.
+type Recording interface {
+	Answer(ctx context.Context, d *agents.Delivery, req schemas.LLMRequest) (*schemas.LLMResponse, error)
+}
+
 // Publisher publishes live token chunks on core NATS: *nats.Conn.
 type Publisher interface {
 	Publish(subject string, data []byte) error
@@ -63,8 +73,11 @@ type Deps struct {
 	// HTTPClient makes the calls (default: a plain http.Client; Config
 	// bounds each attempt).
 	HTTPClient *http.Client
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Recording answers calls from a recorded session instead of the
+	// endpoint (a re-execution): nil for none.
+	Recording Recording
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Client makes LLM calls for agents through the gate: budget check, priority
@@ -74,6 +87,7 @@ type Deps struct {
 type Client struct {
 	cfg      Config
 	records  Records
+	replay   Recording
 	usage    Usage
 	recorder UsageRecorder
 	live     Publisher
@@ -106,7 +120,7 @@ func NewClient(cfg Config, deps Deps) (*Client, error) {
 		deps.Usage = NewLedger()
 	}
 	c := &Client{
-		cfg: cfg, records: deps.Records, usage: deps.Usage, live: deps.Live, red: deps.Redactor,
+		cfg: cfg, records: deps.Records, replay: deps.Recording, usage: deps.Usage, live: deps.Live, red: deps.Redactor,
 		log: deps.Logger, now: deps.Now,
 		prov:   newProvider(&cfg, deps.HTTPClient, deps.Now),
 		gate:   newGate(cfg.Concurrency, deps.Now),
@@ -208,6 +222,25 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 		answer = maxTokens
 	}
 	estimate := EstimateTokens(msgs, req.Tools) + answer
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	request := schemas.LLMRequest{
+		CallID: callID, Agent: d.Agent, Model: model, MessagesDigest: digest(msgs, names), Messages: msgs, Tools: names,
+		EstimatedTokens: estimate, BudgetChecked: true, DAGID: req.DAGID, NodeID: req.NodeID,
+	}
+	if c.replay != nil {
+		ans, err := c.replay.Answer(ctx, d, request)
+		switch {
+		case err == nil && ans.Error != "":
+			return *ans, true, agents.Permanent(fmt.Errorf("%w: %s", ErrRefused, ans.Error))
+		case err == nil:
+			return *ans, true, nil
+		case !errors.Is(err, projections.ErrNotFound):
+			return resp, false, err
+		}
+	}
 	session := d.Env.SessionID
 	releaseBudget, err := c.budget.reserve(ctx, session, req.DAGID, req.NodeID, int64(estimate))
 	if err != nil {
@@ -218,15 +251,9 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 	}
 	defer releaseBudget()
 
-	names := make([]string, len(req.Tools))
-	for i, t := range req.Tools {
-		names[i] = t.Name
-	}
 	seen := min(max(req.Seen, 0), len(msgs))
-	started, err := d.Derive(schemas.TypeLLMRequest, "user", fmt.Sprintf("llm_request/%s/%d", callID, d.Attempt), schemas.LLMRequest{
-		CallID: callID, Agent: d.Agent, Model: model, MessagesDigest: digest(msgs, names), Messages: msgs[seen:], Tools: names,
-		EstimatedTokens: estimate, BudgetChecked: true, DAGID: req.DAGID, NodeID: req.NodeID,
-	})
+	request.Messages = msgs[seen:]
+	started, err := d.Derive(schemas.TypeLLMRequest, "user", fmt.Sprintf("llm_request/%s/%d", callID, d.Attempt), request)
 	if err != nil {
 		return resp, false, agents.Permanent(err)
 	}

@@ -59,6 +59,9 @@ type Config struct {
 	// PromptAgents run prompt nodes (default with an LLM: the tool agents).
 	PromptAgents []string
 	LLMHint      string
+	// Records finds the recorded results of tool calls (default: Store). A
+	// re-execution answers from a recording through it.
+	Records agents.ToolRecords
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -91,11 +94,18 @@ func (c *Config) withLLM(executors *worker.Executors) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.Store}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records()}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
 	}
+}
+
+func (c *Config) records() agents.ToolRecords {
+	if c.Records != nil {
+		return c.Records
+	}
+	return c.Store
 }
 
 func builtinTools(opts tools.Options) []tools.ToolSpec {
@@ -134,7 +144,7 @@ func (c *Config) agents() []agent {
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
-		w := &worker.Worker{Agent: name, Executors: executors, Records: c.Store, Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint}
+		w := &worker.Worker{Agent: name, Executors: executors, Records: c.records(), Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint}
 		if name == "tester" {
 			w.Prepare, w.Observe = worker.GoTestJSON, worker.CountTests
 		}

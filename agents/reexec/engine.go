@@ -1,0 +1,576 @@
+package reexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Defaults of Options.
+const (
+	DefaultIdle    = time.Second
+	DefaultTimeout = 10 * time.Minute
+)
+
+// Options configure a re-execution.
+type Options struct {
+	// Runtime is today's configuration of the agents (tools, concurrency,
+	// agents to run). JetStream, Store, Records and LLM are the engine's.
+	Runtime runtime.Config
+	// LLM configures the agents' LLM client. Nil: with a recording that
+	// made LLM calls, the recorded model, at an endpoint that is never
+	// called unless Live.
+	LLM *llm.Config
+	// Live makes the calls the recording lacks for real, and the run goes on
+	// as a what-if.
+	Live bool
+	// Dir is the scratch directory of the new run's server and projections
+	// (default: a temporary directory, removed afterwards).
+	Dir string
+	// Idle is how long the new run may produce nothing before the engine
+	// stops waiting for recorded events it has not produced (it diverged).
+	Idle time.Duration
+	// Timeout bounds the run.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Report is the result of a re-execution.
+type Report struct {
+	Session string `json:"session"`
+	// Identical: every recorded event of the agents was produced again, the
+	// same, and nothing else was.
+	Identical bool `json:"identical"`
+	// Events is how many of the agents' events were compared; Recorded how
+	// many the recording has.
+	Events   int `json:"events"`
+	Recorded int `json:"recorded"`
+	Inputs   int `json:"inputs"`
+	// CallsServed were answered from the recording; CallsMade went out for
+	// real (Live only); CallsMissing the recording lacked.
+	CallsServed  int      `json:"calls_served"`
+	CallsMade    int      `json:"calls_made"`
+	CallsMissing []string `json:"calls_missing,omitempty"`
+	// Running: the session was still running; what was recorded so far was
+	// re-executed. Prefix: the recording was cut at Until.
+	Running bool `json:"running,omitempty"`
+	Prefix  bool `json:"prefix,omitempty"`
+	// Undecodable lists recorded events that do not decode (another schema
+	// version): not re-executed.
+	Undecodable []Problem   `json:"undecodable,omitempty"`
+	Divergence  *Divergence `json:"divergence,omitempty"`
+	Seconds     float64     `json:"seconds"`
+}
+
+// Divergence is the first place the new run departs from the recording.
+type Divergence struct {
+	// Kind: "differs" (same position, other content), "missing" (not
+	// produced again), "extra" (produced, not recorded), "request" (an LLM
+	// call asked something else), "call" (a call the recording lacks).
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	// Input is the recorded input the divergence follows from.
+	Input    *Event         `json:"input,omitempty"`
+	Recorded *Event         `json:"recorded,omitempty"`
+	New      *Event         `json:"new,omitempty"`
+	Fields   []Field        `json:"fields,omitempty"`
+	Request  *RequestChange `json:"request,omitempty"`
+}
+
+// Run re-executes rec in a fresh runtime and compares what it produces with
+// the recording.
+func Run(ctx context.Context, rec *Recording, opts Options) (*Report, error) {
+	start := time.Now()
+	if opts.Idle <= 0 {
+		opts.Idle = DefaultIdle
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sylk-reexec-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	e := newEngine(rec, opts)
+	if err := e.start(ctx, dir); err != nil {
+		e.stop()
+		return nil, err
+	}
+	err := e.feed(ctx)
+	e.stop()
+	if err != nil {
+		return nil, err
+	}
+	r := e.report()
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// engine is one re-execution.
+type engine struct {
+	rec  *Recording
+	opts Options
+
+	b      *broker.Broker
+	log    *events.Log
+	store  *projections.Store
+	client *llm.Client
+	names  []string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	runErr chan error
+	tail   chan *events.Event
+
+	// Calls, from the agents' goroutines.
+	mu      sync.Mutex
+	served  map[string]bool
+	made    int
+	missing []string
+	changes []callChange
+
+	// Pairing, in the engine's goroutine.
+	byID     map[string]*Recorded
+	children map[string][]*Recorded
+	outputs  []*Recorded
+	next     int // outputs before it are paired
+	pairOf   map[*Recorded]*schemas.Envelope
+	newToRec map[string]*Recorded
+	newByID  map[string]*schemas.Envelope
+	newSeq   map[string]uint64
+	newOuts  []*schemas.Envelope
+	lastNew  time.Time
+}
+
+// callChange is an LLM call whose request is not the recorded one, or that
+// the recording lacks (change nil), made while handling delivery.
+type callChange struct {
+	delivery string
+	call     string
+	change   *RequestChange
+}
+
+func newEngine(rec *Recording, opts Options) *engine {
+	e := &engine{rec: rec, opts: opts, served: map[string]bool{}, byID: map[string]*Recorded{}, children: map[string][]*Recorded{},
+		pairOf: map[*Recorded]*schemas.Envelope{}, newToRec: map[string]*Recorded{}, newByID: map[string]*schemas.Envelope{}, newSeq: map[string]uint64{}}
+	for _, r := range rec.Events {
+		e.byID[r.Env.ID] = r
+		if r.Kind == Output {
+			e.outputs = append(e.outputs, r)
+			e.children[r.Env.ParentID] = append(e.children[r.Env.ParentID], r)
+		}
+	}
+	return e
+}
+
+// start runs a server, projections and today's agents in dir.
+func (e *engine) start(ctx context.Context, dir string) error {
+	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "broker"), Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "sylk-reexec"})
+	if err != nil {
+		return fmt.Errorf("start the re-execution's server: %w", err)
+	}
+	e.b, e.log = b, events.New(b.JetStream())
+	e.store, err = projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections"), Logger: e.opts.Logger})
+	if err != nil {
+		return err
+	}
+	cfg := e.opts.Runtime
+	cfg.JetStream, cfg.Store, cfg.Records, cfg.Logger = b.JetStream(), e.store, e, e.opts.Logger
+	if c := e.llmConfig(); c != nil {
+		if e.client, err = llm.NewClient(*c, llm.Deps{Records: e.store, Recording: e, Logger: e.opts.Logger}); err != nil {
+			return err
+		}
+		cfg.LLM = e.client
+	}
+	e.names = cfg.Names()
+	tail, err := e.log.Tail(ctx, events.Prefix+".>", events.Cursor{Seq: 1})
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	e.cancel = cancel
+	e.tail = make(chan *events.Event, 1024)
+	e.runErr = make(chan error, 1)
+	e.wg.Add(3)
+	go func() {
+		defer e.wg.Done()
+		defer tail.Stop()
+		for {
+			ev, err := tail.Next(rctx)
+			if err != nil {
+				return
+			}
+			select {
+			case e.tail <- ev:
+			case <-rctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { defer e.wg.Done(); e.store.Projector(e.log).Run(rctx) }()
+	go func() {
+		defer e.wg.Done()
+		if err := runtime.Run(rctx, cfg); err != nil && rctx.Err() == nil {
+			e.runErr <- err
+		}
+	}()
+	e.lastNew = time.Now()
+	return nil
+}
+
+func (e *engine) llmConfig() *llm.Config {
+	if e.opts.LLM != nil {
+		c := *e.opts.LLM
+		return &c
+	}
+	for _, r := range e.rec.requests {
+		// Never called unless live: the answers come from the recording.
+		return &llm.Config{BaseURL: "http://127.0.0.1:9/v1", Model: r.Model}
+	}
+	return nil
+}
+
+func (e *engine) stop() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	if e.client != nil {
+		e.client.Close()
+	}
+	if e.store != nil {
+		e.store.Close()
+	}
+	if e.b != nil {
+		e.b.Close()
+	}
+}
+
+// feed appends the inputs in order, each once the new run has caught up with
+// the recording before it, then waits for the rest.
+func (e *engine) feed(ctx context.Context) error {
+	inputs := e.rec.Inputs()
+	for i, in := range inputs {
+		if i > 0 {
+			if err := e.settle(ctx, in.Seq); err != nil {
+				return err
+			}
+		}
+		if _, err := e.log.Append(ctx, in.Env); err != nil {
+			return fmt.Errorf("append input seq %d (%s): %w", in.Seq, in.Env.Type, err)
+		}
+	}
+	if err := e.settle(ctx, 0); err != nil {
+		return err
+	}
+	if e.rec.Running || e.rec.Prefix {
+		return nil // the recording stops here; so does the comparison
+	}
+	return e.quiesce(ctx)
+}
+
+// poll is how often the engine looks at the new run while it waits.
+const poll = 10 * time.Millisecond
+
+// settle takes the new run's events until every recorded output before seq
+// (0: all) has its counterpart, or the run has been idle for Idle.
+func (e *engine) settle(ctx context.Context, seq uint64) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for !e.pairedBefore(seq) {
+		select {
+		case ev := <-e.tail:
+			e.take(ev)
+		case err := <-e.runErr:
+			return fmt.Errorf("the re-execution's agents: %w", err)
+		case <-t.C:
+			if time.Since(e.lastNew) > e.opts.Idle {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// quiesce takes the new run's events until its agents have nothing left to
+// do (or it has been idle for Idle), so an event produced beyond the
+// recording is seen.
+func (e *engine) quiesce(ctx context.Context) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-e.tail:
+			e.take(ev)
+			continue
+		case <-ctx.Done():
+			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
+		case <-t.C:
+		}
+		if time.Since(e.lastNew) > e.opts.Idle {
+			return nil
+		}
+		quiet, err := e.quiet(ctx)
+		if err != nil || quiet {
+			return err
+		}
+	}
+}
+
+// quiet reports whether every agent has handled everything and the tail has
+// read the whole stream.
+func (e *engine) quiet(ctx context.Context) (bool, error) {
+	last, err := e.log.LastSeq(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(e.tail) > 0 || e.seenLast() < last {
+		return false, nil
+	}
+	for _, name := range e.names {
+		c, err := e.b.JetStream().Consumer(ctx, broker.Stream, agents.ConsumerName(name))
+		if err != nil {
+			return false, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return false, err
+		}
+		if info.NumPending > 0 || info.NumAckPending > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (e *engine) seenLast() uint64 {
+	var m uint64
+	for _, s := range e.newSeq {
+		m = max(m, s)
+	}
+	return m
+}
+
+func (e *engine) pairedBefore(seq uint64) bool {
+	for e.next < len(e.outputs) && e.pairOf[e.outputs[e.next]] != nil {
+		e.next++
+	}
+	return e.next == len(e.outputs) || (seq != 0 && e.outputs[e.next].Seq >= seq)
+}
+
+// take pairs one event of the new run with its recorded counterpart: the
+// event with the same id (the same derivation from the same input), else the
+// first unpaired recorded event of the same type caused by the counterpart of
+// its cause.
+func (e *engine) take(ev *events.Event) {
+	e.lastNew = time.Now()
+	env := ev.Env
+	if env == nil {
+		return
+	}
+	e.newSeq[env.ID] = ev.Seq
+	if r := e.byID[env.ID]; r != nil && r.Kind == Input {
+		return // fed by the engine
+	}
+	if callRecords[env.Type] || !slices.Contains(e.rec.Sessions, env.SessionID) {
+		return
+	}
+	e.newByID[env.ID] = env
+	e.newOuts = append(e.newOuts, env)
+	if r := e.byID[env.ID]; r != nil && r.Kind == Output && e.pairOf[r] == nil {
+		e.pair(r, env)
+		return
+	}
+	cause := e.recordedOf(env.ParentID)
+	if cause == nil {
+		return
+	}
+	for _, c := range e.children[cause.Env.ID] {
+		if c.Env.Type == env.Type && e.pairOf[c] == nil {
+			e.pair(c, env)
+			return
+		}
+	}
+}
+
+func (e *engine) pair(r *Recorded, env *schemas.Envelope) {
+	e.pairOf[r] = env
+	e.newToRec[env.ID] = r
+}
+
+// recordedOf is the recorded counterpart of a new run's event id (an input
+// has its own id).
+func (e *engine) recordedOf(id string) *Recorded {
+	if r := e.newToRec[id]; r != nil {
+		return r
+	}
+	if r := e.byID[id]; r != nil && r.Kind == Input {
+		return r
+	}
+	return nil
+}
+
+// ToolResult answers the agents' look-ups of recorded tool results: a call
+// made for real in this run (Live), else the recording's. A call the
+// recording lacks gets a failed result saying so, or with Live, none (it
+// runs).
+func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error) {
+	if r, seq, err := e.store.ToolResult(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+		return r, seq, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.rec.tools[callID]; r != nil {
+		e.served[callID] = true
+		cp := *r
+		return &cp, 0, nil
+	}
+	e.missing = append(e.missing, "tool call "+callID)
+	if e.opts.Live {
+		e.made++
+		return nil, 0, fmt.Errorf("tool call %s: %w", callID, projections.ErrNotFound)
+	}
+	return &schemas.ToolResult{CallID: callID, ExitCode: -1, Error: "re-execution: tool call " + callID + " is not in the recording"}, 0, nil
+}
+
+// Answer answers an LLM call from the recording (see llm.Recording).
+func (e *engine) Answer(ctx context.Context, d *agents.Delivery, req schemas.LLMRequest) (*schemas.LLMResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	resp, asked := e.rec.llm[req.CallID], e.rec.requests[req.CallID]
+	var change *RequestChange
+	if asked != nil {
+		change = requestChange(asked, &req)
+	}
+	if resp != nil && change == nil {
+		e.served[req.CallID] = true
+		cp := *resp
+		return &cp, nil
+	}
+	e.changes = append(e.changes, callChange{delivery: d.Env.ID, call: req.CallID, change: change})
+	why := "is not in the recording"
+	if change != nil {
+		why = "asks something else than the recording"
+	} else {
+		e.missing = append(e.missing, "LLM call "+req.CallID)
+	}
+	if e.opts.Live {
+		e.made++
+		return nil, fmt.Errorf("LLM call %s %s: %w", req.CallID, why, projections.ErrNotFound)
+	}
+	return &schemas.LLMResponse{CallID: req.CallID, Model: req.Model, Error: "re-execution: LLM call " + req.CallID + " " + why}, nil
+}
+
+// report compares the runs and finds the first divergence.
+func (e *engine) report() *Report {
+	r := &Report{Session: e.rec.Session, Recorded: len(e.outputs), Inputs: len(e.rec.Inputs()), Running: e.rec.Running, Prefix: e.rec.Prefix,
+		Undecodable: e.rec.Problems}
+	e.mu.Lock()
+	r.CallsServed, r.CallsMade, r.CallsMissing = len(e.served), e.made, slices.Clone(e.missing)
+	changes := slices.Clone(e.changes)
+	e.mu.Unlock()
+
+	var first *Divergence
+	var at float64
+	consider := func(pos float64, d *Divergence) {
+		if first == nil || pos < at {
+			first, at = d, pos
+		}
+	}
+	for _, c := range changes {
+		pos := e.position(c.delivery) + 0.25
+		d := &Divergence{Kind: "request", Request: c.change, Input: e.input(c.delivery)}
+		if c.change == nil {
+			d.Kind, d.Reason = "call", fmt.Sprintf("LLM call %s is not in the recording", c.call)
+		} else {
+			d.Reason = c.change.String()
+		}
+		consider(pos, d)
+	}
+	for _, rec := range e.outputs {
+		n := e.pairOf[rec]
+		if n == nil {
+			consider(float64(rec.Seq), &Divergence{Kind: "missing", Reason: fmt.Sprintf("the new run did not produce the recorded %s (seq %d)", rec.Env.Type, rec.Seq),
+				Input: e.input(rec.Env.ID), Recorded: Normalize(rec.Seq, rec.Env)})
+			continue
+		}
+		r.Events++
+		a, b := Normalize(rec.Seq, rec.Env), Normalize(e.newSeq[n.ID], n)
+		if f := Diff(a, b); len(f) > 0 {
+			consider(float64(rec.Seq), &Divergence{Kind: "differs", Reason: fmt.Sprintf("%s (seq %d) differs in %d field(s)", rec.Env.Type, rec.Seq, len(f)),
+				Input: e.input(rec.Env.ID), Recorded: a, New: b, Fields: f})
+		}
+	}
+	if !e.rec.Running && !e.rec.Prefix {
+		for _, n := range e.newOuts {
+			if e.newToRec[n.ID] != nil {
+				continue
+			}
+			consider(e.position(n.ParentID)+0.5, &Divergence{Kind: "extra", Reason: fmt.Sprintf("the new run produced a %s the recording does not have", n.Type),
+				Input: e.input(n.ID), New: Normalize(e.newSeq[n.ID], n)})
+		}
+	}
+	r.Divergence = first
+	r.Identical = first == nil
+	return r
+}
+
+// position is the recorded sequence of a new run's event (or an input), or
+// of its nearest ancestor that has one.
+func (e *engine) position(id string) float64 {
+	for range 1 << 16 {
+		if r := e.recordedOf(id); r != nil {
+			return float64(r.Seq)
+		}
+		n := e.newByID[id]
+		if n == nil {
+			return 0
+		}
+		id = n.ParentID
+	}
+	return 0
+}
+
+// input is the recorded input an event (recorded or new) follows from.
+func (e *engine) input(id string) *Event {
+	for range 1 << 16 {
+		if r := e.byID[id]; r != nil {
+			if r.Kind == Input {
+				return Normalize(r.Seq, r.Env)
+			}
+			id = r.Env.ParentID
+			continue
+		}
+		n := e.newByID[id]
+		if n == nil {
+			return nil
+		}
+		id = n.ParentID
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package reexec re-executes a recorded session against today's agents: it
+// feeds the session's inputs (the events that came from outside the agents:
+// user input, sessions, plans submitted, plan decisions, answers, signals), in
+// order, to a fresh runtime of its own (an embedded server and projections in
+// a scratch directory, the current build's agents and configuration), answers
+// every tool and LLM call the agents make from the recording by call id (no
+// subprocess runs, no request leaves), and compares every event the agents
+// produce with the recorded one in the same causal position.
+//
+// Call ids are derived from the message being handled (schemas.DeriveID,
+// tools.CallID), and the inputs are appended with their recorded ids, so an
+// agent that does what it did derives the recording's ids and asks for the
+// recording's calls. A call the recording lacks, or an LLM request that is
+// not the recorded one, is a divergence; with Options.Live it goes out for
+// real instead and the run goes on as a what-if.
+//
+// Pacing: an input is appended once the new run has produced the
+// counterpart of every event the recording has before it (so a pause lands
+// where it landed), or once the run has been idle for Options.Idle (it
+// diverged and will not produce them).
+package reexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Errors of bad requests; each is wrapped with the value that was wrong.
+var (
+	ErrUnknownSession = errors.New("unknown session")
+	ErrPastEnd        = errors.New("sequence past the session's end")
+	ErrNoInputs       = errors.New("the session has no inputs")
+)
+
+// Agents are the sources of events the agents produce; an event from any
+// other source (the user, a script) is an input.
+var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engineer", "inspector", "tester", "librarian", "academic", "supervisor"}
+
+// callRecords are the events that record a side effect: a re-execution serves
+// them instead of producing them.
+var callRecords = map[schemas.Type]bool{
+	schemas.TypeToolCall: true, schemas.TypeToolResult: true,
+	schemas.TypeLLMRequest: true, schemas.TypeLLMResponse: true, schemas.TypeLLMUsage: true,
+	schemas.TypeStreamChunk: true,
+}
+
+// Kind says what a recorded event is to a re-execution.
+type Kind int
+
+// Kinds of recorded events.
+const (
+	// Output is an event an agent produced: compared.
+	Output Kind = iota
+	// Input came from outside the agents: fed to the new run.
+	Input
+	// Call records a side effect: served by call id.
+	Call
+)
+
+// Recorded is one event of a recording.
+type Recorded struct {
+	Seq  uint64
+	Env  *schemas.Envelope
+	Kind Kind
+}
+
+// Problem is a recorded event that does not decode (a newer or older schema
+// version): reported, not re-executed.
+type Problem struct {
+	Seq uint64 `json:"seq"`
+	Err string `json:"error"`
+}
+
+// Recording is a session's recorded history, as re-execution reads it.
+type Recording struct {
+	Session  string
+	Events   []*Recorded
+	Problems []Problem
+	// Sessions are the sessions the history spans: a fork's ancestors and
+	// itself.
+	Sessions []string
+	// Running: the session had a DAG running when it was read, so the
+	// recording is a prefix of a run (re-executed as far as it goes).
+	Running bool
+	// Prefix: the recording stops before the session's end (Until).
+	Prefix bool
+
+	tools    map[string]*schemas.ToolResult
+	llm      map[string]*schemas.LLMResponse
+	requests map[string]*schemas.LLMRequest
+}
+
+// Load reads a session's history (through its lineage, for a fork) up to
+// until (0: its end) from r.
+func Load(ctx context.Context, r projections.Reader, session string, until uint64) (*Recording, error) {
+	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
+	q := projections.LogQuery{Session: session}
+	var last uint64
+	for {
+		page, err := r.SessionLog(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page.Entries {
+			last = e.Seq
+			if until != 0 && e.Seq > until {
+				rec.Prefix = true
+				continue
+			}
+			env, err := schemas.Unmarshal(e.Data)
+			if err != nil {
+				rec.Problems = append(rec.Problems, Problem{Seq: e.Seq, Err: err.Error()})
+				continue
+			}
+			rec.add(e.Seq, env)
+		}
+		if !page.More {
+			break
+		}
+		q.From = page.Next
+	}
+	if last == 0 {
+		if _, err := r.Session(ctx, session); err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrUnknownSession, session, err)
+		}
+		return nil, fmt.Errorf("%w: session %s has no events", ErrNoInputs, session)
+	}
+	if until > last {
+		return nil, fmt.Errorf("%w: --until %d, but the last event of session %s is seq %d", ErrPastEnd, until, session, last)
+	}
+	if len(rec.Inputs()) == 0 {
+		return nil, fmt.Errorf("%w: nothing in session %s came from outside the agents (%d events)", ErrNoInputs, session, len(rec.Events))
+	}
+	if !rec.Prefix {
+		dags, err := r.DAGs(ctx, projections.DAGFilter{Session: session, State: projections.DAGRunning})
+		if err != nil {
+			return nil, err
+		}
+		rec.Running = len(dags) > 0
+	}
+	return rec, nil
+}
+
+func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
+	r := &Recorded{Seq: seq, Env: env, Kind: kindOf(env)}
+	rec.Events = append(rec.Events, r)
+	if !slices.Contains(rec.Sessions, env.SessionID) {
+		rec.Sessions = append(rec.Sessions, env.SessionID)
+	}
+	switch env.Type {
+	case schemas.TypeToolResult:
+		if p, err := schemas.PayloadAs[schemas.ToolResult](env); err == nil {
+			if _, dup := rec.tools[p.CallID]; !dup {
+				rec.tools[p.CallID] = p
+			}
+		}
+	case schemas.TypeLLMResponse:
+		if p, err := schemas.PayloadAs[schemas.LLMResponse](env); err == nil {
+			if _, dup := rec.llm[p.CallID]; !dup {
+				rec.llm[p.CallID] = p
+			}
+		}
+	case schemas.TypeLLMRequest:
+		if p, err := schemas.PayloadAs[schemas.LLMRequest](env); err == nil {
+			rec.requests[p.CallID] = p
+		}
+	}
+}
+
+func kindOf(env *schemas.Envelope) Kind {
+	switch {
+	case callRecords[env.Type]:
+		return Call
+	case slices.Contains(Agents, env.Source) || env.Metadata[agents.MetaRoutedBy] != "":
+		return Output
+	}
+	return Input
+}
+
+// Inputs are the recorded inputs, in order.
+func (rec *Recording) Inputs() []*Recorded { return rec.of(Input) }
+
+// Outputs are the recorded events of the agents, in order.
+func (rec *Recording) Outputs() []*Recorded { return rec.of(Output) }
+
+func (rec *Recording) of(k Kind) []*Recorded {
+	var out []*Recorded
+	for _, r := range rec.Events {
+		if r.Kind == k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Calls counts the recorded tool and LLM calls.
+func (rec *Recording) Calls() int { return len(rec.tools) + len(rec.llm) }

@@ -1,0 +1,223 @@
+package reexec_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/agents/reexec"
+	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig records sessions by running them for real: an embedded broker, Pebble
+// projections and every agent, in temporary directories.
+type rig struct {
+	t     *testing.T
+	ctx   context.Context
+	log   *events.Log
+	store *projections.Store
+	dir   string
+	cfg   runtime.Config
+	stop  func()
+}
+
+func toolOptions() tools.Options {
+	return tools.Options{Kill: tools.KillOptions{SIGINTGrace: 200 * time.Millisecond, SIGTERMGrace: 200 * time.Millisecond}}
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	b := brokertest.Start(t, brokertest.Options(t))
+	ctx := brokertest.Context(t)
+	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store, dir: t.TempDir()}
+	r.cfg = runtime.Config{DefaultWorkDir: r.dir, AckWait: 5 * time.Second, Tools: toolOptions()}
+	cfg := r.cfg
+	cfg.JetStream, cfg.Store = b.JetStream(), store
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); store.Projector(r.log).Run(rctx) }()
+	go func() {
+		defer wg.Done()
+		if err := runtime.Run(rctx, cfg); err != nil {
+			t.Errorf("runtime: %v", err)
+		}
+	}()
+	var once sync.Once
+	r.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(func() { r.stop(); store.Close() })
+	return r
+}
+
+func (r *rig) append(envs ...*schemas.Envelope) {
+	r.t.Helper()
+	for _, e := range envs {
+		if _, err := r.log.Append(r.ctx, e); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// submit creates and resumes session, runs the plan in it and returns the
+// DAG id.
+func (r *rig) submit(session, src string) string {
+	r.t.Helper()
+	p, err := plan.Parse([]byte(src))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p.DAG.ID = "dag-" + session
+	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	r.append(create, resume, exec)
+	return p.DAG.ID
+}
+
+// wait returns the session's DAG once it is no longer running and the
+// agents are done with the session (the Archivalist's entry is in).
+func (r *rig) wait(session, dagID string) *projections.DAG {
+	r.t.Helper()
+	var dag *projections.DAG
+	brokertest.Eventually(r.t, 60*time.Second, "DAG "+dagID+" finished", func() bool {
+		d, err := r.store.SessionDAG(r.ctx, session, dagID)
+		if err != nil {
+			return false
+		}
+		dag = d
+		return d.State != projections.DAGRunning
+	})
+	brokertest.Eventually(r.t, 10*time.Second, "the outcome in the history", func() bool {
+		page, err := r.store.SessionLog(r.ctx, projections.LogQuery{Session: session, Limit: 10000})
+		if err != nil {
+			return false
+		}
+		for _, e := range page.Entries {
+			if env, err := schemas.Unmarshal(e.Data); err == nil && env.Type == schemas.TypeHistoryEntry {
+				return true
+			}
+		}
+		return false
+	})
+	return dag
+}
+
+func (r *rig) reexecute(session string, opts reexec.Options) *reexec.Report {
+	r.t.Helper()
+	rec, err := reexec.Load(r.ctx, r.store, session, 0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return r.run(rec, opts)
+}
+
+func (r *rig) run(rec *reexec.Recording, opts reexec.Options) *reexec.Report {
+	r.t.Helper()
+	if opts.Runtime.DefaultWorkDir == "" {
+		opts.Runtime = r.cfg
+	}
+	opts.Dir = r.t.TempDir()
+	rep, err := reexec.Run(r.ctx, rec, opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return rep
+}
+
+// A tool plan with a node that fails then succeeds on retry, a node that
+// fails for good and a dependent skipped for it, and a file written: the
+// re-execution produces every event again, the same, from the recording
+// alone: no tool runs (the written file stays as it was left).
+const toolPlan = `
+name: tools
+policy: {max_concurrency: 4, retry: {max: 1, backoff: 10ms}}
+nodes:
+  - {id: flaky, agent: engineer, tool: exec, args: {argv: [sh, -c, "test -f marker || { touch marker; exit 3; }"]}}
+  - {id: broken, agent: engineer, tool: exec, args: {argv: ["false"]}, retry: {max: 0}}
+  - {id: after, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [broken]}
+  - {id: write, agent: engineer, tool: write_file, args: {path: out.txt, content: "recorded\n"}}
+  - {id: read, agent: engineer, tool: read_file, args: {path: out.txt}, depends_on: [write, flaky]}
+`
+
+func TestReexecuteToolPlanIsIdenticalAndRunsNothing(t *testing.T) {
+	r := newRig(t)
+	id := r.submit("S1", toolPlan)
+	dag := r.wait("S1", id)
+	if dag.State != projections.DAGFailed || dag.Node("flaky").Attempt != 2 || dag.Node("after").State != projections.NodeSkipped {
+		t.Fatalf("recorded DAG %s: flaky %+v, after %s", dag.State, dag.Node("flaky"), dag.Node("after").State)
+	}
+	out := filepath.Join(r.dir, "out.txt")
+	if err := os.WriteFile(out, []byte("left after the recording\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.Divergence != nil {
+		t.Fatalf("re-execution diverged: %+v", rep.Divergence)
+	}
+	if rep.CallsMade != 0 || rep.CallsServed != 5 || rep.Events == 0 || rep.Events != rep.Recorded {
+		t.Fatalf("report %+v: want 5 calls served (flaky twice, after skipped), none made, every recorded event compared", rep)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "left after the recording\n" {
+		t.Fatalf("out.txt = %q: a tool ran during the re-execution", b)
+	}
+}
+
+// Changing one thing in the inputs (the command of one node of the plan) is
+// reported at the first event that follows from it, with the field that
+// differs and the input it follows from.
+func TestReexecuteReportsWhereAChangedPlanDiverges(t *testing.T) {
+	r := newRig(t)
+	id := r.submit("S1", `
+name: two
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
+`)
+	r.wait("S1", id)
+	rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execSeq uint64
+	for _, in := range rec.Inputs() {
+		if in.Env.Type == schemas.TypeDAGExecute {
+			p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
+			p.DAG.Nodes[1].Args = map[string]any{"argv": []any{"false"}}
+			if err := in.Env.SetPayload(p); err != nil {
+				t.Fatal(err)
+			}
+			execSeq = in.Seq
+		}
+	}
+	rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
+	d := rep.Divergence
+	if rep.Identical || d == nil {
+		t.Fatalf("no divergence reported: %+v", rep)
+	}
+	if d.Kind != "differs" || d.Recorded == nil || d.Recorded.Type != schemas.TypeTaskDispatch || d.New == nil || d.New.Payload["node_id"] != "b" {
+		t.Fatalf("divergence %s: recorded %+v, new %+v; want the dispatch of b", d.Kind, d.Recorded, d.New)
+	}
+	if len(d.Fields) != 1 || d.Fields[0].Path != "payload.args.argv[0]" || d.Fields[0].Recorded != "true" || d.Fields[0].New != "false" {
+		t.Fatalf("fields %+v, want payload.args.argv[0]: true -> false", d.Fields)
+	}
+	if d.Input == nil || d.Input.Seq != execSeq || d.Input.Type != schemas.TypeDAGExecute {
+		t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+	}
+}
