@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
@@ -41,8 +43,10 @@ type Options struct {
 	// Dir is the scratch directory of the new run's server and projections
 	// (default: a temporary directory, removed afterwards).
 	Dir string
-	// Idle is how long the new run may produce nothing before the engine
-	// stops waiting for recorded events it has not produced (it diverged).
+	// Idle is how long the new run may produce nothing, with its agents
+	// done with every message, before the engine stops waiting for recorded
+	// events it has not produced (it diverged). With a message held (a
+	// paused session), it waits ten times as long.
 	Idle time.Duration
 	// Timeout bounds the run.
 	Timeout time.Duration
@@ -272,6 +276,9 @@ func (e *engine) stop() {
 // feed appends the inputs in order, each once the new run has caught up with
 // the recording before it, then waits for the rest.
 func (e *engine) feed(ctx context.Context) error {
+	if err := e.agentsUp(ctx); err != nil {
+		return err
+	}
 	inputs := e.rec.Inputs()
 	for i, in := range inputs {
 		if i > 0 {
@@ -307,14 +314,27 @@ func (e *engine) settle(ctx context.Context, seq uint64) error {
 		case err := <-e.runErr:
 			return fmt.Errorf("the re-execution's agents: %w", err)
 		case <-t.C:
-			if time.Since(e.lastNew) > e.opts.Idle {
-				return nil
+			if stalled, err := e.stalled(ctx); stalled || err != nil {
+				return err
 			}
 		case <-ctx.Done():
 			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
 		}
 	}
 	return nil
+}
+
+// stalled reports whether the new run has produced nothing for Idle with
+// nothing left to do, or for ten times Idle in any case.
+func (e *engine) stalled(ctx context.Context) (bool, error) {
+	idle := time.Since(e.lastNew)
+	switch {
+	case idle > 10*e.opts.Idle:
+		return true, nil
+	case idle > e.opts.Idle:
+		return e.quiet(ctx)
+	}
+	return false, nil
 }
 
 // quiesce takes the new run's events until its agents have nothing left to
@@ -332,7 +352,7 @@ func (e *engine) quiesce(ctx context.Context) error {
 			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
 		case <-t.C:
 		}
-		if time.Since(e.lastNew) > e.opts.Idle {
+		if time.Since(e.lastNew) > 10*e.opts.Idle {
 			return nil
 		}
 		quiet, err := e.quiet(ctx)
@@ -366,6 +386,33 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// agentsUp waits until every agent's consumer exists: an input appended
+// before would be handled late, and the run look idle meanwhile.
+func (e *engine) agentsUp(ctx context.Context) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for _, name := range e.names {
+		for {
+			_, err := e.b.JetStream().Consumer(ctx, broker.Stream, agents.ConsumerName(name))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return err
+			}
+			select {
+			case err := <-e.runErr:
+				return fmt.Errorf("the re-execution's agents: %w", err)
+			case <-t.C:
+			case <-ctx.Done():
+				return fmt.Errorf("start the re-execution's agents: %w", ctx.Err())
+			}
+		}
+	}
+	e.lastNew = time.Now()
+	return nil
 }
 
 func (e *engine) seenLast() uint64 {
@@ -528,7 +575,7 @@ func (e *engine) report() *Report {
 	}
 	if !e.rec.Running && !e.rec.Prefix {
 		for _, n := range e.newOuts {
-			if e.newToRec[n.ID] != nil {
+			if e.newToRec[n.ID] != nil || e.beyond(n) {
 				continue
 			}
 			consider(e.position(n.ParentID)+0.5, &Divergence{Kind: "extra", Reason: fmt.Sprintf("the new run produced a %s the recording does not have", n.Type),
@@ -538,6 +585,13 @@ func (e *engine) report() *Report {
 	r.Divergence = first
 	r.Identical = first == nil
 	return r
+}
+
+// beyond reports whether n replies to a recorded event its agent had not
+// handled when the recording was read.
+func (e *engine) beyond(n *schemas.Envelope) bool {
+	h, ok := e.rec.Handled[n.Source]
+	return ok && e.position(n.ParentID) > float64(h)
 }
 
 // position is the recorded sequence of a new run's event (or an input), or

@@ -26,7 +26,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
@@ -90,6 +93,13 @@ type Recording struct {
 	Running bool
 	// Prefix: the recording stops before the session's end (Until).
 	Prefix bool
+	// Handled is, for each agent, the last stream sequence it had handled
+	// (its consumer's ack floor) when the recording was read; nil: all. An
+	// event the new run's agent produces in reply to a recorded event its
+	// recorded counterpart had not handled yet (a 'sylk run' that ended
+	// before the Archivalist filed the outcome) is beyond the recording, not
+	// a divergence.
+	Handled map[string]uint64
 
 	tools    map[string]*schemas.ToolResult
 	llm      map[string]*schemas.LLMResponse
@@ -181,6 +191,27 @@ func kindOf(env *schemas.Envelope) Kind {
 		return Output
 	}
 	return Input
+}
+
+// HandledBy reads how far each agent's consumer had got (see
+// Recording.Handled).
+func HandledBy(ctx context.Context, js jetstream.JetStream) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, name := range Agents {
+		c, err := js.Consumer(ctx, broker.Stream, agents.ConsumerName(name))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = info.AckFloor.Stream
+	}
+	return out, nil
 }
 
 // Inputs are the recorded inputs, in order.

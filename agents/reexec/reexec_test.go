@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/reexec"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -31,6 +34,8 @@ type rig struct {
 	store *projections.Store
 	dir   string
 	cfg   runtime.Config
+	js    jetstream.JetStream
+	names []string // the agents running
 	stop  func()
 }
 
@@ -46,10 +51,11 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store, dir: t.TempDir()}
+	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store, dir: t.TempDir(), js: b.JetStream()}
 	r.cfg = runtime.Config{DefaultWorkDir: r.dir, AckWait: 5 * time.Second, Tools: toolOptions()}
 	cfg := r.cfg
 	cfg.JetStream, cfg.Store = b.JetStream(), store
+	r.names = cfg.Names()
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -92,7 +98,7 @@ func (r *rig) submit(session, src string) string {
 }
 
 // wait returns the session's DAG once it is no longer running and the
-// agents are done with the session (the Archivalist's entry is in).
+// agents are done with everything.
 func (r *rig) wait(session, dagID string) *projections.DAG {
 	r.t.Helper()
 	var dag *projections.DAG
@@ -104,19 +110,28 @@ func (r *rig) wait(session, dagID string) *projections.DAG {
 		dag = d
 		return d.State != projections.DAGRunning
 	})
-	brokertest.Eventually(r.t, 10*time.Second, "the outcome in the history", func() bool {
-		page, err := r.store.SessionLog(r.ctx, projections.LogQuery{Session: session, Limit: 10000})
-		if err != nil {
-			return false
-		}
-		for _, e := range page.Entries {
-			if env, err := schemas.Unmarshal(e.Data); err == nil && env.Type == schemas.TypeHistoryEntry {
-				return true
+	r.idle()
+	return dag
+}
+
+// idle waits until every agent has handled every message and the
+// projections have folded the whole stream.
+func (r *rig) idle() {
+	r.t.Helper()
+	brokertest.Eventually(r.t, 20*time.Second, "the agents idle", func() bool {
+		for _, name := range r.names {
+			c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName(name))
+			if err != nil {
+				return false
+			}
+			info, err := c.Info(r.ctx)
+			if err != nil || info.NumPending > 0 || info.NumAckPending > 0 {
+				return false
 			}
 		}
-		return false
+		last, err := r.log.LastSeq(r.ctx)
+		return err == nil && r.store.Cursor() >= last
 	})
-	return dag
 }
 
 func (r *rig) reexecute(session string, opts reexec.Options) *reexec.Report {

@@ -23,13 +23,18 @@ type ReplayOptions struct {
 	Until   string
 	JSON    bool
 	State   bool
+	// Re-execution (see reexec.go).
+	Reexecute bool
+	Live      bool
+	All       bool
+	Since     string
 }
 
 func NewCmdReplay(f *cmdutil.Factory) *cobra.Command {
 	opts := &ReplayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay SESSION [--until SEQ|TIME]",
-		Short: "Show a session's events in order, or its state as of a point",
+		Use:   "replay SESSION [--until SEQ|TIME] [--reexecute [--live]] | replay --reexecute --all [--since 7d]",
+		Short: "Show a session's events or state as of a point, or re-execute it against today's agents",
 		Long: `Print a session's events in stream order, one line each (as 'sylk tail' does),
 or with --json one JSON object per event. The session log projection makes this
 a range scan over the session's own events, however large the stream.
@@ -37,15 +42,55 @@ a range scan over the session's own events, however large the stream.
 --until stops at a stream sequence (inclusive) or before the first event
 stamped after an RFC 3339 time. --state prints the session, its DAGs, its
 checkpoints and what waited on the user as of that point instead: the session's
-events folded again, from its log.`,
+events folded again, from its log. A fork's events are its parent's up to the
+fork point (marked "from PARENT"), then its own.
+
+--reexecute runs the session again against this build's agents and
+configuration, in a runtime of its own in a scratch directory: the session's
+inputs (what came from outside the agents: sessions, requests, plans, plan
+decisions, answers, signals) are fed in order, every tool and LLM call is
+answered from the recording (no process runs, no request leaves), and every
+event the agents produce is compared with the recorded one in the same
+position (type, source, target, payload; not ids, times or durations). It
+prints "identical: N events, 0 calls made", or the first divergence: the input
+it follows from, the recorded and the new event, the fields that differ, and
+for an LLM call what in the request changed. A call the recording lacks is a
+divergence; with --live it is made for real and the run goes on as a what-if.
+Exit 0 identical, 1 diverged, 2 an error (an unknown session, --until past its
+end, a session without inputs). A session still running is re-executed as far
+as it is recorded. --all re-executes every session (active in the last
+--since) and prints a table: check a new build, routing, prompts or model
+against recorded work before deploying it.`,
 		Example: `  sylk replay S1
   sylk replay S1 --until 120 --state
-  sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type`,
-		Args: cobra.ExactArgs(1),
+  sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type
+  sylk replay S1 --reexecute
+  sylk replay S1 --reexecute --until 200 --json | jq .divergence.fields
+  sylk replay --reexecute --all --since 7d`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.All {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.All || opts.Live || cmd.Flags().Changed("since") {
+				if !opts.Reexecute {
+					return cmdutil.Usagef("--all, --live and --since go with --reexecute")
+				}
+			}
+			if opts.Reexecute && opts.State {
+				return cmdutil.Usagef("--state shows recorded state; it does not go with --reexecute")
+			}
+			if opts.All {
+				return reexecuteAll(cmd.Context(), f, opts)
+			}
 			opts.Session = args[0]
 			if err := schemas.CheckName("session", opts.Session); err != nil && opts.Session != schemas.SystemSession {
 				return cmdutil.UsageError{Err: err}
+			}
+			if opts.Reexecute {
+				return reexecuteRun(cmd.Context(), f, opts)
 			}
 			return replayRun(cmd.Context(), f, opts)
 		},
@@ -53,6 +98,10 @@ events folded again, from its log.`,
 	cmd.Flags().StringVar(&opts.Until, "until", "", "stop at this stream sequence, or at this RFC 3339 time")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON: one object per event, or the state as one object")
 	cmd.Flags().BoolVar(&opts.State, "state", false, "print the session's state as of --until instead of its events")
+	cmd.Flags().BoolVar(&opts.Reexecute, "reexecute", false, "run the session again against today's agents, calls answered from the recording")
+	cmd.Flags().BoolVar(&opts.Live, "live", false, "with --reexecute: make the calls the recording lacks for real")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "with --reexecute: every session, as a table")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "with --all: only sessions active in this long (7d, 12h)")
 	return cmd
 }
 
@@ -83,13 +132,21 @@ func replayRun(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) err
 		return replayState(ctx, f, r, opts.Session, until, opts.JSON)
 	}
 	q := projections.LogQuery{Session: opts.Session, Until: until.Seq, UntilTime: until.Time}
-	n := 0
+	n, from := 0, ""
 	for {
 		page, err := r.SessionLog(ctx, q)
 		if err != nil {
 			return err
 		}
 		for _, e := range page.Entries {
+			if !opts.JSON && e.From != from {
+				if e.From != "" {
+					fmt.Fprintf(f.IO.Out, "── from %s's history\n", e.From)
+				} else {
+					fmt.Fprintf(f.IO.Out, "── %s's own events\n", opts.Session)
+				}
+				from = e.From
+			}
 			ev := &events.Event{Seq: e.Seq, Data: e.Data}
 			ev.Env, ev.Err = schemas.Unmarshal(e.Data)
 			if ev.Env != nil {

@@ -45,7 +45,8 @@ went to, and a switch suspends it.`,
 	}
 	cmd.AddCommand(newSessionNewCmd(f), newSessionListCmd(f), newSessionShowCmd(f),
 		newSessionMoveCmd(f, projections.MoveSwitch), newSessionMoveCmd(f, projections.MoveSuspend),
-		newSessionMoveCmd(f, projections.MoveResume), newSessionMoveCmd(f, projections.MoveComplete))
+		newSessionMoveCmd(f, projections.MoveResume), newSessionMoveCmd(f, projections.MoveComplete),
+		newSessionForkCmd(f), newSessionDiffCmd(f))
 	return cmd
 }
 
