@@ -186,11 +186,20 @@ func clip(segs []segment, from, until uint64) []segment {
 	return out
 }
 
+// forkFor returns a fork event's seed, or nil after recording why
+// projection p refuses it.
+func forkFor(t *tx, ev *event, p string) (*forkSeed, error) {
+	if ev.fork.problem != "" {
+		return nil, t.reject(p, ev, "%s", ev.fork.problem)
+	}
+	return ev.fork, nil
+}
+
 // applyForkLog records a valid fork's lineage.
 func applyForkLog(t *tx, ev *event) error {
-	f := ev.fork
-	if f.problem != "" {
-		return t.reject(Log, ev, "%s", f.problem)
+	f, err := forkFor(t, ev, Log)
+	if f == nil {
+		return err
 	}
 	v, err := json.Marshal(ForkOf{Parent: f.p.Parent, ParentSeq: f.p.ParentSeq, Seq: ev.seq})
 	if err != nil {
@@ -202,9 +211,9 @@ func applyForkLog(t *tx, ev *event) error {
 // forkSession gives the fork the parent's session record as of the fork
 // point, renamed.
 func forkSession(t *tx, ev *event) error {
-	f := ev.fork
-	if f.problem != "" {
-		return t.reject(Sessions, ev, "%s", f.problem)
+	f, err := forkFor(t, ev, Sessions)
+	if f == nil {
+		return err
 	}
 	v, err := getFrom(f.src, sessionKey(f.p.Parent))
 	if err != nil {
@@ -230,9 +239,9 @@ func forkSession(t *tx, ev *event) error {
 // forkDAGs gives the fork the parent's DAGs as of the fork point. Nodes that
 // were dispatched or running are ready again in the fork.
 func forkDAGs(t *tx, ev *event) error {
-	f := ev.fork
-	if f.problem != "" {
-		return t.reject(DAGs, ev, "%s", f.problem)
+	f, err := forkFor(t, ev, DAGs)
+	if f == nil {
+		return err
 	}
 	sid := ev.env.SessionID
 	var ids []string
@@ -278,9 +287,9 @@ func forkDAGs(t *tx, ev *event) error {
 // forkCheckpoints gives the fork the parent's checkpoints as of the fork
 // point.
 func forkCheckpoints(t *tx, ev *event) error {
-	f := ev.fork
-	if f.problem != "" {
-		return t.reject(Checkpoints, ev, "%s", f.problem)
+	f, err := forkFor(t, ev, Checkpoints)
+	if f == nil {
+		return err
 	}
 	sid := ev.env.SessionID
 	kp := checkpointDAGKey(f.p.Parent, "")
@@ -312,9 +321,9 @@ func forkCheckpoints(t *tx, ev *event) error {
 // fork point, open or answered: a plan waiting for approval waits in the
 // fork too.
 func forkPending(t *tx, ev *event) error {
-	f := ev.fork
-	if f.problem != "" {
-		return t.reject(Pending, ev, "%s", f.problem)
+	f, err := forkFor(t, ev, Pending)
+	if f == nil {
+		return err
 	}
 	sid := ev.env.SessionID
 	if err := scanPrefix(f.src, pendingPrefix(f.p.Parent), func(_, v []byte) error {

@@ -286,7 +286,11 @@ func (e *engine) feed(ctx context.Context) error {
 				return err
 			}
 		}
-		if _, err := e.log.Append(ctx, in.Env); err != nil {
+		env, err := e.translate(in)
+		if err != nil {
+			return err
+		}
+		if _, err := e.log.Append(ctx, env); err != nil {
 			return fmt.Errorf("append input seq %d (%s): %w", in.Seq, in.Env.Type, err)
 		}
 	}
@@ -297,6 +301,41 @@ func (e *engine) feed(ctx context.Context) error {
 		return nil // the recording stops here; so does the comparison
 	}
 	return e.quiesce(ctx)
+}
+
+// translate gives an input the new run's stream positions: a fork's point
+// is a sequence of the recorded stream, and becomes the new run's sequence of
+// the same event (the last of the lineage at or before the point).
+func (e *engine) translate(in *Recorded) (*schemas.Envelope, error) {
+	if in.Env.Type != schemas.TypeSessionFork {
+		return in.Env, nil
+	}
+	p, err := schemas.PayloadAs[schemas.SessionFork](in.Env)
+	if err != nil {
+		return in.Env, nil // fed as recorded: the projections refuse it as they did
+	}
+	var at uint64
+	for _, r := range e.rec.Events {
+		if r.Seq > p.ParentSeq {
+			break
+		}
+		id := r.Env.ID
+		if n := e.pairOf[r]; n != nil {
+			id = n.ID
+		}
+		if s, ok := e.newSeq[id]; ok {
+			at = s
+		}
+	}
+	if at == 0 {
+		return nil, fmt.Errorf("fork seq %d: the new run has no counterpart of the point of the fork of %s", in.Seq, p.Parent)
+	}
+	p.ParentSeq = at
+	cp := *in.Env
+	if err := cp.SetPayload(p); err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 // poll is how often the engine looks at the new run while it waits.
@@ -575,7 +614,9 @@ func (e *engine) report() *Report {
 	}
 	if !e.rec.Running && !e.rec.Prefix {
 		for _, n := range e.newOuts {
-			if e.newToRec[n.ID] != nil || e.beyond(n) {
+			if e.newToRec[n.ID] != nil || e.beyond(n) || n.SessionID != e.rec.Session {
+				// An ancestor's events after the fork point are beyond
+				// the recording of a fork.
 				continue
 			}
 			consider(e.position(n.ParentID)+0.5, &Divergence{Kind: "extra", Reason: fmt.Sprintf("the new run produced a %s the recording does not have", n.Type),

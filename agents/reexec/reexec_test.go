@@ -236,3 +236,126 @@ nodes:
 		t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
 	}
 }
+
+// seqOf returns the sequence of the first event of session's history that
+// matches.
+func (r *rig) seqOf(session string, match func(*schemas.Envelope) bool) uint64 {
+	r.t.Helper()
+	page, err := r.store.SessionLog(r.ctx, projections.LogQuery{Session: session, Limit: 100000})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, e := range page.Entries {
+		if env, err := schemas.Unmarshal(e.Data); err == nil && match(env) {
+			return e.Seq
+		}
+	}
+	r.t.Fatalf("no such event in session %s", session)
+	return 0
+}
+
+func (r *rig) fork(parent, id string, at uint64) {
+	r.t.Helper()
+	env, _ := schemas.New(schemas.TypeSessionFork, id, "user", "orchestrator", time.Now(), schemas.SessionFork{Parent: parent, ParentSeq: at})
+	r.append(env)
+}
+
+func (r *rig) verify() {
+	r.t.Helper()
+	if _, err := r.store.Verify(r.ctx, r.log); err != nil {
+		r.t.Fatalf("verify: %v", err)
+	}
+}
+
+// A fork in the middle of a DAG goes on from the parent's state there: the
+// node dispatched at the fork point is dispatched again in the fork, both
+// branches run to the end, neither changes the other, and the projections
+// verify clean. The fork's history re-executes identically too.
+func TestForkMidDAGRunsBothBranchesToTheEnd(t *testing.T) {
+	r := newRig(t)
+	id := r.submit("S1", `
+name: chain
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: [sh, -c, "echo a >> log.txt"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: [sh, -c, "echo b >> log.txt"]}, depends_on: [a]}
+  - {id: c, agent: engineer, tool: exec, args: {argv: [sh, -c, "echo c >> log.txt"]}, depends_on: [b]}
+`)
+	parent := r.wait("S1", id)
+	at := r.seqOf("S1", func(env *schemas.Envelope) bool {
+		p, err := schemas.PayloadAs[schemas.TaskDispatch](env)
+		return env.Type == schemas.TypeTaskDispatch && err == nil && p.NodeID == "b"
+	})
+	r.fork("S1", "F1", at)
+	fork := r.wait("F1", id)
+	if fork.State != projections.DAGSucceeded || fork.Outcome.Succeeded != 3 {
+		t.Fatalf("fork's DAG %s: %+v", fork.State, fork.Outcome)
+	}
+	if b := fork.Node("b"); b.Result == nil || b.Result.Seq <= at || b.Result.Seq == parent.Node("b").Result.Seq {
+		t.Fatalf("fork's node b = %+v: want a result of its own, after the fork point %d", b.Result, at)
+	}
+	again, err := r.store.SessionDAG(r.ctx, "S1", id)
+	if err != nil || again.Outcome.Seq != parent.Outcome.Seq || again.Node("c").Result.Seq != parent.Node("c").Result.Seq {
+		t.Fatalf("the parent's DAG changed: %+v, %v", again.Outcome, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.dir, "log.txt")); string(b) != "a\nb\nc\nb\nc\n" {
+		t.Fatalf("log.txt = %q: want the parent's a, b, c, then the fork's b, c", b)
+	}
+	r.verify()
+
+	rep := r.reexecute("F1", reexec.Options{})
+	if !rep.Identical || rep.CallsMade != 0 {
+		t.Fatalf("re-execution of the fork: %+v, divergence %+v", rep, rep.Divergence)
+	}
+}
+
+// A session paused before its DAG and resumed later: the DAG waits for the
+// resume in the recording and in the re-execution alike.
+func TestReexecutePausedAndResumedSession(t *testing.T) {
+	r := newRig(t)
+	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	pause, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession})
+	r.append(create, resume, pause)
+	p, err := plan.Parse([]byte(`
+name: held
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DAG.ID = "held"
+	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	seq, err := r.log.Append(r.ctx, exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.WaitFor(r.ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.store.SessionDAG(r.ctx, "S1", "held"); err != nil || d.Node("a").State != projections.NodeReady {
+		t.Fatalf("paused session's DAG: %+v, %v; want node a held ready", d, err)
+	}
+	brokertest.Eventually(t, 20*time.Second, "the Orchestrator holding the paused session's DAG", func() bool {
+		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(r.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
+	})
+	goOn, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalResume, Scope: schemas.ScopeSession})
+	r.append(goOn)
+	if d := r.wait("S1", "held"); d.State != projections.DAGSucceeded {
+		t.Fatalf("DAG %s after resume", d.State)
+	}
+	resumed := r.seqOf("S1", func(env *schemas.Envelope) bool { return env.ID == goOn.ID })
+	if first := r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeTaskDispatch }); first < resumed {
+		t.Fatalf("dispatched at seq %d, before the resume at %d", first, resumed)
+	}
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.Inputs != 5 || rep.CallsServed != 2 {
+		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+	}
+}
