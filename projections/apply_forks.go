@@ -137,23 +137,23 @@ func hasLogBetween(r pebble.Reader, sid string, from, to uint64) (bool, error) {
 	return ok, errorsJoin(it.Error(), it.Close())
 }
 
-// segment is part of a session's history: one session's own log entries from
+// logSegment is part of a session's history: one session's own log entries from
 // from to until (inclusive; 0: no bound).
-type segment struct {
+type logSegment struct {
 	session     string
 	from, until uint64
 }
 
 // lineage is a session's history as segments, oldest first: its ancestors'
 // up to each fork point, then its own.
-func lineage(r pebble.Reader, sid string) ([]segment, error) {
+func lineage(r pebble.Reader, sid string) ([]logSegment, error) {
 	return lineageDepth(r, sid, 0)
 }
 
-func lineageDepth(r pebble.Reader, sid string, depth int) ([]segment, error) {
+func lineageDepth(r pebble.Reader, sid string, depth int) ([]logSegment, error) {
 	v, err := getFrom(r, forkKey(sid))
 	if err != nil || v == nil {
-		return []segment{{session: sid}}, err
+		return []logSegment{{session: sid}}, err
 	}
 	if depth > MaxForkDepth {
 		return nil, fmt.Errorf("session %s: forks nest deeper than %d", sid, MaxForkDepth)
@@ -166,13 +166,13 @@ func lineageDepth(r pebble.Reader, sid string, depth int) ([]segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(clip(parent, 0, f.ParentSeq), segment{session: sid, from: f.Seq}), nil
+	return append(clip(parent, 0, f.ParentSeq), logSegment{session: sid, from: f.Seq}), nil
 }
 
 // clip bounds segments to [from, until] (until 0: no bound), dropping the
 // empty ones.
-func clip(segs []segment, from, until uint64) []segment {
-	out := make([]segment, 0, len(segs))
+func clip(segs []logSegment, from, until uint64) []logSegment {
+	out := make([]logSegment, 0, len(segs))
 	for _, sg := range segs {
 		sg.from = max(sg.from, from)
 		if until > 0 && (sg.until == 0 || sg.until > until) {
@@ -408,8 +408,8 @@ func lineageLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
 	return page, nil
 }
 
-// logUpper is the upper bound of a segment's log keys.
-func logUpper(sg segment) []byte {
+// logUpper is the upper bound of a logSegment's log keys.
+func logUpper(sg logSegment) []byte {
 	if sg.until == 0 {
 		return prefixEnd(logPrefix(sg.session))
 	}
@@ -418,7 +418,7 @@ func logUpper(sg segment) []byte {
 
 // isLineageOf reports whether an event's session is one of the sessions a
 // lineage's segments read.
-func isLineageOf(segs []segment, sid string) bool {
+func isLineageOf(segs []logSegment, sid string) bool {
 	for _, sg := range segs {
 		if sg.session == sid {
 			return true

@@ -189,7 +189,7 @@ func (s *Store) SessionAsOf(ctx context.Context, session string, until AsOf) (*S
 // foldAsOf folds a session's history (its lineage's events and the global
 // signals) up to a point into an in-memory store, which the caller closes,
 // and returns it with the last sequence folded and the session's lineage.
-func (s *Store) foldAsOf(ctx context.Context, session string, until AsOf) (*Store, uint64, []segment, error) {
+func (s *Store) foldAsOf(ctx context.Context, session string, until AsOf) (*Store, uint64, []logSegment, error) {
 	snap, err := s.snapshot()
 	if err != nil {
 		return nil, 0, nil, err
