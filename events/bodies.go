@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,11 +30,6 @@ const (
 	bodiesBatch = 4096
 	bodiesBytes = 8 << 20
 )
-
-// bodiesWait bounds the retries of a bodies read that finds no message where
-// the stream said one is (a replica answering behind its leader). A variable
-// for tests.
-var bodiesWait = 10 * time.Second
 
 // directGetRequest is JetStream's batched direct get (nats-server's
 // JSApiMsgGetRequest).
@@ -88,8 +82,7 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 	if err := r.send(from, false); err != nil {
 		return err
 	}
-	var waited time.Duration
-	for next := from; ; {
+	for {
 		var a bodiesAnswer
 		select {
 		case a = <-r.answers:
@@ -100,22 +93,10 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 			return fmt.Errorf("read the stream: %w", a.err)
 		}
 		if len(a.msgs) == 0 {
-			// The stream said it held up to end; a replica behind its leader
-			// may not have it yet.
-			if waited >= bodiesWait {
-				return fmt.Errorf("read the stream: no event at seq %d of %d after %s", next, end, waited)
-			}
-			const pause = 50 * time.Millisecond
-			if err := sleepCtx(ctx, pause); err != nil {
-				return err
-			}
-			waited += pause
-			if err := r.send(next, !a.req.NoHeaders); err != nil {
-				return err
-			}
-			continue
+			// Nothing at or after next: the rest was deleted (a purge keeps
+			// the last sequence), as a consumer would find.
+			return nil
 		}
-		waited = 0
 		evs, err := numbered(a)
 		if err != nil {
 			return fmt.Errorf("read the stream: %w", err)
@@ -145,7 +126,6 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 		if last >= end {
 			return nil
 		}
-		next = last + 1
 	}
 }
 
@@ -241,15 +221,4 @@ func directGetSubject(js jetstream.JetStream) string {
 		prefix = "$JS." + o.Domain + ".API."
 	}
 	return prefix + "DIRECT.GET." + broker.Stream
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

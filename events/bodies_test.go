@@ -106,3 +106,28 @@ func TestBodiesOnlyForTheWholeStream(t *testing.T) {
 		t.Fatalf("S1's events: %v", got)
 	}
 }
+
+// After a purge the stream keeps its last sequence and holds nothing: a
+// bodies read from before it ends at once, as a consumer's would.
+func TestBodiesReadOfAPurgedStreamEnds(t *testing.T) {
+	log, b := newLog(t)
+	appendMany(t, log, 100)
+	ctx := brokertest.Context(t)
+	s, err := b.JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	appendMany(t, log, 3)
+	if seqs, _, _ := scanBodies(t, log, events.Cursor{Seq: 50}, 0); !slices.Equal(seqs, []uint64{101, 102, 103}) {
+		t.Fatalf("read %v after the purge, want 101..103", seqs)
+	}
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seqs, _, _ := scanBodies(t, log, events.Cursor{Seq: 50}, 0); len(seqs) != 0 {
+		t.Fatalf("read %v from an empty stream", seqs)
+	}
+}
