@@ -343,7 +343,10 @@ func TestRestartsMatchRebuild(t *testing.T) {
 	}
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
-	ctx := brokertest.Context(t)
+	// Thirty checks, each folding on a real broker, may take minutes on a
+	// loaded 2-core machine: the deadline is a guard against a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*brokertest.Timeout)
+	defer cancel()
 	rapid.Check(t, func(rt *rapid.T) {
 		stream, err := b.JetStream().Stream(ctx, broker.Stream)
 		if err != nil {
