@@ -143,14 +143,14 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		}
 		cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
 		runtime.GC()
-		start := time.Now()
-		err = store.Projector(log).Rebuild(ctx, nil)
-		elapsed := time.Since(start)
+		r, err = eventbench.Time("sylk rebuild (read, decode, fold, write, sync)", n, func() error {
+			return store.Projector(log).Rebuild(ctx, nil)
+		})
 		if err != nil {
 			store.Close()
 			return nil, err
 		}
-		rebuild = faster(rebuild, measure("sylk rebuild (read, decode, fold, write, sync)", n, elapsed))
+		rebuild = faster(rebuild, r)
 	}
 
 	cfg.Progress("raw Pebble batched writes of the same keys")
