@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/reexec"
 	"github.com/sylk/sylk/agents/runtime"
@@ -43,7 +46,11 @@ func toolOptions() tools.Options {
 	return tools.Options{Kill: tools.KillOptions{SIGINTGrace: 200 * time.Millisecond, SIGTERMGrace: 200 * time.Millisecond}}
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with a hook that completes the agents' configuration
+// once the store exists (an LLM client needs it).
+func newRigWith(t *testing.T, configure func(*runtime.Config, *projections.Store)) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
@@ -55,6 +62,9 @@ func newRig(t *testing.T) *rig {
 	r.cfg = runtime.Config{DefaultWorkDir: r.dir, AckWait: 5 * time.Second, Tools: toolOptions()}
 	cfg := r.cfg
 	cfg.JetStream, cfg.Store = b.JetStream(), store
+	if configure != nil {
+		configure(&cfg, store)
+	}
 	r.names = cfg.Names()
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -357,5 +367,94 @@ nodes:
 	rep := r.reexecute("S1", reexec.Options{})
 	if !rep.Identical || rep.Inputs != 5 || rep.CallsServed != 2 {
 		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+	}
+}
+
+// model answers as each agent would, from what it is asked.
+func model(req llmtest.Request) llmtest.Reply {
+	sys := req.System()
+	switch {
+	case strings.Contains(sys, "You are the Guide"):
+		return llmtest.Text(`{"intent_type": "EXPLICIT", "confidence": 0.9, "reason": "a bounded change",
+			"assumptions_explicit": true, "scope_bounded": true, "success_criteria": ["an empty name is an error"]}`)
+	case strings.Contains(sys, "You are the Architect"):
+		return llmtest.Text(`{"action": "plan", "rationale": "Change the loader.", "confidence": 0.85,
+			"plan": {"name": "validation", "nodes": [{"id": "impl", "agent": "engineer", "prompt": "add input validation to config.go"}]}}`)
+	case strings.Contains(sys, "You are the Engineer"):
+		if req.Messages[len(req.Messages)-1].Role == "user" {
+			return llmtest.Tools(llmtest.Call("w1", "write_file", `{"path": "config.go", "content": "package cfg // name is required\n"}`))
+		}
+		return llmtest.Text("Added validation to config.go.")
+	}
+	return llmtest.Status(400)
+}
+
+// A request in plain words through the scripted model: the Guide classifies
+// it, the Architect plans, the user approves, an Engineer prompt node writes a
+// file with a tool call. Re-executed against the same server, it makes no
+// call (the server's counter does not move) and writes nothing; with another
+// model configured, it diverges at the first LLM call, naming the change.
+func TestReexecuteLLMSession(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Respond(model)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newRigWith(t, func(cfg *runtime.Config, store *projections.Store) {
+		c, err := llm.NewClient(conf, llm.Deps{Records: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cfg.LLM = c
+	})
+	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "llm", Config: schemas.SessionConfig{WorkDir: r.dir}})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	input, _ := schemas.New(schemas.TypeUserInput, "S1", "user", "", time.Now(), schemas.UserInput{Text: "add input validation to the config loader"})
+	r.append(create, resume, input)
+	var planID string
+	brokertest.Eventually(t, 30*time.Second, "a plan waiting for approval", func() bool {
+		ps, err := r.store.Pending(r.ctx, "S1")
+		if err != nil || len(ps) == 0 {
+			return false
+		}
+		planID = ps[0].PlanID
+		return planID != ""
+	})
+	approve, _ := schemas.New(schemas.TypePlanApproved, "S1", "user", "", time.Now(), schemas.PlanApproved{PlanID: planID})
+	r.append(approve)
+	if d := r.wait("S1", planID); d.State != projections.DAGSucceeded {
+		t.Fatalf("recorded DAG %s", d.State)
+	}
+	calls := srv.Calls()
+	if calls != 4 {
+		t.Fatalf("%d LLM calls recorded, want 4 (classify, plan, two engineer steps)", calls)
+	}
+	out := filepath.Join(r.dir, "config.go")
+	if err := os.WriteFile(out, []byte("left\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := r.reexecute("S1", reexec.Options{LLM: &conf})
+	if !rep.Identical || rep.CallsServed != 5 || rep.CallsMade != 0 {
+		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+	}
+	if srv.Calls() != calls {
+		t.Fatalf("the re-execution called the model: %d calls, %d before", srv.Calls(), calls)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "left\n" {
+		t.Fatalf("config.go = %q: a tool ran", b)
+	}
+
+	other := conf
+	other.Model = "fake-2"
+	rep = r.reexecute("S1", reexec.Options{LLM: &other, Idle: 300 * time.Millisecond})
+	d := rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "request" || d.Request.Model == nil || d.Request.Model[0] != "fake" || d.Request.Model[1] != "fake-2" || d.Request.Agent != "guide" {
+		t.Fatalf("divergence %+v, want the Guide's first call, model fake -> fake-2", d)
+	}
+	if d.Input == nil || d.Input.Type != schemas.TypeUserInput {
+		t.Fatalf("divergence follows %+v, want the user_input", d.Input)
+	}
+	if srv.Calls() != calls {
+		t.Fatalf("a changed request went out without --live: %d calls, %d before", srv.Calls(), calls)
 	}
 }
