@@ -377,8 +377,10 @@ func (e *engine) stalled(ctx context.Context) (bool, error) {
 }
 
 // quiesce takes the new run's events until its agents have nothing left to
-// do (or it has been idle for Idle), so an event produced beyond the
-// recording is seen.
+// do, or it has produced nothing for a quarter of Idle, so an event produced
+// beyond the recording is seen. (An Orchestrator with a backlog of
+// completions whose steps are all appended already produces nothing more:
+// waiting for it to drain would only add its backlog's time.)
 func (e *engine) quiesce(ctx context.Context) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -391,7 +393,7 @@ func (e *engine) quiesce(ctx context.Context) error {
 			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
 		case <-t.C:
 		}
-		if time.Since(e.lastNew) > 10*e.opts.Idle {
+		if time.Since(e.lastNew) > e.opts.Idle/4 {
 			return nil
 		}
 		quiet, err := e.quiet(ctx)

@@ -18,5 +18,6 @@ data directory, and reports both with ratio = Sylk's speed / baseline's speed
 	}
 	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchDAGCmd(f))
 	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f), newBenchIndexCmd(f))
+	cmd.AddCommand(newBenchForkCmd(f), newBenchReexecuteCmd(f))
 	return cmd
 }
