@@ -283,7 +283,13 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
-	exec.ID = schemas.DeriveID(planEnv, Name+"/execute")
+	key := Name + "/execute"
+	if planEnv.SessionID != d.Env.SessionID {
+		// A plan a fork inherited: approved in the fork, it runs there,
+		// under an id of the fork's, not as a duplicate of the parent's.
+		key += "/" + d.Env.SessionID
+	}
+	exec.ID = schemas.DeriveID(planEnv, key)
 	keepIntent(exec, requestOf(planEnv))
 	return []*schemas.Envelope{exec}, nil
 }

@@ -457,4 +457,26 @@ func TestReexecuteLLMSession(t *testing.T) {
 	if srv.Calls() != calls {
 		t.Fatalf("a changed request went out without --live: %d calls, %d before", srv.Calls(), calls)
 	}
+
+	// A fork just before the approval: the plan waits in the fork, is
+	// approved there too, and the fork's DAG runs to the end with calls of
+	// its own; the parent's stays as it was and both verify clean.
+	approved := r.seqOf("S1", func(env *schemas.Envelope) bool { return env.ID == approve.ID })
+	r.fork("S1", "F1", approved-1)
+	brokertest.Eventually(t, 10*time.Second, "the plan waiting in the fork", func() bool {
+		ps, err := r.store.Pending(r.ctx, "F1")
+		return err == nil && len(ps) == 1 && ps[0].PlanID == planID
+	})
+	again, _ := schemas.New(schemas.TypePlanApproved, "F1", "user", "", time.Now(), schemas.PlanApproved{PlanID: planID})
+	r.append(again)
+	if d := r.wait("F1", planID); d.State != projections.DAGSucceeded {
+		t.Fatalf("the fork's DAG %s", d.State)
+	}
+	if srv.Calls() != calls+2 {
+		t.Fatalf("%d calls after the fork ran, want %d: the Engineer's two steps again", srv.Calls(), calls+2)
+	}
+	if ps, err := r.store.Pending(r.ctx, "S1"); err != nil || len(ps) != 0 {
+		t.Fatalf("the parent's pending requests changed: %+v, %v", ps, err)
+	}
+	r.verify()
 }
