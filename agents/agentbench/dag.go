@@ -3,13 +3,10 @@ package agentbench
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sylk/sylk/agents/runtime"
-	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -46,37 +43,13 @@ func DAG(ctx context.Context, cfg DAGConfig, progress func(string)) (*DAGReport,
 	if cfg.MaxConcurrency == 0 {
 		cfg.MaxConcurrency = 16
 	}
-	report := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
-	}
-	data := filepath.Join(cfg.DataDir, "dag")
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"})
+	srv, err := startServer(ctx, filepath.Join(cfg.DataDir, "dag"), filepath.Join(cfg.DataDir, "work"), &runtime.Config{Concurrency: cfg.MaxConcurrency})
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(data, "projections")})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	work := filepath.Join(cfg.DataDir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, err
-	}
-	log := events.New(b.JetStream())
-	rctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); store.Projector(log).Run(rctx) }()
-	go func() {
-		defer wg.Done()
-		runtime.Run(rctx, runtime.Config{JetStream: b.JetStream(), Store: store, DefaultWorkDir: work, Concurrency: cfg.MaxConcurrency})
-	}()
-	defer wg.Wait()
-	defer cancel()
+	defer srv.close()
+	log, store, work := srv.log, srv.store, srv.work
+	report := func(s string) { say(progress, s) }
 
 	rep := &DAGReport{Nodes: cfg.Nodes, MaxConcurrency: cfg.MaxConcurrency}
 	report(fmt.Sprintf("%d no-op nodes, one at a time", cfg.Nodes))

@@ -3,13 +3,11 @@ package agentbench
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sylk/sylk/agents/reexec"
 	"github.com/sylk/sylk/agents/runtime"
-	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/events/eventbench"
 	"github.com/sylk/sylk/projections"
@@ -45,27 +43,13 @@ func Fork(ctx context.Context, cfg ForkConfig, progress func(string)) ([]eventbe
 	if cfg.Forks == 0 {
 		cfg.Forks = 50
 	}
-	report := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
-	}
-	data := filepath.Join(cfg.DataDir, "fork")
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"})
+	report := func(s string) { say(progress, s) }
+	srv, err := startServer(ctx, filepath.Join(cfg.DataDir, "fork"), filepath.Join(cfg.DataDir, "work"), nil)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(data, "projections")})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	log := events.New(b.JetStream())
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); store.Projector(log).Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	defer srv.close()
+	log, store := srv.log, srv.store
 
 	// Both parents exist before any fork is timed, and the forks of the two
 	// alternate: each is timed against the same store.
@@ -167,43 +151,22 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 	if cfg.MaxConcurrency == 0 {
 		cfg.MaxConcurrency = 16
 	}
-	report := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
-	}
-	data := filepath.Join(cfg.DataDir, "reexec")
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"})
+	report := func(s string) { say(progress, s) }
+	agentsCfg := runtime.Config{Concurrency: cfg.MaxConcurrency}
+	srv, err := startServer(ctx, filepath.Join(cfg.DataDir, "reexec"), filepath.Join(cfg.DataDir, "work"), &agentsCfg)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(data, "projections")})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	work := filepath.Join(cfg.DataDir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, err
-	}
-	log := events.New(b.JetStream())
-	agentsCfg := runtime.Config{DefaultWorkDir: work, Concurrency: cfg.MaxConcurrency}
-	live := agentsCfg
-	live.JetStream, live.Store = b.JetStream(), store
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
-	go func() { store.Projector(log).Run(rctx); done <- struct{}{} }()
-	go func() { runtime.Run(rctx, live); done <- struct{}{} }()
-	stop := func() { cancel(); <-done; <-done }
+	defer srv.close()
+	log, store, work := srv.log, srv.store, srv.work
+	agentsCfg.DefaultWorkDir = work
 
 	report(fmt.Sprintf("%d no-op nodes live, %d at a time", cfg.Nodes, cfg.MaxConcurrency))
 	wall, _, err := runDAG(ctx, log, store, "live", cfg.Nodes, cfg.MaxConcurrency, work)
 	if err != nil {
-		stop()
 		return nil, err
 	}
-	stop()
+	srv.stopAgents()
 	if _, err := store.Projector(log).CatchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -211,7 +174,7 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 	if err != nil {
 		return nil, err
 	}
-	if rec.Handled, err = reexec.HandledBy(ctx, b.JetStream()); err != nil {
+	if rec.Handled, err = reexec.HandledBy(ctx, srv.b.JetStream()); err != nil {
 		return nil, err
 	}
 	n := len(rec.Events)
