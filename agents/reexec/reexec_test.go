@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // rig records sessions by running them for real: an embedded broker, Pebble
 // projections and every agent, in temporary directories.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	log   *events.Log
 	store *projections.Store
@@ -46,11 +46,11 @@ func toolOptions() tools.Options {
 	return tools.Options{Kill: tools.KillOptions{SIGINTGrace: 200 * time.Millisecond, SIGTERMGrace: 200 * time.Millisecond}}
 }
 
-func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+func newRig(t testing.TB) *rig { return newRigWith(t, nil) }
 
 // newRigWith is newRig with a hook that completes the agents' configuration
 // once the store exists (an LLM client needs it).
-func newRigWith(t *testing.T, configure func(*runtime.Config, *projections.Store)) *rig {
+func newRigWith(t testing.TB, configure func(*runtime.Config, *projections.Store)) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
@@ -389,16 +389,9 @@ func model(req llmtest.Request) llmtest.Reply {
 	return llmtest.Status(400)
 }
 
-// A request in plain words through the scripted model: the Guide classifies
-// it, the Architect plans, the user approves, an Engineer prompt node writes a
-// file with a tool call. Re-executed against the same server, it makes no
-// call (the server's counter does not move) and writes nothing; with another
-// model configured, it diverges at the first LLM call, naming the change.
-func TestReexecuteLLMSession(t *testing.T) {
-	srv := llmtest.New(t)
-	srv.Respond(model)
-	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
-	r := newRigWith(t, func(cfg *runtime.Config, store *projections.Store) {
+// newLLMRig is a rig whose agents use an LLM client configured by conf.
+func newLLMRig(t testing.TB, conf llm.Config) *rig {
+	return newRigWith(t, func(cfg *runtime.Config, store *projections.Store) {
 		c, err := llm.NewClient(conf, llm.Deps{Records: store})
 		if err != nil {
 			t.Fatal(err)
@@ -406,12 +399,19 @@ func TestReexecuteLLMSession(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		cfg.LLM = c
 	})
+}
+
+// requestAndApprove records session S1: a request in plain words, its plan
+// approved by the user when it waits, run to the end. It returns the plan's
+// id and the approval.
+func (r *rig) requestAndApprove() (string, *schemas.Envelope) {
+	r.t.Helper()
 	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "llm", Config: schemas.SessionConfig{WorkDir: r.dir}})
 	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
 	input, _ := schemas.New(schemas.TypeUserInput, "S1", "user", "", time.Now(), schemas.UserInput{Text: "add input validation to the config loader"})
 	r.append(create, resume, input)
 	var planID string
-	brokertest.Eventually(t, 30*time.Second, "a plan waiting for approval", func() bool {
+	brokertest.Eventually(r.t, 30*time.Second, "a plan waiting for approval", func() bool {
 		ps, err := r.store.Pending(r.ctx, "S1")
 		if err != nil || len(ps) == 0 {
 			return false
@@ -422,8 +422,22 @@ func TestReexecuteLLMSession(t *testing.T) {
 	approve, _ := schemas.New(schemas.TypePlanApproved, "S1", "user", "", time.Now(), schemas.PlanApproved{PlanID: planID})
 	r.append(approve)
 	if d := r.wait("S1", planID); d.State != projections.DAGSucceeded {
-		t.Fatalf("recorded DAG %s", d.State)
+		r.t.Fatalf("recorded DAG %s", d.State)
 	}
+	return planID, approve
+}
+
+// A request in plain words through the scripted model: the Guide classifies
+// it, the Architect plans, the user approves, an Engineer prompt node writes a
+// file with a tool call. Re-executed against the same server, it makes no
+// call (the server's counter does not move) and writes nothing; with another
+// model configured, it diverges at the first LLM call, naming the change.
+func TestReexecuteLLMSession(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Respond(model)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newLLMRig(t, conf)
+	planID, approve := r.requestAndApprove()
 	calls := srv.Calls()
 	if calls != 4 {
 		t.Fatalf("%d LLM calls recorded, want 4 (classify, plan, two engineer steps)", calls)
@@ -479,4 +493,36 @@ func TestReexecuteLLMSession(t *testing.T) {
 		t.Fatalf("the parent's pending requests changed: %+v, %v", ps, err)
 	}
 	r.verify()
+}
+
+// BenchmarkReexecuteSlowLLM records the LLM session with every model call
+// taking a second, then re-executes it: the re-execution waits on no call.
+// It reports the recording's seconds, the re-execution's and their ratio.
+// Target: the whole re-execution (its server's start included) takes less
+// than one call's second, so the ratio is above the number of calls.
+func BenchmarkReexecuteSlowLLM(b *testing.B) {
+	srv := llmtest.New(b)
+	srv.Respond(model)
+	srv.SetLatency(time.Second)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newLLMRig(b, conf)
+	start := time.Now()
+	r.requestAndApprove()
+	recorded := time.Since(start)
+	calls := srv.Calls()
+	b.ResetTimer()
+	var took time.Duration
+	for range b.N {
+		s := time.Now()
+		rep := r.reexecute("S1", reexec.Options{LLM: &conf})
+		took += time.Since(s)
+		if !rep.Identical || srv.Calls() != calls {
+			b.Fatalf("re-execution: %+v, %d calls", rep.Divergence, srv.Calls())
+		}
+	}
+	per := took / time.Duration(b.N)
+	b.ReportMetric(recorded.Seconds(), "recorded-s")
+	b.ReportMetric(per.Seconds(), "reexecuted-s")
+	b.ReportMetric(recorded.Seconds()/per.Seconds(), "ratio")
+	b.ReportMetric(float64(calls), "llm-calls")
 }
