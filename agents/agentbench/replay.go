@@ -20,7 +20,7 @@ type ForkConfig struct {
 	// Short and Long are the two parents' lengths in events (default 100
 	// and 100,000).
 	Short, Long int
-	// Forks of each parent, timed (default 50).
+	// Forks of each parent, timed (default 200).
 	Forks int
 }
 
@@ -41,7 +41,7 @@ func Fork(ctx context.Context, cfg ForkConfig, progress func(string)) ([]eventbe
 		cfg.Long = 100_000
 	}
 	if cfg.Forks == 0 {
-		cfg.Forks = 50
+		cfg.Forks = 200
 	}
 	report := func(s string) { say(progress, s) }
 	srv, err := startServer(ctx, filepath.Join(cfg.DataDir, "fork"), filepath.Join(cfg.DataDir, "work"), nil)

@@ -31,7 +31,7 @@ is at least 0.5.`,
 	}
 	opts.bind(cmd, 100_000)
 	cmd.Flags().IntVar(&short, "short", 100, "events of the short session")
-	cmd.Flags().IntVar(&forks, "forks", 50, "forks of each session")
+	cmd.Flags().IntVar(&forks, "forks", 200, "forks of each session")
 	return cmd
 }
 
