@@ -36,6 +36,11 @@
 //	history      history/e/<time><seq>             HistoryEntry
 //	             history/s/<sid>\0<time><seq>      by session
 //	             history/c/<category>\0<time><seq> by category
+//	             history/t/<term>\0<time><seq>     term count, entry length (uvarints)
+//	             history/id/<id>                   the entry's time and seq
+//	             history/p/<time><seq>             promoted to project scope (the reason)
+//	             history/f/<signature>             FailureMemory (approach + error pattern)
+//	             history/stats                     entries and terms, for BM25
 //	             (<time>: 12 bytes that sort as the entries' timestamps)
 //	code         code/r/<root>                     totals of a work directory's index
 //	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)

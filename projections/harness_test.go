@@ -506,7 +506,7 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 		}
 		return b.String()
 	case "history":
-		q := projections.HistoryQuery{Session: args["session"], Search: args["search"],
+		q := projections.HistoryQuery{Session: args["session"], Search: strings.ReplaceAll(args["search"], "+", " "),
 			CurrentOnly: args["current"] == "true", CrossSession: args["cross"] == "true"}
 		for k, to := range map[string]*[]string{"sessions": &q.Sessions, "exclude": &q.ExcludeSessions, "categories": &q.Categories} {
 			if v := args[k]; v != "" {
@@ -540,6 +540,12 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			if h.Cause != "" {
 				fmt.Fprintf(&b, " cause=%s", h.Cause)
 			}
+			if h.Promoted {
+				b.WriteString(" promoted")
+			}
+			if h.Score > 0 {
+				fmt.Fprintf(&b, " score=%.3f", h.Score)
+			}
 			b.WriteString("\n")
 		}
 		if b.Len() == 0 {
@@ -548,6 +554,21 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 		return b.String()
 	case "code":
 		return w.code(args)
+	case "failures":
+		q := projections.FailureQuery{Signature: args["signature"], Search: strings.ReplaceAll(args["search"], "+", " ")}
+		q.MinCount, _ = strconv.Atoi(args["min"])
+		ms, err := w.store.Failures(ctx, q)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, m := range ms {
+			fmt.Fprintf(&b, "%s x%d level=%s sessions=%s approach=%q pattern=%q last=%d %q\n", m.Signature, m.Count, m.Level, strings.Join(m.Sessions, ","), m.Approach, m.ErrorPattern, m.LastSeq, m.LastSummary)
+		}
+		if b.Len() == 0 {
+			return "(no failures)\n"
+		}
+		return b.String()
 	case "rejections":
 		rs, err := w.store.Rejections(ctx, projections.RejectionFilter{Projection: args["projection"], Session: args["session"]})
 		if err != nil {

@@ -134,7 +134,17 @@ func historySuffix(k []byte, at time.Time, seq uint64) []byte {
 func historyKey(at time.Time, seq uint64) []byte {
 	return historySuffix(append([]byte(nil), historyEntryPrefix...), at, seq)
 }
-func historySessionPrefix(sid string) []byte  { return under(key("history/s/", sid)) }
+func historySessionPrefix(sid string) []byte { return under(key("history/s/", sid)) }
+func historyTermPrefix(term string) []byte   { return under(key("history/t/", term)) }
+func historyIDKey(id string) []byte          { return key("history/id/", id) }
+func historyFailureKey(sig string) []byte    { return key("history/f/", sig) }
+
+var (
+	historyPromotedPrefix = []byte("history/p/")
+	historyFailuresPrefix = []byte("history/f/")
+	historyStatsKey       = []byte("history/stats")
+)
+
 func historyCategoryPrefix(cat string) []byte { return under(key("history/c/", cat)) }
 func historyEntryKeyOf(indexKey []byte) []byte {
 	return append(append([]byte(nil), historyEntryPrefix...), indexKey[len(indexKey)-historySuffixLen:]...)

@@ -414,23 +414,35 @@ type HistoryEntry struct {
 	DAG         string   `json:"dag_id,omitempty"`
 	Node        string   `json:"node_id,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
+	// A failure's approach and error pattern (see schemas.HistoryEntry).
+	Approach     string `json:"approach,omitempty"`
+	ErrorPattern string `json:"error_pattern,omitempty"`
+	// Promoted: every session's queries see it (set when read).
+	Promoted bool `json:"promoted,omitempty"`
+	// Score is the entry's BM25 relevance to a search (set when read).
+	Score float64 `json:"score,omitempty"`
 }
 
 // HistoryQuery selects history entries (the seed's ArchiveQuery, L1922-1940).
 //
-// Which sessions: Sessions, if set; else Session alone, if set and
-// CrossSession is not (CurrentOnly says so explicitly); else every session.
-// Session is the asker's session, so CrossSession with it reads them all.
-// ExcludeSessions drops sessions from any of these. CurrentOnly together with
-// CrossSession or Sessions, CurrentOnly without Session, and CrossSession
-// with Sessions contradict themselves: they are refused with ErrInvalidQuery.
+// Which sessions (seed L33442): Sessions, if set; else Session and the
+// entries promoted to project scope, if Session is set and CrossSession is
+// not; Session alone with CurrentOnly; else every session. Session is the
+// asker's session, so CrossSession with it reads them all. ExcludeSessions
+// drops sessions from any of these. CurrentOnly together with CrossSession
+// or Sessions, CurrentOnly without Session, and CrossSession with Sessions
+// contradict themselves: they are refused with ErrInvalidQuery.
 //
-// Search is a case-insensitive substring of the summary, the detail or a tag;
-// it is a scan of the entries the other filters select, not a full-text
-// index. Since and Until bound the entries' times, both inclusive (their JSON
-// names are those of the api's request fields). Entries come newest first;
-// Limit keeps the newest (0: DefaultHistoryLimit).
+// Search is full-text: every word of it must be in the entry's summary,
+// detail or tags (as a whole word, or a part of an identifier: "logout"
+// finds TestLogout), and the entries come ranked by BM25, the most relevant
+// first. Without Search entries come newest first. Since and Until bound the
+// entries' times, both inclusive (their JSON names are those of the api's
+// request fields). Limit keeps the first (0: DefaultHistoryLimit).
 type HistoryQuery struct {
+	// ID selects one entry by its event's id (the other filters still
+	// apply).
+	ID              string    `json:"id,omitempty"`
 	Session         string    `json:"session,omitempty"`
 	Sessions        []string  `json:"session_ids,omitempty"`
 	ExcludeSessions []string  `json:"exclude_sessions,omitempty"`
@@ -441,6 +453,52 @@ type HistoryQuery struct {
 	Since           time.Time `json:"since_time,omitzero"`
 	Until           time.Time `json:"until_time,omitzero"`
 	Limit           int       `json:"limit,omitempty"`
+}
+
+// FailureMemory counts the failures of one approach with one error pattern,
+// across sessions (seed L15206-15696: failure memory). Level says what the
+// count means: "warn" from WarnFailures recurrences, "change_approach" from
+// ChangeApproachFailures.
+type FailureMemory struct {
+	Signature    string    `json:"signature"`
+	Approach     string    `json:"approach"`
+	ErrorPattern string    `json:"error_pattern"`
+	Count        int       `json:"count"`
+	Sessions     []string  `json:"sessions"`
+	First        time.Time `json:"first"`
+	Last         time.Time `json:"last"`
+	LastSeq      uint64    `json:"last_seq"`
+	LastSummary  string    `json:"last_summary"`
+	Level        string    `json:"level,omitempty"`
+}
+
+// Failure memory thresholds: a failure seen this many times is a warning,
+// and this many a sign to try another approach.
+const (
+	WarnFailures           = 2
+	ChangeApproachFailures = 5
+)
+
+// FailureLevel is what n recurrences of a failure call for: "", "warn" or
+// "change_approach".
+func FailureLevel(n int) string {
+	switch {
+	case n >= ChangeApproachFailures:
+		return "change_approach"
+	case n >= WarnFailures:
+		return "warn"
+	}
+	return ""
+}
+
+// FailureQuery selects failure memories: one by signature, or those
+// matching an approach and an error pattern's words; the most frequent
+// first.
+type FailureQuery struct {
+	Signature string `json:"signature,omitempty"`
+	Search    string `json:"search_text,omitempty"`
+	MinCount  int    `json:"min_count,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
 }
 
 // DefaultHistoryLimit is how many entries History returns when the query sets

@@ -49,6 +49,8 @@ type Reader interface {
 	// History lists what the Archivalist recorded, newest first; a query
 	// that contradicts itself is an error wrapping ErrInvalidQuery.
 	History(ctx context.Context, q HistoryQuery) ([]*HistoryEntry, error)
+	// Failures lists the failure memories, the most frequent first.
+	Failures(ctx context.Context, q FailureQuery) ([]*FailureMemory, error)
 	// Code answers a query on the code index of a work directory.
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
 	// Rejections lists refused events.

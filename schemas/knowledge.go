@@ -11,11 +11,23 @@ import (
 // carries is exactly what a rebuild can know: the facts extracted from each
 // file (symbols, calls, imports, term counts), never the file's text.
 const (
-	TypeIndexUpdate Type = "index_update"
+	TypeIndexUpdate    Type = "index_update"
+	TypeHistoryPromote Type = "history_promote"
 )
 
 var knowledgeTypes = map[Type]typeInfo{
-	TypeIndexUpdate: entry[IndexUpdate]("Files of a work directory the Librarian (re)indexed, removed or skipped, keyed by content hash."),
+	TypeIndexUpdate:    entry[IndexUpdate]("Files of a work directory the Librarian (re)indexed, removed or skipped, keyed by content hash."),
+	TypeHistoryPromote: entry[HistoryPromote]("A session's history entry promoted to project scope: every session's queries see it."),
+}
+
+// HistoryPromote promotes a history entry (by its event's id) to project
+// scope (seed L33442). Seq is the entry's stream sequence, which the
+// promoter resolved; the projection refuses a promotion whose id and
+// sequence do not name the same entry.
+type HistoryPromote struct {
+	EntryID string `json:"entry_id"`
+	Seq     uint64 `json:"seq"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // IndexUpdate records what changed in the code index of one work directory:

@@ -126,6 +126,13 @@ type HistoryEntry struct {
 	DAGID    string   `json:"dag_id,omitempty"`
 	NodeID   string   `json:"node_id,omitempty"`
 	Tags     []string `json:"tags,omitempty"`
+	// A failure's approach signature (what was tried: the agent, the tool
+	// and its arguments, or the prompt) and its normalised error pattern
+	// (numbers, paths, quoted strings and hex replaced): the failure memory
+	// counts the failures of the same approach with the same pattern,
+	// across sessions.
+	Approach     string `json:"approach,omitempty"`
+	ErrorPattern string `json:"error_pattern,omitempty"`
 }
 
 // Retry is a retry policy: at most Max further attempts, waiting Backoff, doubled

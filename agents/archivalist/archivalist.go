@@ -6,11 +6,14 @@ package archivalist
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -42,10 +45,18 @@ func Filters() []string {
 }
 
 // Archivalist records history.
-type Archivalist struct{}
+type Archivalist struct {
+	// Store is read for the node a failure happened in and for the failure
+	// memory; nil records failures without them.
+	Store projections.Reader
+}
 
-// Handle records one event, or answers what is addressed to it.
-func (Archivalist) Handle(_ context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+// Handle records one event, or answers what is addressed to it. A failed
+// node's entry carries its approach and normalised error pattern, so the
+// failure memory counts it; the second time the same approach fails the
+// same way the user is warned, and from the fifth time told to try another
+// approach.
+func (a *Archivalist) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	if d.Env.Metadata[agents.MetaRoutedBy] != "" {
 		return nil, nil // a copy the Guide routed: its original is recorded
 	}
@@ -56,11 +67,89 @@ func (Archivalist) Handle(_ context.Context, d *agents.Delivery) ([]*schemas.Env
 	if !ok {
 		return nil, nil
 	}
+	var notice *schemas.Envelope
+	if e.ErrorPattern != "" && a.Store != nil {
+		if e.Approach, err = a.approach(ctx, d.Env, e.DAGID, e.NodeID); err != nil {
+			return nil, err
+		}
+		if notice, err = a.recurrence(ctx, d, &e); err != nil {
+			return nil, err
+		}
+	}
 	out, err := d.Derive(schemas.TypeHistoryEntry, "user", "history", e)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
+	if notice != nil {
+		return []*schemas.Envelope{out, notice}, nil
+	}
 	return []*schemas.Envelope{out}, nil
+}
+
+// approach is what a failed node tried: its agent, and its tool or prompt,
+// and the node's name in its plan.
+func (a *Archivalist) approach(ctx context.Context, env *schemas.Envelope, dag, node string) (string, error) {
+	d, err := a.Store.SessionDAG(ctx, env.SessionID, dag)
+	if errors.Is(err, projections.ErrNotFound) {
+		return env.Source + " node " + node, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	n := d.Node(node)
+	switch {
+	case n == nil:
+		return env.Source + " node " + node, nil
+	case n.Tool != "":
+		return fmt.Sprintf("%s %s (node %s)", n.Agent, n.Tool, node), nil
+	}
+	return fmt.Sprintf("%s prompt %q", n.Agent, firstLine(n.Prompt)), nil
+}
+
+// recurrence counts the failure e in the failure memory (every session's)
+// once the store has folded what was recorded so far, and returns the
+// notice its count calls for, if any.
+func (a *Archivalist) recurrence(ctx context.Context, d *agents.Delivery, e *schemas.HistoryEntry) (*schemas.Envelope, error) {
+	last, err := d.Log().LastSeq(ctx)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	if err := a.Store.WaitFor(ctx, last); err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	sig := projections.FailureSignature(e.Approach, e.ErrorPattern)
+	ms, err := a.Store.Failures(ctx, projections.FailureQuery{Signature: sig})
+	if err != nil {
+		return nil, err
+	}
+	n := 1
+	if len(ms) > 0 {
+		n += ms[0].Count
+	}
+	if n >= projections.WarnFailures {
+		e.Tags = append(e.Tags, "recurring")
+	}
+	var text, hint string
+	switch {
+	case n == projections.WarnFailures:
+		text = fmt.Sprintf("%s failed the same way before: %s", e.Approach, e.ErrorPattern)
+		hint = "sylk history failures --search '" + firstWord(e.ErrorPattern) + "' shows where"
+	case n >= projections.ChangeApproachFailures && n%projections.ChangeApproachFailures == 0:
+		text = fmt.Sprintf("%s has failed %d times with: %s", e.Approach, n, e.ErrorPattern)
+		hint = "try another approach rather than retrying this one"
+	default:
+		return nil, nil
+	}
+	out, err := d.Derive(schemas.TypeNotice, "user", "failure-memory", schemas.Notice{Level: schemas.NoticeWarn, Text: text, Hint: hint})
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	return out, nil
+}
+
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	return w
 }
 
 // entryOf is the history entry an event makes, if it makes one.
@@ -85,7 +174,7 @@ func entryOf(env *schemas.Envelope) (schemas.HistoryEntry, bool, error) {
 		}
 		return schemas.HistoryEntry{Category: CategoryFailure, DAGID: p.DAGID, NodeID: p.NodeID,
 			Summary: fmt.Sprintf("node %s attempt %d failed: %s", p.NodeID, p.Attempt, firstLine(p.Error)), Detail: p.Evidence,
-			Tags: []string{"task", env.Source}}, true, nil
+			Tags: []string{"task", env.Source}, ErrorPattern: ErrorPattern(p.Error)}, true, nil
 	case schemas.TypeTaskHelp:
 		p, err := schemas.PayloadAs[schemas.TaskHelp](env)
 		if err != nil {
@@ -145,4 +234,29 @@ func firstLine(s string) string {
 		s = s[:199] + "…"
 	}
 	return s
+}
+
+// Normalising an error: what varies between two occurrences of the same
+// failure (numbers, hex ids, paths, quoted values, durations) is replaced.
+var (
+	errQuoted   = regexp.MustCompile("\"[^\"]*\"|'[^']*'|`[^`]*`")
+	errPath     = regexp.MustCompile(`(?:[A-Za-z]:)?[\w.~-]*(?:/[\w.@~+-]+)+/?`)
+	errHex      = regexp.MustCompile(`\b(?:0x)?[0-9a-f]{8,}\b`)
+	errDuration = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m|h)\b`)
+	errNumber   = regexp.MustCompile(`\d+`)
+	errSpace    = regexp.MustCompile(`\s+`)
+)
+
+// ErrorPattern is the normalised form of an error: its first line, lower
+// case, with quoted values, paths, hex ids, durations and numbers replaced
+// by <s>, <path>, <hex>, <dur> and <n>. Two failures with the same pattern
+// failed the same way.
+func ErrorPattern(err string) string {
+	s := strings.ToLower(firstLine(err))
+	s = errQuoted.ReplaceAllString(s, "<s>")
+	s = errPath.ReplaceAllString(s, "<path>")
+	s = errHex.ReplaceAllString(s, "<hex>")
+	s = errDuration.ReplaceAllString(s, "<dur>")
+	s = errNumber.ReplaceAllString(s, "<n>")
+	return strings.TrimSpace(errSpace.ReplaceAllString(s, " "))
 }

@@ -139,7 +139,7 @@ func (c *Config) agents() []agent {
 		{base(architect.Name), arch},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
-		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), archivalist.Archivalist{}},
+		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
 		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}

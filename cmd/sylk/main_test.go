@@ -56,9 +56,34 @@ func TestScripts(t *testing.T) {
 			"llmcalls":     cmdLLMCalls,
 			"waitidle":     cmdWaitIdle,
 			"waitsub":      cmdWaitSub,
+			"jsonfield":    cmdJSONField,
 		},
 		RequireExplicitExec: true,
 	})
+}
+
+// jsonfield FILE FIELD VAR: set VAR to the string FIELD of the first JSON
+// object in FILE (an id a later command needs).
+func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 || neg {
+		ts.Fatalf("usage: jsonfield FILE FIELD VAR")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &obj); err != nil {
+		ts.Fatalf("%s: %v", args[0], err)
+	}
+	v, ok := obj[args[1]].(string)
+	if !ok {
+		ts.Fatalf("%s has no string %q", args[0], args[1])
+	}
+	ts.Setenv(args[2], v)
+}
+
+func firstLineOf(s string) string {
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // waitfile FILE [SECONDS]: poll until FILE exists (a server's server.json).

@@ -31,6 +31,7 @@
 //	sylk.api.history.list        [session, session_ids, exclude_sessions, current_only,
 //	                              cross_session, categories, search_text, since_time,
 //	                              until_time, limit]        []HistoryEntry
+//	sylk.api.history.failures    [failures]                []FailureMemory
 //	sylk.api.code.query          [code]                    CodeResult
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
@@ -76,6 +77,7 @@ const (
 	SubjectRejectionList  = Prefix + ".rejection.list"
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
+	SubjectFailures       = Prefix + ".history.failures"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -119,6 +121,8 @@ type Request struct {
 	CrossSession    bool      `json:"cross_session,omitempty"`
 	Categories      []string  `json:"categories,omitempty"`
 	Search          string    `json:"search_text,omitempty"`
+	// Failures is a failure memory query.
+	Failures *projections.FailureQuery `json:"failures,omitempty"`
 	// Code is a code index query.
 	Code *projections.CodeQuery `json:"code,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied

@@ -95,7 +95,7 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		f.append(t, s, schemas.TypeSessionResume, schemas.SessionResume{})
 		f.append(t, s, schemas.TypeDAGExecute, schemas.DAGExecute{DAG: schemas.DAG{ID: "d" + s, Nodes: []schemas.Node{{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}}}})
 		f.append(t, s, schemas.TypeClarificationRequest, schemas.ClarificationRequest{Question: "?", Asker: "tester"})
-		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "failure", Summary: "node a failed in " + s, Tags: []string{"task"}})
+		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "failure", Summary: "node a failed in " + s, Tags: []string{"task"}, Approach: "engineer exec (node a)", ErrorPattern: "exit status <n>"})
 		f.append(t, s, schemas.TypeHistoryEntry, schemas.HistoryEntry{Category: "decision", Summary: "plan approved", Detail: "by " + s})
 	}
 	f.append(t, "_", schemas.TypeIndexUpdate, schemas.IndexUpdate{Root: "/w", Files: []schemas.IndexedFile{
@@ -132,6 +132,22 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 			return f.store.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
 		}, func() (any, error) {
 			return f.client.History(ctx, projections.HistoryQuery{Sessions: []string{"S0", "S2"}, Categories: []string{"failure"}, Until: time.Now()})
+		}},
+		{"failures", func() (any, error) {
+			return f.store.Failures(ctx, projections.FailureQuery{MinCount: 2})
+		}, func() (any, error) { return f.client.Failures(ctx, projections.FailureQuery{MinCount: 2}) }},
+		{"history by id", func() (any, error) {
+			hs, err := f.store.History(ctx, projections.HistoryQuery{CrossSession: true, Limit: 1})
+			if err != nil || len(hs) == 0 {
+				return nil, err
+			}
+			return f.store.History(ctx, projections.HistoryQuery{ID: hs[0].ID})
+		}, func() (any, error) {
+			hs, err := f.client.History(ctx, projections.HistoryQuery{CrossSession: true, Limit: 1})
+			if err != nil || len(hs) == 0 {
+				return nil, err
+			}
+			return f.client.History(ctx, projections.HistoryQuery{ID: hs[0].ID})
 		}},
 		{"code search", func() (any, error) {
 			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})

@@ -172,6 +172,11 @@ func (c *Client) Rejections(ctx context.Context, f projections.RejectionFilter) 
 	return list[projections.Rejection](ctx, c, SubjectRejectionList, &Request{Projection: f.Projection, Session: f.Session, Seq: f.Seq, Limit: f.Limit})
 }
 
+// Failures lists the failure memories, the most frequent first.
+func (c *Client) Failures(ctx context.Context, q projections.FailureQuery) ([]*projections.FailureMemory, error) {
+	return list[projections.FailureMemory](ctx, c, SubjectFailures, &Request{Failures: &q})
+}
+
 // Code answers a query on the code index of a work directory.
 func (c *Client) Code(ctx context.Context, q projections.CodeQuery) (*projections.CodeResult, error) {
 	return one[projections.CodeResult](ctx, c, SubjectCode, &Request{Code: &q})

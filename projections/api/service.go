@@ -216,6 +216,13 @@ func (s *Service) handlers() map[string]handler {
 		SubjectHistoryList: func(ctx context.Context, r *Request) (any, error) {
 			return st.History(ctx, historyQuery(r))
 		},
+		SubjectFailures: func(ctx context.Context, r *Request) (any, error) {
+			var q projections.FailureQuery
+			if r.Failures != nil {
+				q = *r.Failures
+			}
+			return st.Failures(ctx, q)
+		},
 		SubjectCode: func(ctx context.Context, r *Request) (any, error) {
 			if r.Code == nil {
 				return nil, fmt.Errorf("%w: code: the request has no code query", errBadRequest)
@@ -248,14 +255,14 @@ func (s *Service) handlers() map[string]handler {
 // its inverse.
 func historyQuery(r *Request) projections.HistoryQuery {
 	return projections.HistoryQuery{
-		Session: r.Session, Sessions: r.Sessions, ExcludeSessions: r.ExcludeSessions, CurrentOnly: r.CurrentOnly,
+		ID: r.ID, Session: r.Session, Sessions: r.Sessions, ExcludeSessions: r.ExcludeSessions, CurrentOnly: r.CurrentOnly,
 		CrossSession: r.CrossSession, Categories: r.Categories, Search: r.Search, Since: r.SinceTime, Until: r.UntilTime, Limit: r.Limit,
 	}
 }
 
 func historyRequest(q projections.HistoryQuery) *Request {
 	return &Request{
-		Session: q.Session, Sessions: q.Sessions, ExcludeSessions: q.ExcludeSessions, CurrentOnly: q.CurrentOnly,
+		ID: q.ID, Session: q.Session, Sessions: q.Sessions, ExcludeSessions: q.ExcludeSessions, CurrentOnly: q.CurrentOnly,
 		CrossSession: q.CrossSession, Categories: q.Categories, Search: q.Search, SinceTime: q.Since, UntilTime: q.Until, Limit: q.Limit,
 	}
 }

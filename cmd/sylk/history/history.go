@@ -32,6 +32,7 @@ type HistoryOptions struct {
 	Limit      int
 	Detail     bool
 	JSON       bool
+	All        bool
 }
 
 func NewCmdHistory(f *cmdutil.Factory) *cobra.Command {
@@ -41,14 +42,25 @@ func NewCmdHistory(f *cmdutil.Factory) *cobra.Command {
 		Short: "What the Archivalist recorded: outcomes, failures and decisions, across sessions",
 		Long: `List the history the Archivalist keeps: workflow outcomes, failed and stuck
 nodes, rejected DAGs, plan decisions, messages given up on, and notes agents
-asked it to store. Newest first, from every session unless --session names some.
+asked it to store. Newest first.
 
---search is a case-insensitive substring of the summary, the detail or a tag (a
-scan of the selected entries, not a full-text index). --since and --until take
-an RFC 3339 time, a date (2026-11-21) or a duration ago (2h).`,
+Which sessions: those --session names; else the current (focused) session and
+the entries promoted to project scope ('sylk history promote', marked
+"promoted"); --all-sessions reads every session, as does a data directory with
+no current session.
+
+--search is full-text and ranked: every word must be in the summary, the detail
+or a tag (any case; "logout" also finds TestLogout), the most relevant first.
+--since and --until take an RFC 3339 time, a date (2026-11-21) or a duration
+ago (2h).
+
+'sylk history failures' is the failure memory: the same approach failing the
+same way, counted across every session.`,
 		Example: `  sylk history
-  sylk history --session S1 --category failure
-  sylk history --search logout --since 24h
+  sylk history --all-sessions --category failure
+  sylk history --search "logout timeout" --since 24h
+  sylk history promote 0193a7c2-...   # every session sees it
+  sylk history failures --min 2
   sylk history --json | jq -r .summary`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,14 +68,16 @@ an RFC 3339 time, a date (2026-11-21) or a duration ago (2h).`,
 		},
 	}
 	cmd.Flags().StringSliceVar(&opts.Sessions, "session", nil, "only these sessions (repeat or comma-separate)")
+	cmd.Flags().BoolVar(&opts.All, "all-sessions", false, "every session, not only the current one and the promoted entries")
 	cmd.Flags().StringSliceVar(&opts.Exclude, "exclude-session", nil, "leave out these sessions")
 	cmd.Flags().StringSliceVar(&opts.Categories, "category", nil, "only these categories (outcome, failure, decision, note, ...)")
-	cmd.Flags().StringVar(&opts.Search, "search", "", "only entries whose summary, detail or a tag contains this text (any case)")
+	cmd.Flags().StringVar(&opts.Search, "search", "", "full-text search: entries holding every word, the most relevant first")
 	cmd.Flags().StringVar(&opts.Since, "since", "", "only entries at or after this time (RFC 3339, a date, or a duration ago)")
 	cmd.Flags().StringVar(&opts.Until, "until", "", "only entries at or before this time")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")
 	cmd.Flags().BoolVar(&opts.Detail, "detail", false, "print each entry's detail under it")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per entry")
+	cmd.AddCommand(newPromoteCmd(f), newFailuresCmd(f))
 	return cmd
 }
 
@@ -80,6 +94,9 @@ func historyQuery(opts *HistoryOptions, now time.Time) (projections.HistoryQuery
 	}
 	if q.Until, err = parseHistoryTime("--until", opts.Until, now); err != nil {
 		return q, err
+	}
+	if opts.All && len(opts.Sessions) > 0 {
+		return q, cmdutil.Usagef("--all-sessions and --session: choose one")
 	}
 	if err := q.Validate(); err != nil {
 		return q, cmdutil.UsageError{Err: err}
@@ -133,6 +150,18 @@ func historyRun(ctx context.Context, f *cmdutil.Factory, opts *HistoryOptions) e
 		}
 		fmt.Fprintf(f.IO.ErrOut, "note: %s for the Archivalist, to be recorded when the agents next run (sylk serve, or sylk run)\n", what)
 	}
+	if len(q.Sessions) == 0 && !opts.All {
+		// The current session and the promoted entries, when there is one.
+		ss, err := r.Sessions(ctx, projections.SessionFilter{})
+		if err != nil {
+			return err
+		}
+		for _, s := range ss {
+			if s.Focused {
+				q.Session = s.ID
+			}
+		}
+	}
 	hs, err := r.History(ctx, q)
 	if err != nil {
 		return err
@@ -157,6 +186,9 @@ func historyRun(ctx context.Context, f *cmdutil.Factory, opts *HistoryOptions) e
 	fmt.Fprintln(tw, "TIME\tSESSION\tCATEGORY\tSUMMARY")
 	for _, h := range hs {
 		summary := h.Summary
+		if h.Promoted {
+			summary += "  (promoted)"
+		}
 		if len(h.Tags) > 0 {
 			summary += "  [" + strings.Join(h.Tags, " ") + "]"
 		}
@@ -193,7 +225,7 @@ func unrecorded(ctx context.Context, f *cmdutil.Factory) (uint64, error) {
 }
 
 func historyFiltered(o *HistoryOptions) bool {
-	return len(o.Sessions) > 0 || len(o.Exclude) > 0 || len(o.Categories) > 0 || o.Search != "" || o.Since != "" || o.Until != ""
+	return len(o.Sessions) > 0 || len(o.Exclude) > 0 || o.All || len(o.Categories) > 0 || o.Search != "" || o.Since != "" || o.Until != ""
 }
 
 // sessionLabel names the system session for people.
