@@ -1,12 +1,15 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/sylk/sylk/tools"
 )
 
 var testCatalog = Catalog{
@@ -14,6 +17,20 @@ var testCatalog = Catalog{
 	PromptAgents: []string{"engineer", "inspector", "tester", "librarian", "academic"},
 	Tools:        []string{"exec", "read_file", "write_file", "git_commit"},
 	Allowed:      func(agent, tool string) bool { return !(agent == "inspector" && tool == "write_file") },
+	ArgSchemas:   toolSchemas(),
+}
+
+// toolSchemas are the built-in tools' real argument schemas.
+func toolSchemas() map[string]json.RawMessage {
+	ex, err := tools.NewExecutor(tools.Options{WorkDir: "."})
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, s := range ex.Schemas() {
+		out[s.Name] = s.Parameters
+	}
+	return out
 }
 
 // TestPlans: plan files in, the parsed DAG with its layers, or every problem,

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,13 +21,18 @@ type Catalog struct {
 	Tools []string
 	// Allowed reports whether agent may use tool; nil allows everything known.
 	Allowed func(agent, tool string) bool
+	// ArgSchemas are the JSON Schemas of the tools' arguments, by tool: a
+	// tool node's args are checked against its tool's before anything runs.
+	// A tool without one is not checked.
+	ArgSchemas map[string]json.RawMessage
 }
 
 // Validate checks a DAG and returns every problem: its structure (ids,
 // dependencies, cycles: schemas.DAG.Shape, which every reader of a DAG shares),
-// unknown agents or tools, a node with both or neither of tool and prompt, a
-// bad policy, and a declared execution order that does not match the
-// dependencies. nil means valid.
+// unknown agents or tools, a node with both or neither of tool and prompt,
+// tool arguments that break the tool's JSON Schema, a bad policy, and a
+// declared execution order that does not match the dependencies. nil means
+// valid.
 func Validate(dag *schemas.DAG, order [][]string, cat Catalog) error {
 	var probs Problems
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
@@ -41,8 +47,12 @@ func Validate(dag *schemas.DAG, order [][]string, cat Catalog) error {
 	}
 	_, shape := dag.Shape()
 	probs = append(probs, shape...)
+	args := newArgChecker(cat.ArgSchemas)
 	for i, n := range dag.Nodes {
-		validateNode(schemas.NodeLabel(i, n.ID), n, cat, add)
+		where := schemas.NodeLabel(i, n.ID)
+		if validateNode(where, n, cat, add) {
+			probs = append(probs, args.check(where, n.Tool, n.Args)...)
+		}
 	}
 	if len(shape) == 0 && order != nil {
 		validateOrder(dag, order, add)
@@ -53,7 +63,9 @@ func Validate(dag *schemas.DAG, order [][]string, cat Catalog) error {
 	return nil
 }
 
-func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ...any)) {
+// validateNode reports n's problems and whether it is a tool node whose
+// arguments are worth checking (its tool is known and allowed).
+func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ...any)) (checkArgs bool) {
 	switch {
 	case n.Tool != "" && n.Prompt != "":
 		add("%s: has both tool and prompt; a node is one or the other", where)
@@ -64,7 +76,7 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 	}
 	if n.Agent == "" {
 		add("%s: agent is missing (one of: %s)", where, strings.Join(cat.ToolAgents, ", "))
-		return
+		return false
 	}
 	if n.Tool != "" {
 		if !slices.Contains(cat.ToolAgents, n.Agent) {
@@ -73,6 +85,8 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 			add("%s: unknown tool %q (known: %s)", where, n.Tool, strings.Join(cat.Tools, ", "))
 		} else if cat.Allowed != nil && !cat.Allowed(n.Agent, n.Tool) {
 			add("%s: agent %q is not allowed to use tool %q", where, n.Agent, n.Tool)
+		} else {
+			checkArgs = n.Prompt == ""
 		}
 	}
 	if n.Prompt != "" && !slices.Contains(cat.PromptAgents, n.Agent) {
@@ -84,6 +98,7 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 	if n.Retry != nil && n.Retry.Max < 0 {
 		add("%s: retry.max must not be negative", where)
 	}
+	return checkArgs
 }
 
 // Layers groups the nodes of a sound DAG by depth: layer 0 has no

@@ -6,6 +6,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -75,14 +76,16 @@ func (c *Config) Catalog() plan.Catalog {
 		policy = tools.DefaultPolicy()
 	}
 	var names []string
+	argSchemas := map[string]json.RawMessage{}
 	for _, s := range builtinTools(c.Tools) {
 		names = append(names, s.Name)
+		argSchemas[s.Name] = s.Parameters
 	}
 	prompt := c.PromptAgents
 	if prompt == nil && c.LLM != nil {
 		prompt = toolAgents
 	}
-	return plan.Catalog{ToolAgents: toolAgents, PromptAgents: prompt, Tools: names, Allowed: policy.Allows}
+	return plan.Catalog{ToolAgents: toolAgents, PromptAgents: prompt, Tools: names, Allowed: policy.Allows, ArgSchemas: argSchemas}
 }
 
 // withLLM fills the LLM tier's defaults from c.LLM.
