@@ -30,6 +30,9 @@ func PrintSession(w io.Writer, s *projections.Session, dags []*projections.DAG, 
 		fmt.Fprintf(w, "  name:      %s\n", s.Name)
 	}
 	fmt.Fprintf(w, "  created:   %s (seq %d)\n", s.CreatedAt.Local().Format(time.DateTime), s.CreatedSeq)
+	if f := s.Fork; f != nil {
+		fmt.Fprintf(w, "  fork of:   %s at seq %d (its history up to there is this session's)\n", f.Parent, f.ParentSeq)
+	}
 	for _, t := range []struct {
 		label string
 		at    *time.Time
