@@ -312,8 +312,9 @@ func loadCall(t *tx, k []byte) (*callRec, error) {
 	return c, nil
 }
 
-// applyCalls indexes tool results and LLM responses by call id, so a
-// redelivered message finds the recorded side effect instead of repeating it.
+// applyCalls indexes tool results, LLM responses and skill selections by
+// call id, so a redelivered message finds the recorded side effect instead of
+// repeating it.
 // The first record of a call id stands; a second is refused.
 func applyCalls(t *tx, ev *event) error {
 	env := ev.env
@@ -335,6 +336,12 @@ func applyCalls(t *tx, ev *event) error {
 			return err
 		}
 		call, k = p.CallID, llmCallKey(p.CallID)
+	case schemas.TypeSkillsSelected:
+		p, err := payloadOf[schemas.SkillsSelected](t, Calls, ev)
+		if p == nil {
+			return err
+		}
+		call, k = p.CallID, skillsCallKey(p.CallID)
 	default:
 		return nil
 	}

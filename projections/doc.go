@@ -32,6 +32,7 @@
 //	             log/fork/<sid>                    a fork's ForkOf: its lineage
 //	trace        trace/<corr>\0<seq>               the hop's session
 //	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
+//	             calls/skills/<call>               seq + recorded skill selection
 //	             (the first record of a call stands; a second is refused)
 //	history      history/e/<time><seq>             HistoryEntry
 //	             history/s/<sid>\0<time><seq>      by session
@@ -55,6 +56,7 @@
 //	             code/p/<root>\0<package>\0<path>  the file is in a package
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
+//	skills       skills/a/<sid>\0<agent>          Loadout: skills and tools loaded
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

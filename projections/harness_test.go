@@ -439,6 +439,47 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return errOut(err)
 		}
 		return fmt.Sprintf("seq %d call %s tool %s ok=%v stdout=%q\n", seq, r.CallID, r.Tool, r.OK, r.Stdout)
+	case "loadout", "loadouts":
+		var ls []*projections.Loadout
+		if cmd == "loadout" {
+			l, err := w.store.Loadout(ctx, args["session"], args["agent"])
+			if err != nil {
+				return errOut(err)
+			}
+			ls = append(ls, l)
+		} else {
+			var err error
+			if ls, err = w.store.Loadouts(ctx, args["session"]); err != nil {
+				return errOut(err)
+			}
+		}
+		var b strings.Builder
+		for _, l := range ls {
+			fmt.Fprintf(&b, "%s %s\n", l.Session, l.Agent)
+			for _, s := range l.Skills {
+				fmt.Fprintf(&b, "  skill %s tier=%d node=%s seq=%d: %s\n", s.Name, s.Tier, s.Node, s.Seq, s.Reason)
+			}
+			for _, t := range l.Tools {
+				fmt.Fprintf(&b, "  tool %s via=%s node=%s seq=%d\n", t.Name, t.Via, t.Node, t.Seq)
+			}
+			for _, r := range l.Refused {
+				fmt.Fprintf(&b, "  refused %q seq=%d: %s\n", r.Name, r.Seq, r.Reason)
+			}
+		}
+		if b.Len() == 0 {
+			return "(nothing loaded)\n"
+		}
+		return b.String()
+	case "skill-selection":
+		r, seq, err := w.store.SkillSelection(ctx, args["call"])
+		if err != nil {
+			return errOut(err)
+		}
+		var names []string
+		for _, s := range r.Skills {
+			names = append(names, s.Name)
+		}
+		return fmt.Sprintf("seq %d call %s agent %s strategy %s skills=%v tools=%v\n", seq, r.CallID, r.Agent, r.Strategy, names, r.Tools)
 	case "llm-response":
 		r, seq, err := w.store.LLMResponse(ctx, args["call"])
 		if err != nil {

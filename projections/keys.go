@@ -119,6 +119,11 @@ func tracePrefix(corr string) []byte          { return under(key("trace/", corr)
 
 func toolCallKey(call string) []byte { return key("calls/tool/", call) }
 func llmCallKey(call string) []byte  { return key("calls/llm/", call) }
+func skillsCallKey(call string) []byte {
+	return key("calls/skills/", call)
+}
+
+func loadoutKey(sid, agent string) []byte { return key("skills/a/", sid, agent) }
 
 // History keys end in the entry's time (12 bytes, ordered: see appendTime)
 // and stream sequence, so every index lists entries in time order.

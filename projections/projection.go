@@ -19,6 +19,7 @@ const (
 	Calls       = "calls"
 	History     = "history"
 	Code        = "code"
+	Skills      = "skills"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -47,9 +48,10 @@ var projectionList = []*projection{
 	{name: Pending, version: 1, apply: applyPending},
 	{name: Log, version: 1, apply: applyLog, writesOnly: true},
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
-	{name: Calls, version: 1, apply: applyCalls},
+	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 1, apply: applyCode},
+	{name: Skills, version: 1, apply: applySkills},
 }
 
 // ProjectionNames lists the projections.
