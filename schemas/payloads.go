@@ -151,14 +151,16 @@ type Policy struct {
 
 // Node is one DAG node: a tool with arguments (direct tier) or a prompt (agent tier).
 type Node struct {
-	ID        string         `json:"id"`
-	Agent     string         `json:"agent"`
-	Tool      string         `json:"tool,omitempty"`
-	Args      map[string]any `json:"args,omitempty"`
-	Prompt    string         `json:"prompt,omitempty"`
-	DependsOn []string       `json:"depends_on,omitempty"`
-	Timeout   time.Duration  `json:"timeout,omitempty"`
-	Retry     *Retry         `json:"retry,omitempty"`
+	ID     string         `json:"id"`
+	Agent  string         `json:"agent"`
+	Tool   string         `json:"tool,omitempty"`
+	Args   map[string]any `json:"args,omitempty"`
+	Prompt string         `json:"prompt,omitempty"`
+	// Skills a prompt node names (loaded whatever their tier).
+	Skills    []string      `json:"skills,omitempty"`
+	DependsOn []string      `json:"depends_on,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty"`
+	Retry     *Retry        `json:"retry,omitempty"`
 }
 
 // DAG is a workflow plan.
@@ -224,8 +226,11 @@ type TaskDispatch struct {
 	Tool    string         `json:"tool,omitempty"`
 	Args    map[string]any `json:"args,omitempty"`
 	Prompt  string         `json:"prompt,omitempty"`
-	Timeout time.Duration  `json:"timeout,omitempty"`
-	WorkDir string         `json:"work_dir,omitempty"`
+	// Skills are skills the node names for its prompt: loaded whatever
+	// their tier.
+	Skills  []string      `json:"skills,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	WorkDir string        `json:"work_dir,omitempty"`
 	// NotBefore delays a retry: the agent waits until then before it starts.
 	NotBefore time.Time `json:"not_before,omitempty"`
 }

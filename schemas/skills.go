@@ -50,6 +50,11 @@ type SkillsSelected struct {
 	// core tools, those the selected skills allow, and those it loaded
 	// earlier in the session.
 	Tools []string `json:"tools,omitempty"`
+	// RefusedTools are initial tools the agent may not use (a skill's
+	// allowed-tools never widen its permissions).
+	RefusedTools []SkillNote `json:"refused_tools,omitempty"`
+	// MaxBodyChars is the body cap the selection applied.
+	MaxBodyChars int `json:"max_body_chars,omitempty"`
 }
 
 // SelectedSkill is one selected skill.

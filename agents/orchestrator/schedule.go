@@ -100,7 +100,7 @@ func (s *stepper) dispatch(id string, attempt int, notBefore time.Time) {
 		return
 	}
 	s.emit(schemas.TypeTaskDispatch, n.Agent, fmt.Sprintf("dispatch/%s/%d", id, attempt), schemas.TaskDispatch{
-		DAGID: s.dag.ID, NodeID: id, Attempt: attempt, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt,
+		DAGID: s.dag.ID, NodeID: id, Attempt: attempt, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, Skills: n.Skills,
 		Timeout: n.Timeout, WorkDir: s.def.exec.WorkDir, NotBefore: notBefore,
 	})
 	s.state[id] = projections.NodeDispatched

@@ -73,6 +73,8 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 		add("%s: needs a tool (with args) or a prompt", where)
 	case n.Prompt != "" && len(n.Args) > 0:
 		add("%s: args go with a tool, not a prompt", where)
+	case n.Tool != "" && len(n.Skills) > 0:
+		add("%s: skills go with a prompt, not a tool", where)
 	}
 	if n.Agent == "" {
 		add("%s: agent is missing (one of: %s)", where, strings.Join(cat.ToolAgents, ", "))

@@ -60,7 +60,7 @@ const truncMark = "\n\n[... skill body truncated to %d characters; read the rest
 // CallID and the node fields are the caller's to fill.
 func Select(c *Catalogue, r Request) *schemas.SkillsSelected {
 	lim := r.Limits.withDefaults()
-	out := &schemas.SkillsSelected{Agent: r.Agent, Task: head(r.Task, 200), Discovered: len(c.Names),
+	out := &schemas.SkillsSelected{Agent: r.Agent, Task: head(r.Task, 200), Discovered: len(c.Names), MaxBodyChars: lim.MaxBodyChars,
 		Locations: c.Locations, Shadowed: c.Shadowed, Failed: slices.Clone(c.Failed)}
 	type pick struct {
 		s      *Skill

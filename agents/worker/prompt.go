@@ -10,6 +10,7 @@ import (
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -96,6 +97,9 @@ type PromptLoop struct {
 	Limits    Limits
 	// Prompts override the default system prompt of an agent.
 	Prompts map[string]string
+	// Skills configures the skills and the lazy tool loading of the loops.
+	// Records must also be a skills.Records (projections.Store is).
+	Skills skills.Config
 }
 
 // reviewer agents end with a JSON verdict.
@@ -115,8 +119,20 @@ func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *sc
 	if node.Timeout > 0 && node.Timeout < wall {
 		wall = node.Timeout
 	}
-	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, specs: exec.SchemasFor(d.Agent), deadline: time.Now().Add(wall)}
-	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent)}, {Role: "user", Content: task(node)}}
+	records, ok := p.Records.(skills.Records)
+	if !ok {
+		return nil, agents.Permanent(fmt.Errorf("prompt loop: the records (%T) do not hold skill selections", p.Records))
+	}
+	var known []string
+	for _, s := range exec.Schemas() {
+		known = append(known, s.Name)
+	}
+	sk, err := p.Skills.Start(ctx, d, records, node, exec.WorkDir(), exec.SchemasFor(d.Agent), known)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall)}
+	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent) + "\n\n" + sk.Prompt()}, {Role: "user", Content: task(node)}}
 	return l.run(ctx)
 }
 
@@ -127,7 +143,7 @@ type loop struct {
 	node     *schemas.TaskDispatch
 	exec     *tools.Executor
 	lim      Limits
-	specs    []tools.ToolSpec
+	skills   *skills.Loop // the loaded skills and tools
 	deadline time.Time
 
 	msgs     []schemas.LLMMessage
@@ -162,14 +178,17 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 				"do not suppress errors or skip tests to make it pass.", l.strikes)
 			l.seen = 0
 		}
-		fitted, changed, err := l.p.LLM.Fit(ctx, l.d, llm.FitRequest{Key: l.key(step), Messages: l.msgs, Tools: l.specs, DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		// The schemas of the tools loaded so far, request_tools' among them
+		// on the very next request.
+		specs := l.skills.Tools.Specs()
+		fitted, changed, err := l.p.LLM.Fit(ctx, l.d, llm.FitRequest{Key: l.key(step), Messages: l.msgs, Tools: specs, DAGID: l.node.DAGID, NodeID: l.node.NodeID})
 		if err != nil {
 			return l.llmFailed(ctx, err)
 		}
 		if changed {
 			l.msgs, l.seen = fitted, 0
 		}
-		resp, _, err := l.p.LLM.Complete(ctx, l.d, llm.Request{Key: l.key(step), Messages: l.msgs, Seen: l.seen, Tools: l.specs,
+		resp, _, err := l.p.LLM.Complete(ctx, l.d, llm.Request{Key: l.key(step), Messages: l.msgs, Seen: l.seen, Tools: specs,
 			DAGID: l.node.DAGID, NodeID: l.node.NodeID})
 		if err != nil {
 			return l.llmFailed(ctx, err)
@@ -203,6 +222,12 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 			if l.calls >= l.lim.ToolCalls {
 				return l.help(fmt.Sprintf("tool call limit: %d calls without finishing", l.lim.ToolCalls))
 			}
+			if set := l.skills.Tools; set.Permitted(tc.Name) && !set.Loaded(tc.Name) {
+				l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: fmt.Sprintf(
+					"not run: %s is not loaded. Call %s with {\"tools\": [%q]} first; its schema comes with your next request.",
+					tc.Name, skills.RequestTools, tc.Name)})
+				continue
+			}
 			res, err := l.tool(ctx, step, i, tc)
 			if err != nil {
 				return nil, err
@@ -235,7 +260,13 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		return schemas.ToolResult{}, agents.Permanent(err)
 	}
 	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
-	res, _, err := l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
+	where := agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}
+	var res schemas.ToolResult
+	if tc.Name == skills.RequestTools {
+		res, err = l.skills.RequestTools(ctx, l.p.Records, call, where)
+	} else {
+		res, _, err = l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, where, obs)
+	}
 	if err != nil {
 		return res, err
 	}
