@@ -1,12 +1,17 @@
 package skills
 
 import (
+	"cmp"
 	"embed"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sylk/sylk/schemas"
 )
@@ -90,52 +95,85 @@ type Catalogue struct {
 	Failed []schemas.SkillNote
 	// Warnings are problems that leave a skill usable (an oversized body).
 	Warnings []Problem
+
+	order []*Skill // by priority (highest first), then name
 }
 
 // Discover reads every location in order. A location that does not exist is
 // skipped; a skill that is broken is recorded in Failed and skipped; a name
 // seen before is recorded in Shadowed and skipped. maxBody is the body cap
-// warned about (0: DefaultMaxBodyChars).
+// warned about (0: DefaultMaxBodyChars). The files are parsed in parallel;
+// the result does not depend on it.
 func Discover(locs []Location, maxBody int) *Catalogue {
 	c := &Catalogue{Skills: map[string]*Skill{}}
-	for _, loc := range locs {
+	type found struct {
+		loc   *Location
+		name  string
+		skill *Skill
+		probs []Problem
+	}
+	var all []found
+	for i := range locs {
+		loc := &locs[i]
 		entries, err := fs.ReadDir(loc.FS, ".")
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				c.Failed = append(c.Failed, schemas.SkillNote{Name: "", Path: loc.Name, Reason: "cannot read the skills directory: " + unwrapPath(err).Error()})
+				c.Failed = append(c.Failed, schemas.SkillNote{Path: loc.Name, Reason: "cannot read the skills directory: " + unwrapPath(err).Error()})
 			}
 			continue
 		}
 		c.Locations = append(c.Locations, loc.Name)
 		for _, e := range entries {
-			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
-				continue
+			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+				all = append(all, found{loc: loc, name: e.Name()})
 			}
-			name := e.Name()
-			if _, err := fs.Stat(loc.FS, name+"/"+FileName); err != nil {
-				continue // not a skill directory
-			}
-			where := loc.Name + "/" + name
-			if kept, ok := c.Skills[name]; ok {
-				c.Shadowed = append(c.Shadowed, schemas.ShadowedSkill{Name: name, Kept: kept.Source + "/" + name, Dropped: where})
-				continue
-			}
-			s, probs := Parse(loc.FS, name, maxBody)
-			if s == nil {
-				c.Failed = append(c.Failed, schemas.SkillNote{Name: name, Path: where, Reason: fatalText(probs)})
-				continue
-			}
-			c.Warnings = append(c.Warnings, probs...)
-			s.Source = loc.Name
-			s.Dir = "builtin:" + name
-			if loc.Dir != "" {
-				s.Dir = filepath.Join(loc.Dir, name)
-			}
-			c.Skills[name] = s
-			c.Names = append(c.Names, name)
 		}
 	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(all)/16, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(all); i = int(next.Add(1)) - 1 {
+				f := &all[i]
+				f.skill, f.probs = Parse(f.loc.FS, f.name, maxBody)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, f := range all {
+		if len(f.probs) == 1 && f.probs[0].missing {
+			continue // a directory without a SKILL.md is not a skill
+		}
+		where := f.loc.Name + "/" + f.name
+		if kept, ok := c.Skills[f.name]; ok {
+			c.Shadowed = append(c.Shadowed, schemas.ShadowedSkill{Name: f.name, Kept: kept.Source + "/" + f.name, Dropped: where})
+			continue
+		}
+		if f.skill == nil {
+			c.Failed = append(c.Failed, schemas.SkillNote{Name: f.name, Path: where, Reason: fatalText(f.probs)})
+			continue
+		}
+		for _, p := range f.probs {
+			p.Path = f.loc.Name + "/" + p.Path
+			c.Warnings = append(c.Warnings, p)
+		}
+		s := f.skill
+		s.Source = f.loc.Name
+		s.Dir = "builtin:" + f.name
+		if f.loc.Dir != "" {
+			s.Dir = filepath.Join(f.loc.Dir, f.name)
+		}
+		c.Skills[f.name] = s
+		c.Names = append(c.Names, f.name)
+	}
 	sort.Strings(c.Names)
+	c.order = make([]*Skill, len(c.Names))
+	for i, n := range c.Names {
+		c.order[i] = c.Skills[n]
+	}
+	slices.SortStableFunc(c.order, func(a, b *Skill) int { return cmp.Compare(b.Priority, a.Priority) })
 	return c
 }
 

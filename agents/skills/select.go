@@ -1,9 +1,9 @@
 package skills
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sylk/sylk/schemas"
@@ -85,31 +85,27 @@ func Select(c *Catalogue, r Request) *schemas.SkillsSelected {
 		chosen[h] = true
 		picks = append(picks, pick{s, "named by the task"})
 	}
+	// c.order is by priority then name: each group comes out sorted.
 	var core, matched []pick
 	task := NewTask(r.Task)
-	for _, n := range c.Names {
-		s := c.Skills[n]
-		if chosen[n] || !s.For(r.Agent) {
+	for _, s := range c.order {
+		if chosen[s.Name] || !s.For(r.Agent) {
 			continue
 		}
 		switch {
 		case s.Tier <= 1:
-			core = append(core, pick{s, fmt.Sprintf("tier %d: loaded at agent start", s.Tier)})
+			core = append(core, pick{s, tierReasons[s.Tier]})
 		case s.Tier == 2 && s.match != nil:
 			if w, ok := s.match.find(task); ok {
-				matched = append(matched, pick{s, fmt.Sprintf("tier 2: load trigger matched %q", w)})
+				matched = append(matched, pick{s, "tier 2: load trigger matched " + strconv.Quote(w)})
 			}
 		}
 	}
-	byPriority := func(a, b pick) int {
-		return cmp.Or(cmp.Compare(b.s.Priority, a.s.Priority), cmp.Compare(a.s.Name, b.s.Name))
-	}
-	slices.SortStableFunc(core, byPriority)
-	slices.SortStableFunc(matched, byPriority)
 	picks = append(append(picks, core...), matched...)
+	capped := fmt.Sprintf(", but the cap of %d skills per step is reached", lim.MaxSkills)
 	for i, p := range picks {
 		if i >= lim.MaxSkills {
-			out.Skipped = append(out.Skipped, schemas.SkillNote{Name: p.s.Name, Reason: fmt.Sprintf("%s, but the cap of %d skills per step is reached", p.reason, lim.MaxSkills)})
+			out.Skipped = append(out.Skipped, schemas.SkillNote{Name: p.s.Name, Reason: p.reason + capped})
 			continue
 		}
 		sel := schemas.SelectedSkill{Name: p.s.Name, Tier: p.s.Tier, Source: p.s.Source, Dir: p.s.Dir, Reason: p.reason, Chars: p.s.Chars, Body: p.s.Body}
@@ -129,6 +125,8 @@ func Select(c *Catalogue, r Request) *schemas.SkillsSelected {
 	}
 	return out
 }
+
+var tierReasons = [2]string{"tier 0: loaded at agent start", "tier 1: loaded at agent start"}
 
 func (c *Catalogue) failed(name string) bool {
 	return slices.ContainsFunc(c.Failed, func(n schemas.SkillNote) bool { return n.Name == name })

@@ -97,6 +97,8 @@ type Problem struct {
 	// Fatal problems make the skill unusable; others are warnings (an
 	// oversized body is truncated).
 	Fatal bool
+
+	missing bool // there is no SKILL.md
 }
 
 func (p Problem) Error() string {
@@ -136,7 +138,7 @@ func Parse(fsys fs.FS, dir string, maxBody int) (*Skill, []Problem) {
 	file := path.Join(dir, FileName)
 	src, err := fs.ReadFile(fsys, file)
 	if err != nil {
-		return nil, []Problem{{Path: file, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err)), Fatal: true}}
+		return nil, []Problem{{Path: file, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err)), Fatal: true, missing: errors.Is(err, fs.ErrNotExist)}}
 	}
 	s, probs := parseSource(file, path.Base(dir), src, maxBody)
 	if s != nil {
