@@ -13,8 +13,8 @@ import (
 // Loadout is what one agent loaded in one session: skills and tool schemas,
 // each with the first event that loaded it, and the newest tool refusals.
 type Loadout struct {
-	Session string `json:"session"`
-	Agent   string `json:"agent"`
+	Session string        `json:"session"`
+	Agent   string        `json:"agent"`
 	Skills  []LoadedSkill `json:"skills,omitempty"`
 	Tools   []LoadedTool  `json:"tools,omitempty"`
 	Refused []RefusedTool `json:"refused,omitempty"`

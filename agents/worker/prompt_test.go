@@ -24,6 +24,9 @@ type promptFixture struct {
 	srv *llmtest.Server
 	dir string
 	pl  *PromptLoop
+	// beforeRedelivery runs when a crashing worker has failed its first
+	// delivery.
+	beforeRedelivery func()
 }
 
 func newPromptFixture(t *testing.T, lim Limits) *promptFixture {
@@ -49,6 +52,9 @@ func (f *promptFixture) worker(agent string, crash bool) *atomic.Int32 {
 	f.Run(agent, agents.HandlerFunc(func(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 		outs, err := w.Handle(ctx, d)
 		if deliveries.Add(1) == 1 && crash && err == nil {
+			if f.beforeRedelivery != nil {
+				f.beforeRedelivery()
+			}
 			return nil, agents.Transient(errors.New("crash before the outcome is appended"), time.Millisecond)
 		}
 		return outs, err
