@@ -23,6 +23,7 @@ import (
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
 	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/agents/worker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -63,6 +64,8 @@ type Config struct {
 	// Records finds the recorded results of tool calls (default: Store). A
 	// re-execution answers from a recording through it.
 	Records agents.ToolRecords
+	// Skills configures the prompt loops' skills and lazy tool loading.
+	Skills skills.Config
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -97,7 +100,7 @@ func (c *Config) withLLM(executors *worker.Executors) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records()}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents

@@ -20,6 +20,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/serve"
 	"github.com/sylk/sylk/cmd/sylk/session"
 	"github.com/sylk/sylk/cmd/sylk/signal"
+	"github.com/sylk/sylk/cmd/sylk/skill"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
 )
@@ -47,5 +48,6 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		projections.NewCmdProjections(f),
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),
+		skill.NewCmdSkill(f),
 	}
 }

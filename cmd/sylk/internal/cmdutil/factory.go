@@ -15,6 +15,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/server"
 	"github.com/sylk/sylk/events"
@@ -269,6 +270,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		AckWait:        ackWait,
 		Logger:         slog.Default(),
 		LLMHint:        llm.Hint,
+		Skills:         skills.Config{UserDirs: skills.UserDirs()},
 	}
 	if f.Cfg.LLM.Configured() {
 		// Plans with prompt nodes validate before the client exists.
