@@ -546,6 +546,30 @@ func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolRe
 	return &schemas.ToolResult{CallID: callID, ExitCode: -1, Error: "re-execution: tool call " + callID + " is not in the recording"}, 0, nil
 }
 
+// SkillSelection answers a prompt node's skill selection from the recording
+// (see skills.Records): the recorded skills and tools, whatever the skill
+// files say today. A selection the recording lacks is made anew (the new
+// run's divergence shows in the events it appends).
+func (e *engine) SkillSelection(ctx context.Context, callID string) (*schemas.SkillsSelected, uint64, error) {
+	if r, seq, err := e.store.SkillSelection(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+		return r, seq, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.rec.skills[callID]; r != nil {
+		e.served[callID] = true
+		cp := *r
+		return &cp, 0, nil
+	}
+	e.missing = append(e.missing, "skill selection "+callID)
+	return nil, 0, fmt.Errorf("skill selection %s: %w", callID, projections.ErrNotFound)
+}
+
+// Loadout reads the new run's loadouts.
+func (e *engine) Loadout(ctx context.Context, session, agent string) (*projections.Loadout, error) {
+	return e.store.Loadout(ctx, session, agent)
+}
+
 // Answer answers an LLM call from the recording (see llm.Recording).
 func (e *engine) Answer(ctx context.Context, d *agents.Delivery, req schemas.LLMRequest) (*schemas.LLMResponse, error) {
 	e.mu.Lock()

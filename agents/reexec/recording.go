@@ -50,7 +50,7 @@ var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engi
 var callRecords = map[schemas.Type]bool{
 	schemas.TypeToolCall: true, schemas.TypeToolResult: true,
 	schemas.TypeLLMRequest: true, schemas.TypeLLMResponse: true, schemas.TypeLLMUsage: true,
-	schemas.TypeStreamChunk: true,
+	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true,
 }
 
 // Kind says what a recorded event is to a re-execution.
@@ -102,6 +102,7 @@ type Recording struct {
 	Handled map[string]uint64
 
 	tools    map[string]*schemas.ToolResult
+	skills   map[string]*schemas.SkillsSelected
 	llm      map[string]*schemas.LLMResponse
 	requests map[string]*schemas.LLMRequest
 }
@@ -109,7 +110,7 @@ type Recording struct {
 // Load reads a session's history (through its lineage, for a fork) up to
 // until (0: its end) from r.
 func Load(ctx context.Context, r projections.Reader, session string, until uint64) (*Recording, error) {
-	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
+	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
 	q := projections.LogQuery{Session: session}
 	var last uint64
 	for {
@@ -168,6 +169,12 @@ func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
 		if p, err := schemas.PayloadAs[schemas.ToolResult](env); err == nil {
 			if _, dup := rec.tools[p.CallID]; !dup {
 				rec.tools[p.CallID] = p
+			}
+		}
+	case schemas.TypeSkillsSelected:
+		if p, err := schemas.PayloadAs[schemas.SkillsSelected](env); err == nil {
+			if _, dup := rec.skills[p.CallID]; !dup {
+				rec.skills[p.CallID] = p
 			}
 		}
 	case schemas.TypeLLMResponse:

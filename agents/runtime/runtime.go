@@ -196,8 +196,11 @@ func withOpts(o agents.Options, f func(*agents.Options)) agents.Options {
 
 // Names are the agents Run starts with cfg.
 func (c *Config) Names() []string {
+	// On a copy: building the agents fills in the LLM tier's defaults, which
+	// Run must build itself, after its own defaults (the tool permissions).
+	cp := *c
 	var out []string
-	for _, a := range c.agents() {
+	for _, a := range cp.agents() {
 		out = append(out, a.opts.Agent)
 	}
 	return out
