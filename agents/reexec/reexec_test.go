@@ -448,7 +448,9 @@ func TestReexecuteLLMSession(t *testing.T) {
 	}
 
 	rep := r.reexecute("S1", reexec.Options{LLM: &conf})
-	if !rep.Identical || rep.CallsServed != 5 || rep.CallsMade != 0 {
+	// Served: four LLM calls, the tool call and the prompt node's skill
+	// selection.
+	if !rep.Identical || rep.CallsServed != 6 || rep.CallsMade != 0 {
 		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
 	}
 	if srv.Calls() != calls {
