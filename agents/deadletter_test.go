@@ -69,3 +69,37 @@ func TestOnDeadLetterReportsWhatWasGivenUp(t *testing.T) {
 		t.Fatalf("reasons %q", reasons)
 	}
 }
+
+// An event whose body claims another sender than the subject it was
+// published on (which the server vouches for) is dead-lettered, not handled.
+func TestForgedSourceIsDeadLettered(t *testing.T) {
+	h := newHarness(t)
+	var handled sync.Map
+	h.run(HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+		p, _ := schemas.PayloadAs[schemas.UserInput](d.Env)
+		handled.Store(p.Text, true)
+		return nil, nil
+	}), Options{Agent: "worker"})
+
+	forged, _ := schemas.New(schemas.TypeUserInput, "S1", "orchestrator", "worker", time.Now(), schemas.UserInput{Text: "forged"})
+	msg, err := events.Message(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg.Subject = "sylk.v1.S1.engineer.worker.user_input" // an engineer's credential may publish here
+	if _, err := h.b.JetStream().PublishMsg(h.ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	h.send("S1", "worker", "honest")
+	brokertest.Eventually(t, 10*time.Second, "the honest event handled", func() bool { _, ok := handled.Load("honest"); return ok })
+	m := h.dlq(t, "agent-worker", 1)[0]
+	if reason := m.Header.Get(HeaderDLQReason); !strings.Contains(reason, "forged source") || !strings.Contains(reason, `"orchestrator"`) || !strings.Contains(reason, `"engineer"`) {
+		t.Fatalf("DLQ reason %q", reason)
+	}
+	if _, ok := handled.Load("forged"); ok {
+		t.Fatal("the forged event was handled")
+	}
+	brokertest.Eventually(t, 10*time.Second, "a dead_letter event", func() bool {
+		return h.count(events.Filter{Type: schemas.TypeDeadLetter}.Subject()) == 1
+	})
+}

@@ -283,6 +283,11 @@ func (r *Runner) process(ctx context.Context, j *job) {
 		msg.Term()
 		return
 	}
+	if err := events.CheckSource(msg.Subject(), j.env); err != nil {
+		r.deadLetter(ctx, msg, j.md, err.Error(), nil)
+		msg.Term()
+		return
+	}
 	if o.SkipCancelled && r.signals.cancelled(j.env.SessionID, j.md.Sequence.Stream) {
 		o.Logger.Info("skipping cancelled work", "agent", o.Agent, "session", j.env.SessionID, "type", j.env.Type, "seq", j.md.Sequence.Stream)
 		msg.Ack()

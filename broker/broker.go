@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,11 +21,14 @@ import (
 // provisioned: an embedded server this process runs, or an external one.
 type Broker struct {
 	opts Options
+	auth *Auth          // nil unless this process runs the server with authentication
 	srv  *server.Server // nil when connected to an external server
 	lock *dirLock
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	url  string
+
+	tlsCA, tlsFingerprint string // the self-signed certificate clients trust
 }
 
 // Start starts an embedded server on opts.DataDir (or, with opts.NATSURL, connects
@@ -66,6 +72,12 @@ func Connect(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	opts.User, opts.Password, opts.Token, opts.CredsFile = info.User, info.Password, info.Token, info.Creds
+	if opts.CredsFile != "" {
+		if _, err := ReadCreds(opts.CredsFile); err != nil {
+			return nil, fmt.Errorf("%s names credentials this process cannot use: %w", filepath.Join(opts.DataDir, InfoFile), err)
+		}
+	}
+	opts.tlsCA = info.TLSCA
 	return dial(ctx, opts, info.URL)
 }
 
@@ -109,24 +121,77 @@ func authOptions(opts Options) []nats.Option {
 	case opts.CredsFile != "":
 		out = append(out, nats.UserCredentials(opts.CredsFile))
 	}
+	if opts.tlsCA != "" {
+		out = append(out, nats.RootCAs(opts.tlsCA))
+	}
 	return out
+}
+
+// secure turns on decentralized JWT authentication for the embedded server:
+// the operator and accounts of <data>/auth, created on the first start.
+// The broker's own connections use the admin credential.
+func (b *Broker) secure(sopts *server.Options) error {
+	a, err := LoadAuth(b.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("credentials in %s: %w", filepath.Join(b.opts.DataDir, AuthDir), err)
+	}
+	if err := adoptGlobalStore(sopts.StoreDir, a.AccountPublicKey()); err != nil {
+		return err
+	}
+	oc, err := jwt.DecodeOperatorClaims(a.opJWT)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(a.dir, "operator.jwt"), err)
+	}
+	res := &server.MemAccResolver{}
+	if err := errors.Join(res.Store(a.sysPub, a.sysJWT), res.Store(a.accPub, a.accJWT)); err != nil {
+		return err
+	}
+	sopts.TrustedOperators = []*jwt.OperatorClaims{oc}
+	sopts.AccountResolver = res
+	sopts.SystemAccount = a.sysPub
+	b.auth = a
+	b.opts.CredsFile = a.CredsPath(AdminUser)
+	return nil
+}
+
+// adoptGlobalStore moves the streams of a data directory created before
+// authentication (JetStream's global account $G) to the SYLK account's
+// directory, where the server now looks for them.
+func adoptGlobalStore(storeDir, account string) error {
+	old, dst := filepath.Join(storeDir, "jetstream", "$G"), filepath.Join(storeDir, "jetstream", account)
+	if _, err := os.Stat(old); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	if err := os.Rename(old, dst); err != nil {
+		return fmt.Errorf("move the stream store %s to the SYLK account: %w", old, err)
+	}
+	slog.Info("moved the stream store to the SYLK account", "from", old, "to", dst)
+	return nil
 }
 
 func (b *Broker) startEmbedded(ctx context.Context) error {
 	o := b.opts
 	sopts := &server.Options{
-		ServerName:    "sylk",
-		JetStream:     true,
-		StoreDir:      filepath.Join(o.DataDir, "jetstream"),
-		NoSigs:        true,
-		NoLog:         true,
-		SyncAlways:    o.Sync == SyncAlways,
-		SyncInterval:  o.SyncInterval,
-		Authorization: o.Token,
-		Username:      o.User,
-		Password:      o.Password,
+		ServerName:   "sylk",
+		JetStream:    true,
+		StoreDir:     filepath.Join(o.DataDir, "jetstream"),
+		NoSigs:       true,
+		NoLog:        true,
+		SyncAlways:   o.Sync == SyncAlways,
+		SyncInterval: o.SyncInterval,
 		// Sylk's envelopes are small, but a tool result may not be.
 		MaxPayload: 8 << 20,
+		// A user JWT carries its role's permissions in the CONNECT line.
+		MaxControlLine: 64 << 10,
+	}
+	if !o.NoAuth {
+		if err := b.secure(sopts); err != nil {
+			return err
+		}
+		o = b.opts
 	}
 	if o.Listen == ListenNone {
 		sopts.DontListen = true
@@ -136,6 +201,9 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 			port = server.RANDOM_PORT // nats-server reads 0 as its default, 4222
 		}
 		sopts.Host, sopts.Port = host, port
+		if err := b.withTLS(sopts); err != nil {
+			return err
+		}
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {
@@ -156,7 +224,7 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 		return err
 	}
 	if !sopts.DontListen {
-		b.url = srv.ClientURL()
+		b.url = localURL(srv.ClientURL())
 		if !o.DeferInfo {
 			if err := b.PublishInfo(); err != nil {
 				return err
@@ -165,6 +233,19 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 	}
 	slog.Debug("broker started", "data", o.DataDir, "url", b.url, "sync", o.Sync)
 	return nil
+}
+
+// localURL is where this machine reaches a server listening on every
+// interface: the loopback address.
+func localURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	if ip := net.ParseIP(p.Hostname()); ip != nil && ip.IsUnspecified() {
+		p.Host = net.JoinHostPort("127.0.0.1", p.Port())
+	}
+	return p.String()
 }
 
 func (b *Broker) setup(ctx context.Context) error {
@@ -183,7 +264,7 @@ func (b *Broker) PublishInfo() error {
 	if b.srv == nil || b.url == "" {
 		return nil
 	}
-	info := Info{URL: b.url, User: o.User, Password: o.Password, Token: o.Token, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
+	info := Info{URL: b.url, Creds: o.CredsFile, TLSCA: b.tlsCA, TLSFingerprint: b.tlsFingerprint, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
 	if err := writeInfo(o.DataDir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)
 	}
@@ -202,6 +283,14 @@ func (b *Broker) URL() string { return b.url }
 
 // Embedded reports whether this process runs the server.
 func (b *Broker) Embedded() bool { return b.srv != nil }
+
+// Auth is the credential material of the embedded server; nil for an
+// external server or one started with Options.NoAuth.
+func (b *Broker) Auth() *Auth { return b.auth }
+
+// TLSFingerprint is the SHA-256 fingerprint of the listener's certificate;
+// "" without TLS.
+func (b *Broker) TLSFingerprint() string { return b.tlsFingerprint }
 
 // Options returns the options the broker runs with, defaults filled in.
 func (b *Broker) Options() Options { return b.opts }

@@ -39,7 +39,7 @@ func TestStartProvisionsStreamsAndWritesInfo(t *testing.T) {
 		}
 		if name == Stream {
 			cfg := s.CachedInfo().Config
-			if !cfg.AllowAtomicPublish || !cfg.AllowDirect || cfg.MaxAge != 0 || cfg.Duplicates != DefaultDuplicateWindow {
+			if !cfg.AllowAtomicPublish || !cfg.AllowDirect || cfg.MaxAge != 0 || cfg.Duplicates != DefaultDuplicateWindow || !cfg.DenyDelete || !cfg.DenyPurge {
 				t.Fatalf("SYLK config = %+v", cfg)
 			}
 		}
@@ -131,15 +131,14 @@ func TestStaleInfoAfterCrashIsDetected(t *testing.T) {
 
 func TestConnectFindsRunningServerWithAuth(t *testing.T) {
 	ctx, opts := testContext(t), testOptions(t)
-	opts.Token = "s3cret"
 	b, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	info, _ := ReadInfo(opts.DataDir)
-	if info.Token != "s3cret" {
-		t.Fatalf("server.json lacks the token clients need: %+v", info)
+	if info.Creds != b.Auth().CredsPath(AdminUser) {
+		t.Fatalf("server.json lacks the admin credentials clients need: %+v", info)
 	}
 	c, err := Connect(ctx, Options{DataDir: opts.DataDir})
 	if err != nil {
@@ -152,9 +151,10 @@ func TestConnectFindsRunningServerWithAuth(t *testing.T) {
 	if _, err := c.JetStream().Stream(ctx, Stream); err != nil {
 		t.Fatal(err)
 	}
-	// Without the token the server refuses.
-	if _, err := dial(ctx, Options{Name: "x", ConnectTimeout: time.Second}, info.URL); err == nil {
-		t.Fatal("connected without the token")
+	// Without credentials the server refuses.
+	_, err = dial(ctx, Options{Name: "x", ConnectTimeout: time.Second}, info.URL)
+	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Fatalf("connected without credentials, or not refused for it: %v", err)
 	}
 }
 
@@ -173,7 +173,8 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{Options{DataDir: "d", Sync: "sometimes"}, `--sync "sometimes"`},
 		{Options{DataDir: "d", Listen: "localhost"}, `--listen "localhost"`},
 		{Options{DataDir: "d", Listen: "localhost:99999"}, `--listen "localhost:99999"`},
-		{Options{DataDir: "d", User: "u"}, "password"},
+		{Options{NATSURL: "nats://x", User: "u"}, "password"},
+		{Options{DataDir: "d", Token: "t"}, "--nats-url"},
 	} {
 		c.opts.EnsureDefaults()
 		err := c.opts.Validate()
@@ -208,7 +209,7 @@ func TestExternalServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ext.Close()
-	b, err := Start(ctx, Options{NATSURL: ext.URL()})
+	b, err := Start(ctx, Options{NATSURL: ext.URL(), CredsFile: ext.Auth().CredsPath(AdminUser)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,5 +246,36 @@ func TestDeferInfo(t *testing.T) {
 	}
 	if info, err := ReadInfo(opts.DataDir); err != nil || info.URL != b.URL() {
 		t.Fatalf("after PublishInfo: %+v, %v", info, err)
+	}
+}
+
+// The event log is append-only: the stream itself refuses to delete or purge
+// a message, and to turn that off, whatever the credential (here none: the
+// permissions of the credentials Sylk issues are TestRolesAllowAndDenyOneByOne's).
+func TestStreamIsAppendOnly(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	opts.NoAuth = true
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S.user.guide.user_input", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b.JetStream().Stream(ctx, Stream)
+	if err := s.DeleteMsg(ctx, 1); err == nil {
+		t.Error("deleted a message")
+	}
+	if err := s.Purge(ctx); err == nil {
+		t.Error("purged the stream")
+	}
+	cfg := StreamConfig(DefaultDuplicateWindow)
+	cfg.DenyDelete, cfg.DenyPurge = false, false
+	if _, err := b.JetStream().UpdateStream(ctx, cfg); err == nil {
+		t.Error("turned deny-delete off")
+	}
+	if info, _ := s.Info(ctx); info.State.Msgs != 1 {
+		t.Fatalf("stream holds %d messages", info.State.Msgs)
 	}
 }

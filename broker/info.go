@@ -19,14 +19,17 @@ var ErrNoServer = errors.New("no sylk server is running")
 
 // Info is the content of server.json.
 type Info struct {
-	URL       string    `json:"url"`
-	User      string    `json:"user,omitempty"`
-	Password  string    `json:"password,omitempty"`
-	Token     string    `json:"token,omitempty"`
-	Creds     string    `json:"creds,omitempty"`
-	PID       int       `json:"pid"`
-	DataDir   string    `json:"data_dir"`
-	StartedAt time.Time `json:"started_at"`
+	URL      string `json:"url"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	Token    string `json:"token,omitempty"`
+	Creds    string `json:"creds,omitempty"`
+	// TLSCA is the certificate to trust: the server's self-signed one.
+	TLSCA          string    `json:"tls_ca,omitempty"`
+	TLSFingerprint string    `json:"tls_fingerprint,omitempty"`
+	PID            int       `json:"pid"`
+	DataDir        string    `json:"data_dir"`
+	StartedAt      time.Time `json:"started_at"`
 }
 
 func writeInfo(dataDir string, info Info) error {

@@ -46,13 +46,25 @@ type Options struct {
 	// NATSURL, when set, connects to an external NATS server instead of starting
 	// one; DataDir, Listen and Sync are then ignored.
 	NATSURL string
-	// Token or User+Password turn on client authentication for the embedded
-	// server, and are used to connect to an external one.
+	// Token, User+Password or CredsFile (a NATS .creds file) authenticate to
+	// an external server. The embedded server authenticates every client with
+	// the credentials it keeps in <data>/auth (see Auth).
 	Token    string
 	User     string
 	Password string
 	// CredsFile authenticates to an external server with a NATS credentials file.
 	CredsFile string
+	// TLSCert and TLSKey turn TLS on for the listener; TLSSelfSigned
+	// generates a certificate in <data>/tls instead. A listener other
+	// machines can reach needs one of them, or Insecure.
+	TLSCert, TLSKey string
+	TLSSelfSigned   bool
+	Insecure        bool
+	// tlsCA is the certificate to trust, from server.json.
+	tlsCA string
+	// NoAuth runs the embedded server without authentication: anyone who can
+	// reach it may do anything. For benchmarks that measure what auth costs.
+	NoAuth bool
 	// DuplicateWindow of the SYLK stream.
 	DuplicateWindow time.Duration
 	// ConnectTimeout bounds start-up and connecting.
@@ -111,7 +123,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: --sync %q: use %q (fsync before every ack) or %q (flush every %s)", ErrInvalidOptions, o.Sync, SyncAlways, SyncInterval, o.SyncInterval)
 	}
 	if o.NATSURL != "" {
-		return nil
+		return o.validateClientAuth()
 	}
 	if o.DataDir == "" {
 		return fmt.Errorf("%w: no data directory: set --data or $SYLK_DATA", ErrInvalidOptions)
@@ -121,6 +133,17 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%w: --listen %q: want HOST:PORT or %q: %w", ErrInvalidOptions, o.Listen, ListenNone, err)
 		}
 	}
+	if err := o.validateTLS(); err != nil {
+		return err
+	}
+	if o.Token != "" || o.User != "" || o.Password != "" || o.CredsFile != "" {
+		return fmt.Errorf("%w: a token, user or credentials file is for --nats-url (an external server); the embedded server authenticates clients with the credentials in %s", ErrInvalidOptions, filepath.Join(o.DataDir, AuthDir))
+	}
+	return nil
+}
+
+// validateClientAuth checks the credentials given for an external server.
+func (o *Options) validateClientAuth() error {
 	if o.Token != "" && (o.User != "" || o.Password != "") {
 		return fmt.Errorf("%w: use a token or a user and password, not both", ErrInvalidOptions)
 	}

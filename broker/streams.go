@@ -19,7 +19,9 @@ const (
 )
 
 // StreamConfig is the configuration of the SYLK stream: file storage, kept
-// forever, duplicates dropped by Nats-Msg-Id, direct get and atomic batches on.
+// forever, duplicates dropped by Nats-Msg-Id, direct get and atomic batches on,
+// and append-only: the server refuses to delete or purge its messages (and,
+// once set, to turn that off).
 func StreamConfig(dupWindow time.Duration) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               Stream,
@@ -31,6 +33,8 @@ func StreamConfig(dupWindow time.Duration) jetstream.StreamConfig {
 		Duplicates:         dupWindow,
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
+		DenyDelete:         true,
+		DenyPurge:          true,
 	}
 }
 
@@ -80,5 +84,6 @@ func sameStreamConfig(have, want jetstream.StreamConfig) bool {
 		len(have.Subjects) == 1 && len(want.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] &&
 		have.Storage == want.Storage && have.Retention == want.Retention &&
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
-		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish
+		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish &&
+		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge
 }

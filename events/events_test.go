@@ -341,7 +341,7 @@ func TestTailResumesAcrossServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nc, err := nats.Connect(b.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(b.URL(), nats.UserCredentials(b.Options().CredsFile), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -95,4 +96,28 @@ func ParseSubject(s string) (string, error) {
 		return "", fmt.Errorf("subject %q: want sylk.v1.<session>.<source>.<target>.<type> (tokens may be '*', the last may be '>')", s)
 	}
 	return s, nil
+}
+
+// ErrForgedSource means an event's envelope names another sender than its
+// subject. The server checks who may publish on a subject (a credential of
+// agent kind K publishes only on sylk.v1.*.K.>); only the subject is vouched
+// for, so a body that claims another source is forged.
+var ErrForgedSource = errors.New("forged source")
+
+// CheckSource reports ErrForgedSource when env's source is not the source
+// token of subject, the subject it was stored under.
+func CheckSource(subject string, env *schemas.Envelope) error {
+	rest, ok := strings.CutPrefix(subject, Prefix+".")
+	if !ok {
+		return fmt.Errorf("%w: subject %q is not an event subject", ErrForgedSource, subject)
+	}
+	toks := strings.SplitN(rest, ".", 3)
+	if len(toks) < 3 || toks[1] != env.Source {
+		src := ""
+		if len(toks) > 1 {
+			src = toks[1]
+		}
+		return fmt.Errorf("%w: the envelope says source %q, but it was published as %q (subject %s)", ErrForgedSource, env.Source, src, subject)
+	}
+	return nil
 }
