@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	auditcmd "github.com/sylk/sylk/cmd/sylk/audit"
 	"github.com/sylk/sylk/cmd/sylk/bench"
 	"github.com/sylk/sylk/cmd/sylk/consumer"
 	"github.com/sylk/sylk/cmd/sylk/dag"
@@ -23,6 +24,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/skill"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
+	"github.com/sylk/sylk/cmd/sylk/user"
 )
 
 // commands lists the top-level commands, one line a group: a new group is a
@@ -49,5 +51,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),
 		skill.NewCmdSkill(f),
+		user.NewCmdUser(f),
+		auditcmd.NewCmdAudit(f),
 	}
 }

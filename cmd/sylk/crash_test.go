@@ -119,7 +119,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 
 	info, _ := broker.ReadInfo(data)
-	nc, err := nats.Connect(info.URL)
+	nc, err := nats.Connect(info.URL, nats.UserCredentials(info.Creds))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"waitidle":     cmdWaitIdle,
 			"waitsub":      cmdWaitSub,
 			"jsonfield":    cmdJSONField,
+			"extpubas":     cmdExtPubAs,
 		},
 		RequireExplicitExec: true,
 	})
@@ -163,6 +164,46 @@ func cmdExtPublish(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 }
 
+// extpubas DATADIR CREDS|- SUBJECT: an outside client with that .creds file
+// (- for none) publishes to the server of DATADIR; it fails when the server
+// refuses the connection or the publish, printing why.
+func cmdExtPubAs(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: extpubas DATADIR CREDS|- SUBJECT")
+	}
+	var info struct {
+		URL string `json:"url"`
+	}
+	b, err := os.ReadFile(filepath.Join(ts.MkAbs(args[0]), "server.json"))
+	ts.Check(err)
+	ts.Check(json.Unmarshal(b, &info))
+	var opts []nats.Option
+	if args[1] != "-" {
+		opts = append(opts, nats.UserCredentials(ts.MkAbs(args[1])))
+	}
+	err = func() error {
+		nc, err := nats.Connect(info.URL, opts...)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if err := nc.Publish(args[2], []byte("x")); err != nil {
+			return err
+		}
+		// A refused publish is reported before the flush's answer.
+		if err := nc.Flush(); err != nil {
+			return err
+		}
+		return nc.LastError()
+	}()
+	if err != nil {
+		fmt.Fprintln(ts.Stderr(), err)
+	}
+	if (err != nil) != neg {
+		ts.Fatalf("extpubas %s %s: %v", args[1], args[2], err)
+	}
+}
+
 // extJetStream is extConnect with a JetStream context and a deadline for the
 // command's requests; done closes the connection.
 func extJetStream(ts *testscript.TestScript, dataDir string, within time.Duration) (jetstream.JetStream, context.Context, func()) {
@@ -174,15 +215,16 @@ func extJetStream(ts *testscript.TestScript, dataDir string, within time.Duratio
 }
 
 // extConnect connects to the server of a data directory the way any NATS client
-// would: the URL from server.json.
+// would: the URL and the credentials file from server.json.
 func extConnect(ts *testscript.TestScript, dataDir string) *nats.Conn {
 	var info struct {
-		URL string `json:"url"`
+		URL   string `json:"url"`
+		Creds string `json:"creds"`
 	}
 	b, err := os.ReadFile(filepath.Join(ts.MkAbs(dataDir), "server.json"))
 	ts.Check(err)
 	ts.Check(json.Unmarshal(b, &info))
-	nc, err := nats.Connect(info.URL)
+	nc, err := nats.Connect(info.URL, nats.UserCredentials(info.Creds))
 	ts.Check(err)
 	return nc
 }

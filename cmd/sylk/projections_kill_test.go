@@ -147,7 +147,7 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 			info = i
 			return err == nil
 		})
-		nc, err := nats.Connect(info.URL)
+		nc, err := nats.Connect(info.URL, nats.UserCredentials(info.Creds))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,7 @@ type ConsumerAddOptions struct {
 	Filter  string
 	Deliver string
 	AckWait time.Duration
+	Creds   bool
 	JSON    bool
 }
 
@@ -45,7 +46,8 @@ func newConsumerAddCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "add NAME --filter SUBJECT [--deliver all|new|SEQ]",
 		Short: "Create a durable pull consumer on the event log",
 		Example: `  sylk consumer add audit --filter 'sylk.v1.>'
-  sylk consumer add s1-plans --filter 'S1.*.user.plan_response' --deliver new`,
+  sylk consumer add s1-plans --filter 'S1.*.user.plan_response' --deliver new
+  sylk consumer add export --issue-creds   # and a .creds file that may read this consumer only`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -58,6 +60,7 @@ func newConsumerAddCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd.Flags().StringVar(&opts.Filter, "filter", "sylk.v1.>", "subject filter (sylk.v1. may be left out)")
 	cmd.Flags().StringVar(&opts.Deliver, "deliver", "all", "where it starts: all, new, or a stream sequence")
 	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", 30*time.Second, "redeliver a message not acked within this time")
+	cmd.Flags().BoolVar(&opts.Creds, "issue-creds", false, "also issue a read-only credential for this consumer (user NAME, role consumer:NAME)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the consumer and connection details as JSON")
 	return cmd
 }
@@ -94,8 +97,14 @@ func consumerAddRun(ctx context.Context, f *cmdutil.Factory, opts *ConsumerAddOp
 		return fmt.Errorf("create consumer %q: %w", opts.Name, err)
 	}
 	url := b.URL()
+	creds := ""
+	if opts.Creds {
+		if creds, err = issueCreds(f, opts.Name); err != nil {
+			return err
+		}
+	}
 	if opts.JSON {
-		return f.IO.PrintJSON(map[string]any{"stream": broker.Stream, "consumer": opts.Name, "filter": filter, "deliver": opts.Deliver, "url": url})
+		return f.IO.PrintJSON(map[string]any{"stream": broker.Stream, "consumer": opts.Name, "filter": filter, "deliver": opts.Deliver, "url": url, "creds": creds})
 	}
 	out := f.IO.Out
 	fmt.Fprintf(out, "consumer %s on stream %s: filter %s, deliver %s, explicit ack\n", opts.Name, broker.Stream, filter, opts.Deliver)
@@ -103,13 +112,38 @@ func consumerAddRun(ctx context.Context, f *cmdutil.Factory, opts *ConsumerAddOp
 		fmt.Fprintf(out, "note: no server is listening on %s; start 'sylk serve' so outside clients can connect\n", b.Options().DataDir)
 		url = "nats://" + broker.DefaultListen
 	}
-	fmt.Fprintf(out, `connect to %s (credentials, if any, are in %s/%s)
-  nats CLI:  nats --server %s consumer next %s %s --count 10
+	credsFlag := ""
+	if creds != "" {
+		fmt.Fprintf(out, "read-only credentials for it: %s\n", creds)
+		credsFlag = " --creds " + creds
+	}
+	fmt.Fprintf(out, `connect to %s (the admin's credentials are named in %s/%s)
+  nats CLI:  nats --server %s%s consumer next %s %s --count 10
   Go:        cons, _ := js.Consumer(ctx, %q, %q); cons.Consume(func(m jetstream.Msg) { ...; m.Ack() })
 bodies are msgpack envelopes; headers Sylk-Session, Sylk-Type, Sylk-Source, Sylk-Target
 say what each is without decoding; 'sylk schema TYPE' prints each type's JSON Schema
-`, url, b.Options().DataDir, broker.InfoFile, url, broker.Stream, opts.Name, broker.Stream, opts.Name)
+`, url, b.Options().DataDir, broker.InfoFile, url, credsFlag, broker.Stream, opts.Name, broker.Stream, opts.Name)
 	return nil
+}
+
+// issueCreds issues the credential that reads consumer name only.
+func issueCreds(f *cmdutil.Factory, name string) (string, error) {
+	if f.Cfg.NATSURL != "" {
+		return "", cmdutil.Usagef("--issue-creds issues credentials from the data directory's keys; with --nats-url they are elsewhere")
+	}
+	a, err := broker.LoadAuth(f.BrokerOptions().DataDir)
+	if err != nil {
+		return "", err
+	}
+	r, err := broker.ParseRole(broker.RoleConsumer + ":" + name)
+	if err != nil {
+		return "", cmdutil.UsageError{Err: err}
+	}
+	u, err := a.AddUser(name, r)
+	if err != nil {
+		return "", err
+	}
+	return u.Creds, nil
 }
 
 func newConsumerLsCmd(f *cmdutil.Factory) *cobra.Command {

@@ -17,12 +17,13 @@ import (
 
 // ServeOptions are the flags of `sylk serve`.
 type ServeOptions struct {
-	Listen   string
-	Sync     string
-	Token    string
-	User     string
-	Password string
-	AckWait  time.Duration
+	Listen        string
+	Sync          string
+	TLSCert       string
+	TLSKey        string
+	TLSSelfSigned bool
+	Insecure      bool
+	AckWait       time.Duration
 }
 
 func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory, *ServeOptions) error) *cobra.Command {
@@ -33,9 +34,17 @@ func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory
 		Long: `Run the broker (embedded NATS JetStream on the data directory), the projections
 and the agents until interrupted (Ctrl-C or SIGTERM stop it cleanly).
 
-The server writes <data>/server.json with its URL (and credentials when
-authentication is on) so other sylk commands and any NATS client can find it.
-Only one server may own a data directory; a second one fails at once.
+The server writes <data>/server.json with its URL and the path of the admin
+credentials, so other sylk commands and any NATS client can find it. Only one
+server may own a data directory; a second one fails at once.
+
+Authentication is always on: the first serve on a data directory creates its
+NATS operator, accounts and admin credentials in <data>/auth (0600), and
+clients connect with a .creds file (` + "`sylk user add`" + ` issues them).
+Listening on an address other machines can reach needs TLS: --tls-cert and
+--tls-key, or --tls-self-signed (a certificate kept in <data>/tls, its
+SHA-256 fingerprint printed and written to server.json); --insecure accepts
+clear text instead.
 
 With --nats-url, serve starts no broker: it runs its projections (in its own
 --data) and its agents against that NATS server's streams, beside any other
@@ -44,7 +53,8 @@ the work spreads over processes and machines.`,
 		Example: `  sylk serve
   sylk serve --listen 127.0.0.1:4333 --sync interval
   sylk serve --listen none          # reachable only from this process
-  sylk serve --token s3cret         # clients must present the token
+  sylk serve --listen 0.0.0.0:4222 --tls-self-signed   # for other machines, over TLS
+  sylk serve --listen 0.0.0.0:4222 --tls-cert cert.pem --tls-key key.pem
   sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,9 +64,6 @@ the work spreads over processes and machines.`,
 			}
 			if !flags.Changed("sync") && f.Cfg.Sync != "" {
 				opts.Sync = f.Cfg.Sync
-			}
-			if !flags.Changed("token") {
-				opts.Token = f.Cfg.Token
 			}
 			if flags.Changed("ack-wait") {
 				f.Cfg.AckWait = opts.AckWait.String()
@@ -69,23 +76,32 @@ the work spreads over processes and machines.`,
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", broker.DefaultListen, `address for NATS clients, HOST:PORT, or "none"`)
 	cmd.Flags().StringVar(&opts.Sync, "sync", broker.SyncAlways, `"always": fsync before every ack (durable); "interval": flush every 2s (fast)`)
-	cmd.Flags().StringVar(&opts.Token, "token", "", "require this token from clients")
-	cmd.Flags().StringVar(&opts.User, "user", "", "require this user (with --password) from clients")
-	cmd.Flags().StringVar(&opts.Password, "password", "", "password for --user")
+	cmd.Flags().StringVar(&opts.TLSCert, "tls-cert", "", "TLS certificate file (PEM) for the listener, with --tls-key")
+	cmd.Flags().StringVar(&opts.TLSKey, "tls-key", "", "TLS private key file (PEM) for --tls-cert")
+	cmd.Flags().BoolVar(&opts.TLSSelfSigned, "tls-self-signed", false, "serve TLS with a self-signed certificate generated once in <data>/tls")
+	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow a listener other machines can reach without TLS (credentials and events in clear text)")
 	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", agents.DefaultAckWait, "how soon the work of an agent that died is handed to another (agents working on long tools report in, so this is no time limit)")
 	return cmd
 }
 
 func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error {
 	bopts := f.BrokerOptions()
-	bopts.Listen, bopts.Sync, bopts.Token, bopts.User, bopts.Password = opts.Listen, opts.Sync, opts.Token, opts.User, opts.Password
+	bopts.Listen, bopts.Sync = opts.Listen, opts.Sync
+	bopts.TLSCert, bopts.TLSKey, bopts.TLSSelfSigned, bopts.Insecure = opts.TLSCert, opts.TLSKey, opts.TLSSelfSigned, opts.Insecure
 	bopts.Name = "sylk-serve"
 	srv, err := f.StartServer(ctx, bopts)
 	if err != nil {
 		return err
 	}
 	if srv.Broker().Embedded() {
-		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(srv.Broker().URL()), bopts.Sync)
+		b := srv.Broker()
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(b.URL()), bopts.Sync)
+		if fp := b.TLSFingerprint(); fp != "" {
+			fmt.Fprintf(f.IO.ErrOut, "TLS certificate SHA-256 fingerprint %s\n", fp)
+		}
+		if a := b.Auth(); a != nil {
+			fmt.Fprintf(f.IO.ErrOut, "admin credentials: %s\n", a.CredsPath(broker.AdminUser))
+		}
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "sylk serving projections (%s) and agents against %s; Ctrl-C to stop\n", bopts.DataDir, srv.Broker().URL())
 	}

@@ -27,7 +27,11 @@ type Config struct {
 	// AckWait is how long an agent may hold a message without a sign of life
 	// before it is given to another process (a crashed agent's work is retried
 	// after it): a Go duration.
-	AckWait  string `yaml:"ack_wait"`
+	AckWait string `yaml:"ack_wait"`
+	// Creds (a NATS .creds file), Token, or User and Password authenticate
+	// to the external server of NATSURL. The embedded server's own
+	// credentials are found through server.json.
+	Creds    string `yaml:"creds"`
 	Token    string `yaml:"token"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
@@ -89,6 +93,7 @@ func loadConfig() (Config, error) {
 	for env, field := range map[string]*string{
 		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
 		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token, "SYLK_ACK_WAIT": &cfg.AckWait,
+		"SYLK_CREDS": &cfg.Creds,
 	} {
 		if v, ok := os.LookupEnv(env); ok {
 			*field = v

@@ -29,8 +29,8 @@ type Factory struct {
 	Cfg Config
 	Now func() time.Time
 
-	flagData, flagNATSURL, flagLogLevel string
-	flagLLM                             llmFlags
+	flagData, flagNATSURL, flagLogLevel, flagCreds string
+	flagLLM                                        llmFlags
 
 	broker *broker.Broker
 	server *server.Server
@@ -46,6 +46,7 @@ func (f *Factory) BindGlobalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.flagData, "data", "", "data directory (default $SYLK_DATA, else $XDG_DATA_HOME/sylk)")
 	pf.StringVar(&f.flagNATSURL, "nats-url", "", "use the external NATS server at this URL instead of an embedded one")
+	pf.StringVar(&f.flagCreds, "creds", "", "NATS credentials file for --nats-url (default $SYLK_CREDS; sylk user add writes one)")
 	pf.StringVar(&f.flagLogLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default warn; info for serve)")
 	f.flagLLM.bind(root)
 }
@@ -128,6 +129,9 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 	if flags.Changed("log-level") {
 		cfg.LogLevel = f.flagLogLevel
 	}
+	if flags.Changed("creds") {
+		cfg.Creds = f.flagCreds
+	}
 	if err := f.flagLLM.apply(flags, &cfg.LLM); err != nil {
 		return err
 	}
@@ -153,9 +157,10 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 
 // BrokerOptions are the broker options the configuration asks for.
 func (f *Factory) BrokerOptions() broker.Options {
-	o := broker.Options{
-		DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync,
-		Token: f.Cfg.Token, User: f.Cfg.User, Password: f.Cfg.Password, Name: "sylk-cli",
+	o := broker.Options{DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync, Name: "sylk-cli"}
+	if o.NATSURL != "" {
+		// The embedded server's credentials come from server.json.
+		o.CredsFile, o.Token, o.User, o.Password = f.Cfg.Creds, f.Cfg.Token, f.Cfg.User, f.Cfg.Password
 	}
 	o.EnsureDefaults()
 	return o

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -141,9 +142,20 @@ func (s *Server) Stop() error {
 }
 
 // components lists what runs beside the broker: the projector folding the
-// stream into the store, and the agents.
+// stream into the store, the agents, and the audit chain's signer (on the
+// server that owns the data directory, whose key signs).
 func components(o Options) []serverComponent {
 	return []serverComponent{
+		{"audit", func(ctx context.Context, s *Server) error {
+			if !s.broker.Embedded() {
+				return nil
+			}
+			key, err := audit.LoadKey(o.Broker.DataDir)
+			if err != nil {
+				return err
+			}
+			return (&audit.Signer{JS: s.broker.JetStream(), Key: key, Logger: slog.Default()}).Run(ctx)
+		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
 		}},
