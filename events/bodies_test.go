@@ -61,7 +61,8 @@ func TestBodiesReadTheRangeWithTheScansBytes(t *testing.T) {
 // A stream with deleted messages has gaps a headerless answer cannot number:
 // the bodies read asks again with headers and skips exactly the gaps.
 func TestBodiesReadSkipsGaps(t *testing.T) {
-	log, b := newLog(t)
+	b := brokertest.StartMutable(t)
+	log := events.New(b.JetStream())
 	appendMany(t, log, 5000)
 	ctx := brokertest.Context(t)
 	s, err := b.JetStream().Stream(ctx, broker.Stream)

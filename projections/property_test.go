@@ -341,7 +341,7 @@ func TestRestartsMatchRebuild(t *testing.T) {
 		f.Value.Set("30") // each check folds on a real broker; keep the suite quick
 		defer f.Value.Set("100")
 	}
-	b := brokertest.Start(t, brokertest.Options(t))
+	b := brokertest.StartMutable(t) // each check starts from an emptied stream
 	log := events.New(b.JetStream())
 	// Thirty checks, each folding on a real broker, may take minutes on a
 	// loaded 2-core machine: the deadline is a guard against a hang.

@@ -66,3 +66,24 @@ func Poll(within time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// StartMutable starts an embedded broker, without authentication, whose SYLK
+// stream allows deleting and purging messages: for tests that need sequence
+// gaps or an emptied stream. The real SYLK refuses both.
+func StartMutable(t testing.TB) *broker.Broker {
+	t.Helper()
+	opts := Options(t)
+	opts.NoAuth = true
+	b := Start(t, opts)
+	ctx := Context(t)
+	js := b.JetStream()
+	if err := js.DeleteStream(ctx, broker.Stream); err != nil {
+		t.Fatalf("delete SYLK: %v", err)
+	}
+	cfg := broker.StreamConfig(broker.DefaultDuplicateWindow)
+	cfg.DenyDelete, cfg.DenyPurge = false, false
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatalf("recreate SYLK: %v", err)
+	}
+	return b
+}
