@@ -111,7 +111,8 @@ func TestBodiesOnlyForTheWholeStream(t *testing.T) {
 // After a purge the stream keeps its last sequence and holds nothing: a
 // bodies read from before it ends at once, as a consumer's would.
 func TestBodiesReadOfAPurgedStreamEnds(t *testing.T) {
-	log, b := newLog(t)
+	b := brokertest.StartMutable(t)
+	log := events.New(b.JetStream())
 	appendMany(t, log, 100)
 	ctx := brokertest.Context(t)
 	s, err := b.JetStream().Stream(ctx, broker.Stream)
