@@ -330,3 +330,12 @@ func (b *Broker) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ConnAs opens another connection to the embedded server with the
+// credentials file creds: what a client of that role sees, in process.
+func (b *Broker) ConnAs(name, creds string) (*nats.Conn, error) {
+	if b.srv == nil {
+		return nil, fmt.Errorf("ConnAs: not an embedded server")
+	}
+	return nats.Connect("", nats.Name(name), nats.InProcessServer(b.srv), nats.UserCredentials(creds))
+}

@@ -77,7 +77,11 @@ func Route(ctx context.Context, cfg RouteConfig, progress func(string)) ([]event
 		if err != nil {
 			return nil, fmt.Errorf("sync %s: %w", mode, err)
 		}
-		out = append(out, cs...)
+		auth, err := routeAuthCost(ctx, cfg, mode, progress)
+		if err != nil {
+			return nil, fmt.Errorf("sync %s: %w", mode, err)
+		}
+		out = append(append(out, cs...), auth)
 	}
 	return out, nil
 }
@@ -101,23 +105,11 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		return nil, err
 	}
 
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	g := &guide.Guide{}
-	for _, r := range []struct {
-		agent string
-		h     agents.Handler
-	}{{guide.Name, g}, {"librarian", agents.HandlerFunc(answer)}} {
-		runner, err := agents.NewRunner(js, r.h, agents.Options{Agent: r.agent, Concurrency: cfg.Concurrency, PerSession: cfg.Concurrency, MaxAckPending: 4 * cfg.Concurrency})
-		if err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); runner.Run(rctx) }()
+	stopAgents, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return js })
+	if err != nil {
+		return nil, err
 	}
+	defer stopAgents()
 
 	ch, stopChain, err := newChain(ctx, b, 4*cfg.Concurrency)
 	if err != nil {
@@ -153,6 +145,27 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		latencyComparison(fmt.Sprintf("ceiling: raw chain p50 latency vs raw delivery (sync %s)", mode), chainLat, rawLat, 0.50, 0),
 		latencyComparison(fmt.Sprintf("ceiling: raw chain p99 latency vs raw delivery (sync %s)", mode), chainLat, rawLat, 0.99, 0),
 	}, nil
+}
+
+// startAgents runs the Guide and the benchmark's Librarian, each on the
+// JetStream context js gives for its kind, until stop.
+func startAgents(ctx context.Context, cfg RouteConfig, js func(kind string) jetstream.JetStream) (stop func(), err error) {
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stop = func() { cancel(); wg.Wait() }
+	for _, r := range []struct {
+		agent string
+		h     agents.Handler
+	}{{guide.Name, &guide.Guide{}}, {"librarian", agents.HandlerFunc(answer)}} {
+		runner, err := agents.NewRunner(js(r.agent), r.h, agents.Options{Agent: r.agent, Concurrency: cfg.Concurrency, PerSession: cfg.Concurrency, MaxAckPending: 4 * cfg.Concurrency})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); runner.Run(rctx) }()
+	}
+	return stop, nil
 }
 
 // answer is the benchmark's Librarian: it replies at once.

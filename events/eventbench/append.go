@@ -86,8 +86,8 @@ func Envelopes(n int) ([]*schemas.Envelope, error) {
 }
 
 // Append compares Sylk's batched append with raw JetStream async publish of the
-// same bytes, in each sync mode, and (in always mode) batched durable append with
-// per-message durable publish.
+// same bytes, in each sync mode, (in always mode) batched durable append with
+// per-message durable publish, and appending with authentication on with it off.
 func Append(ctx context.Context, cfg AppendConfig, progress func(string)) ([]Comparison, error) {
 	cfg.ensureDefaults()
 	var out []Comparison
@@ -96,7 +96,11 @@ func Append(ctx context.Context, cfg AppendConfig, progress func(string)) ([]Com
 		if err != nil {
 			return nil, fmt.Errorf("sync %s: %w", mode, err)
 		}
-		out = append(out, cs...)
+		auth, err := AuthCost(ctx, cfg, mode, progress)
+		if err != nil {
+			return nil, fmt.Errorf("sync %s: %w", mode, err)
+		}
+		out = append(append(out, cs...), auth)
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func metricName(i int, c Comparison) string {
-	names := []string{"async/raw_always", "batch/raw_always", "batch/permsg_always", "async/raw_interval", "batch/raw_interval"}
+	names := []string{"async/raw_always", "batch/raw_always", "batch/permsg_always", "auth/noauth_always", "async/raw_interval", "batch/raw_interval", "auth/noauth_interval"}
 	if i < len(names) {
 		return names[i]
 	}

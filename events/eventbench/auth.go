@@ -1,0 +1,83 @@
+package eventbench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+)
+
+// TargetAuthCost: appending with authentication on and an agent's
+// credential (its permissions checked on every publish) at least this fast
+// as with authentication off.
+const TargetAuthCost = 0.9
+
+// AuthCost compares AppendAsync through an agent:orchestrator credential on
+// a server with authentication on against the same on a server without, in
+// sync mode mode, alternating rounds and keeping each side's best.
+func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(string)) (Comparison, error) {
+	cfg.ensureDefaults()
+	on, err := broker.Start(ctx, broker.Options{DataDir: fmt.Sprintf("%s/auth-on-%s", cfg.DataDir, mode), Listen: broker.ListenNone, Sync: mode, Name: "bench"})
+	if err != nil {
+		return Comparison{}, err
+	}
+	defer on.Close()
+	u, err := on.Auth().AddUser("bench-orchestrator", broker.Role{Kind: broker.RoleAgent, Name: "orchestrator"})
+	if err != nil {
+		return Comparison{}, err
+	}
+	nc, err := on.ConnAs("bench-orchestrator", u.Creds)
+	if err != nil {
+		return Comparison{}, err
+	}
+	defer nc.Close()
+	off, err := broker.Start(ctx, broker.Options{DataDir: fmt.Sprintf("%s/auth-off-%s", cfg.DataDir, mode), Listen: broker.ListenNone, Sync: mode, Name: "bench", NoAuth: true})
+	if err != nil {
+		return Comparison{}, err
+	}
+	defer off.Close()
+	ncOff, err := off.NewConn("bench")
+	if err != nil {
+		return Comparison{}, err
+	}
+	defer ncOff.Close()
+
+	var withAuth, without Measure
+	for round := range cfg.Rounds {
+		for _, side := range []struct {
+			name string
+			nc   *nats.Conn
+			best *Measure
+		}{{"auth on, agent credential", nc, &withAuth}, {"auth off", ncOff, &without}} {
+			envs, err := Envelopes(cfg.Events)
+			if err != nil {
+				return Comparison{}, err
+			}
+			if progress != nil {
+				progress(fmt.Sprintf("sync %s: round %d/%d: AppendAsync of %d events, %s", mode, round+1, cfg.Rounds, cfg.Events, side.name))
+			}
+			js, err := jetstream.New(side.nc)
+			if err != nil {
+				return Comparison{}, err
+			}
+			log := events.New(js)
+			m, err := Time("sylk AppendAsync, "+side.name, cfg.Events, func() error {
+				for _, env := range envs {
+					if _, err := log.AppendAsync(env); err != nil {
+						return err
+					}
+				}
+				return log.Flush(ctx)
+			})
+			if err != nil {
+				return Comparison{}, fmt.Errorf("%s: %w", side.name, err)
+			}
+			*side.best = faster(*side.best, m)
+		}
+	}
+	return Compare(fmt.Sprintf("append with auth on (agent credential) vs auth off (sync %s)", mode), withAuth, without, TargetAuthCost), nil
+}
