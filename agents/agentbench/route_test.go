@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events/eventbench"
 )
 
 // TestRoute runs the routed-path benchmark small: every comparison is there,
@@ -16,21 +17,24 @@ func TestRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 7 {
-		t.Fatalf("%d comparisons, want 7: %v", len(cs), cs)
+	if len(cs) != 8 {
+		t.Fatalf("%d comparisons, want 8: %v", len(cs), cs)
 	}
-	targets := []float64{TargetRouteThroughput, 0, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0}
+	targets := []float64{TargetRouteThroughput, 0, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0, eventbench.TargetAuthCost}
 	for i, c := range cs {
 		if c.Ratio <= 0 || c.Target != targets[i] {
 			t.Errorf("%s: ratio %v, target %v; want a ratio > 0 and target %v", c.Name, c.Ratio, c.Target, targets[i])
 		}
-		if strings.HasPrefix(c.Name, "ceiling:") != (i == 1 || i >= 5) {
+		if strings.HasPrefix(c.Name, "ceiling:") != (i == 1 || i == 5 || i == 6) {
 			t.Errorf("comparison %d is %q", i, c.Name)
 		}
 	}
 	if cs[0].Sylk.Ops != 300 || cs[1].Sylk.Ops != 300 || cs[3].Sylk.Ops != 100 || cs[5].Sylk.Ops != 100 {
 		t.Errorf("ops: routed %d, chain %d, routed latencies %d, chain latencies %d; want 300, 300, 100, 100",
 			cs[0].Sylk.Ops, cs[1].Sylk.Ops, cs[3].Sylk.Ops, cs[5].Sylk.Ops)
+	}
+	if !strings.Contains(cs[7].Name, "auth on") || cs[7].Sylk.Ops != 300 || cs[7].Baseline.Ops != 300 {
+		t.Errorf("auth comparison %s: %d and %d ops, want 300 each", cs[7].Name, cs[7].Sylk.Ops, cs[7].Baseline.Ops)
 	}
 	if cs[0].Sylk.CPUPerOp <= 0 {
 		t.Errorf("routed path: no CPU time per op measured")
@@ -58,7 +62,7 @@ func BenchmarkRoute(b *testing.B) {
 		}
 		var names []string
 		for _, mode := range []string{"interval", "always"} {
-			for _, n := range []string{"route/raw", "chain/raw", "route/chain", "p50/raw", "p99/raw", "chain_p50/raw", "chain_p99/raw"} {
+			for _, n := range []string{"route/raw", "chain/raw", "route/chain", "p50/raw", "p99/raw", "chain_p50/raw", "chain_p99/raw", "auth/noauth"} {
 				names = append(names, n+"_"+mode)
 			}
 		}
