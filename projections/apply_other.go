@@ -312,7 +312,7 @@ func loadCall(t *tx, k []byte) (*callRec, error) {
 	return c, nil
 }
 
-// applyCalls indexes tool results and LLM responses by call id, so a
+// applyCalls indexes tool results, LLM responses and hook decisions by call id, so a
 // redelivered message finds the recorded side effect instead of repeating it.
 // The first record of a call id stands; a second is refused.
 func applyCalls(t *tx, ev *event) error {
@@ -335,6 +335,12 @@ func applyCalls(t *tx, ev *event) error {
 			return err
 		}
 		call, k = p.CallID, llmCallKey(p.CallID)
+	case schemas.TypeHookDecision:
+		p, err := payloadOf[schemas.HookDecision](t, Calls, ev)
+		if p == nil {
+			return err
+		}
+		call, k = p.CallID, hookCallKey(p.CallID)
 	default:
 		return nil
 	}

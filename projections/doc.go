@@ -31,7 +31,8 @@
 //	             log/g/<seq>                       global (scope all) signals
 //	             log/fork/<sid>                    a fork's ForkOf: its lineage
 //	trace        trace/<corr>\0<seq>               the hop's session
-//	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
+//	calls        calls/tool/<call>, calls/llm/<call> seq + recorded payload
+//	             calls/hook/<call>                 seq + recorded hook decision
 //	             (the first record of a call stands; a second is refused)
 //	history      history/e/<time><seq>             HistoryEntry
 //	             history/s/<sid>\0<time><seq>      by session

@@ -119,6 +119,7 @@ func tracePrefix(corr string) []byte          { return under(key("trace/", corr)
 
 func toolCallKey(call string) []byte { return key("calls/tool/", call) }
 func llmCallKey(call string) []byte  { return key("calls/llm/", call) }
+func hookCallKey(call string) []byte { return key("calls/hook/", call) }
 
 // History keys end in the entry's time (12 bytes, ordered: see appendTime)
 // and stream sequence, so every index lists entries in time order.

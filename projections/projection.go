@@ -47,7 +47,7 @@ var projectionList = []*projection{
 	{name: Pending, version: 1, apply: applyPending},
 	{name: Log, version: 1, apply: applyLog, writesOnly: true},
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
-	{name: Calls, version: 1, apply: applyCalls},
+	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 1, apply: applyCode},
 }
