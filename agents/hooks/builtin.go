@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -167,7 +168,8 @@ func TokenBudget(b BudgetChecker) Hook {
 // and the type's owner as the suggested target, and the Guide routes it
 // again (or asks the user after the third reroute).
 func Step0(domains map[string][]schemas.Type, owner func(schemas.Type) string) Hook {
-	return Hook{Name: "step0", Point: PreMessage, Priority: First, Source: "builtin",
+	agents := slices.Sorted(maps.Keys(domains))
+	return Hook{Name: "step0", Point: PreMessage, Priority: First, Source: "builtin", Agents: agents,
 		Run: func(_ context.Context, d *Data) (Decision, error) {
 			domain, ok := domains[d.Agent]
 			if !ok || slices.Contains(domain, d.Message.Type) || d.Message.Type == schemas.TypeRerouteRequest {

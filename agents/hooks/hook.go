@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sylk/sylk/schemas"
 )
@@ -218,8 +219,10 @@ type Hook struct {
 	// message, which cannot be blocked); otherwise the call goes on. Either
 	// way the failure is recorded.
 	FailClosed bool
-	// Command is a user hook's program (for listings).
+	// Command and Timeout are a user hook's program and its timeout (for
+	// listings).
 	Command []string
+	Timeout time.Duration
 	// Run decides. program says it runs a program, an outside call that is
 	// recorded whatever it decides.
 	Run     Func

@@ -67,16 +67,26 @@ func (f *fixture) pipeline(extra []hooks.Hook, cfgs ...hooks.Config) *hooks.Pipe
 	return p
 }
 
-// run runs agent's worker with a prompt loop hooked by p; with crash, its
-// first delivery fails after the loop ran, so the message is redelivered.
-func (f *fixture) run(agent string, p *hooks.Pipeline, crash bool) *atomic.Int32 {
+// client is an LLM client of the scripted endpoint with these budgets.
+func (f *fixture) client(budgets llm.Budgets) *llm.Client {
 	f.t.Helper()
-	client, err := llm.NewClient(llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Backoff: time.Millisecond, Timeout: 5 * time.Second},
-		llm.Deps{Records: f.Store})
+	client, err := llm.NewClient(llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Backoff: time.Millisecond, Timeout: 5 * time.Second,
+		Budgets: budgets}, llm.Deps{Records: f.Store})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// run runs agent's worker with a prompt loop hooked by p; with crash, its
+// first delivery fails after the loop ran, so the message is redelivered.
+func (f *fixture) run(agent string, p *hooks.Pipeline, crash bool) *atomic.Int32 {
+	return f.runWith(f.client(llm.Budgets{}), agent, p, crash)
+}
+
+func (f *fixture) runWith(client *llm.Client, agent string, p *hooks.Pipeline, crash bool) *atomic.Int32 {
+	f.t.Helper()
 	ex := &worker.Executors{Options: tools.Options{Permissions: tools.DefaultPolicy()}, DefaultDir: f.dir}
 	w := &worker.Worker{Agent: agent, Executors: ex, Records: f.Store, Judge: worker.ByExit,
 		Prompter: &worker.PromptLoop{LLM: client, Executors: ex, Records: f.Store, Hooks: p}}
@@ -369,5 +379,64 @@ func TestStep0ReroutesWorkOutsideTheDomain(t *testing.T) {
 	}
 	if handled.Load() != 0 {
 		t.Fatal("the handler ran")
+	}
+}
+
+// outcome is the text of the node's task_complete or task_failed.
+func (f *fixture) outcome() string {
+	f.t.Helper()
+	if ps := llmtest.Payloads[schemas.TaskComplete](f.Stack, schemas.TypeTaskComplete); len(ps) == 1 {
+		return "complete: " + ps[0].Summary
+	}
+	return "failed: " + llmtest.Payloads[schemas.TaskFailed](f.Stack, schemas.TypeTaskFailed)[0].Error
+}
+
+// token_budget blocks an LLM call that would pass a budget before anything
+// is sent, and the task ends saying which budget.
+func TestTokenBudgetBlocksTheCall(t *testing.T) {
+	f := newFixture(t)
+	client := f.client(llm.Budgets{Session: 20})
+	p, err := hooks.New(f.Store, hooks.Builtins{NoGit: true, Budget: client}.Hooks()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runWith(client, "engineer", p, false)
+	f.dispatch("engineer", "write a long essay")
+	f.done("engineer")
+	if got := f.outcome(); !strings.Contains(got, "a hook stopped the LLM call") || !strings.Contains(got, "blocked by hook token_budget: session token budget exceeded") {
+		t.Fatalf("outcome %q", got)
+	}
+	if f.srv.Calls() != 0 || f.Count(schemas.TypeLLMRequest) != 0 {
+		t.Fatalf("%d calls made, %d recorded: the budget hook should stop them first", f.srv.Calls(), f.Count(schemas.TypeLLMRequest))
+	}
+	if ds := f.decisions(); len(ds) != 1 || ds[0].By != "token_budget" || ds[0].Point != "pre_prompt" {
+		t.Fatalf("decisions %+v", ds)
+	}
+}
+
+// session_context puts the session's context into the system prompt; the
+// model's answer is shown redacted by redact_secrets.
+func TestSessionContextAndRedaction(t *testing.T) {
+	f := newFixture(t)
+	f.Send("S1", "user", "", schemas.TypeSessionCreate, schemas.SessionCreate{Name: "work"})
+	f.Send("S1", "user", "", schemas.TypeSessionContextSet, schemas.SessionContextSet{CurrentTask: "validate the config", ModifiedFiles: []string{"config.go"}})
+	f.Eventually(10*time.Second, "the session's context", func() bool {
+		s, err := f.Store.Session(f.Ctx, "S1")
+		return err == nil && s.Context.CurrentTask != ""
+	})
+	p, err := hooks.New(f.Store, hooks.Builtins{NoGit: true, Sessions: f.Store, Redactor: f.progs.Redactor()}.Hooks()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
+	f.srv.Script(llmtest.Text("done; the token is " + key))
+	f.run("engineer", p, false)
+	f.dispatch("engineer", "check the config")
+	f.done("engineer")
+	if sys := f.srv.Requests()[0].System(); !strings.Contains(sys, "SESSION CONTEXT:\n- current task: validate the config\n- files modified: config.go") {
+		t.Fatalf("system prompt %q", sys)
+	}
+	if got := f.outcome(); got != "complete: done; the token is [REDACTED]" {
+		t.Fatalf("outcome %q", got)
 	}
 }

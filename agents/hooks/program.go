@@ -98,7 +98,7 @@ func FromConfig(cfgs []Config, progs Programs) ([]Hook, error) {
 			bad("fail", "%q is neither open nor closed", c.Fail)
 		}
 		h := Hook{Name: c.Name, Point: pt, Priority: prio, Trigger: c.Trigger, Agents: c.Agents, Source: "config",
-			FailClosed: closed, Command: c.Command, program: true}
+			FailClosed: closed, Command: c.Command, Timeout: timeout, program: true}
 		h.Run = programFunc(progs, h.Name, c.Command, timeout)
 		out = append(out, h)
 	}

@@ -119,11 +119,10 @@ func (c *Config) Pipeline() (*hooks.Pipeline, error) {
 	for _, a := range toolAgents {
 		domains[a] = []schemas.Type{schemas.TypeTaskDispatch}
 	}
-	b := hooks.Builtins{Policy: &opts.Permissions, Redactor: progs.Redactor(), Domains: domains, Owner: guide.Owner}
-	if c.Store != nil {
-		b.Sessions = c.Store
-	}
-	if c.LLM != nil {
+	// The store and, with an LLM, the client are there when the agents run;
+	// `sylk hook ls` builds the same pipeline without them, to list it.
+	b := hooks.Builtins{Policy: &opts.Permissions, Redactor: progs.Redactor(), Domains: domains, Owner: guide.Owner, Sessions: c.Store}
+	if c.LLM != nil || len(c.PromptAgents) > 0 {
 		b.Budget = c.LLM
 	}
 	user, err := hooks.FromConfig(c.Hooks, progs)
