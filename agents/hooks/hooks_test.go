@@ -440,3 +440,37 @@ func TestSessionContextAndRedaction(t *testing.T) {
 		t.Fatalf("outcome %q", got)
 	}
 }
+
+// Hooks answer from a cache instead of calling (a tool at pre_tool, the model
+// at pre_prompt), change a tool's arguments, and see the handler's outputs
+// after the message (post_message).
+func TestAnswerArgsAndPostMessage(t *testing.T) {
+	f := newFixture(t)
+	p := f.pipeline(nil,
+		hooks.Config{Name: "cache", Point: "pre_tool", Trigger: []string{"exec"}, Command: []string{f.script("cache.sh", `case "$(cat)" in
+  *'"go","test"'*) echo '{"decision": "answer", "answer": "cached: 42 tests pass"}' ;;
+  *'"echo","x"'*) echo '{"decision": "continue", "args": {"argv": ["echo", "changed"]}}' ;;
+esac
+`)}},
+		hooks.Config{Name: "model-cache", Point: "pre_prompt", Command: []string{f.script("model.sh", `case "$(cat)" in
+  *'cached: 42 tests pass'*) echo '{"decision": "answer", "answer": "all 42 tests pass"}' ;;
+esac
+`)}},
+		hooks.Config{Name: "outputs", Point: "post_message", Command: []string{f.script("outputs.sh", "cat > outputs.json\n")}},
+	)
+	f.srv.Script(llmtest.Tools(llmtest.Call("c1", "exec", `{"argv": ["echo", "x"]}`), llmtest.Call("c2", "exec", `{"argv": ["go", "test", "./..."]}`)))
+	f.run("engineer", p, false)
+	f.dispatch("engineer", "run the tests")
+	f.done("engineer")
+	if got := f.outcome(); got != "complete: all 42 tests pass" || f.srv.Calls() != 1 {
+		t.Fatalf("outcome %q after %d model calls, want the cached answer after 1", got, f.srv.Calls())
+	}
+	calls := llmtest.Payloads[schemas.ToolCall](f.Stack, schemas.TypeToolCall)
+	if len(calls) != 1 || calls[0].Args["argv"].([]any)[1] != "changed" {
+		t.Fatalf("tool calls %+v, want only echo with the changed argument", calls)
+	}
+	out, _ := os.ReadFile(filepath.Join(f.dir, "outputs.json"))
+	if !strings.Contains(string(out), `"point":"post_message"`) || !strings.Contains(string(out), `"type":"task_complete"`) {
+		t.Fatalf("post_message saw %s", out)
+	}
+}
