@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sylk/sylk/events"
@@ -26,6 +27,26 @@ type Delivery struct {
 	Agent string
 
 	runner *Runner
+
+	mu      sync.Mutex
+	emitted []*schemas.Envelope
+}
+
+// Emit queues events the runner appends with the handler's outputs, before
+// the ack: the events hooks return around an LLM or tool call. Derive them,
+// so a redelivery emits them under the same ids.
+func (d *Delivery) Emit(envs ...*schemas.Envelope) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.emitted = append(d.emitted, envs...)
+}
+
+func (d *Delivery) takeEmitted() []*schemas.Envelope {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.emitted
+	d.emitted = nil
+	return out
 }
 
 // Now is the runner's clock, for the timestamps of derived events.

@@ -33,9 +33,18 @@ func (f HandlerFunc) Handle(ctx context.Context, d *Delivery) ([]*schemas.Envelo
 	return f(ctx, d)
 }
 
-// Hook wraps a handler: logging, checks, metrics. Hooks run in order, the first
-// outermost.
-type Hook func(next Handler) Handler
+// MessageHooks run around the handling of each message: the PreMessage and
+// PostMessage points of the hook pipeline (hooks.Pipeline). Their events are
+// appended with the handler's, before the ack.
+type MessageHooks interface {
+	// PreMessage runs before the handler: events to append, and whether to
+	// call the handler at all (a hook blocked the message: Step 0 rerouting
+	// work outside the agent's domain).
+	PreMessage(ctx context.Context, d *Delivery) (events []*schemas.Envelope, handle bool, err error)
+	// PostMessage sees the handler's outputs and returns the events to
+	// append: the outputs, changed or not, and the hooks' own.
+	PostMessage(ctx context.Context, d *Delivery, outs []*schemas.Envelope) ([]*schemas.Envelope, error)
+}
 
 // Caught is what the runner waits for before handling a redelivered message:
 // the projections, caught up to a stream sequence, so recorded side effects are
@@ -70,9 +79,8 @@ type Options struct {
 	MaxDeliver int
 	// Backoff is the delay before retrying a transient failure.
 	Backoff func(attempt int) time.Duration
-	// HoldSignals: signal events are handled even while their session is
-	// paused (the orchestrator must see resume).
-	Hooks []Hook
+	// Hooks, when set, run around each message's handling.
+	Hooks MessageHooks
 	// SkipCancelled acks, without handling, messages of a session cancelled
 	// after they were appended (the workers); the orchestrator sees everything.
 	SkipCancelled bool
@@ -155,9 +163,6 @@ func NewRunner(js jetstream.JetStream, h Handler, opts Options) (*Runner, error)
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
-	}
-	for i := len(opts.Hooks) - 1; i >= 0; i-- {
-		h = opts.Hooks[i](h)
 	}
 	return &Runner{
 		opts: opts, js: js, log: events.New(js), handler: h,
@@ -342,11 +347,32 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 			return Transient(err, 0)
 		}
 	}
-	outs, err := r.handler.Handle(hctx, d)
+	outs, err := r.hooked(hctx, d)
 	if err != nil {
 		return err
 	}
-	return r.appendOutputs(ctx, outs)
+	return r.appendOutputs(ctx, append(d.takeEmitted(), outs...))
+}
+
+// hooked runs the handler between the message hooks, if any.
+func (r *Runner) hooked(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+	h := r.opts.Hooks
+	if h == nil {
+		return r.handler.Handle(ctx, d)
+	}
+	pre, handle, err := h.PreMessage(ctx, d)
+	if err != nil || !handle {
+		return pre, err
+	}
+	outs, err := r.handler.Handle(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	post, err := h.PostMessage(ctx, d, outs)
+	if err != nil {
+		return nil, err
+	}
+	return append(pre, post...), nil
 }
 
 func (r *Runner) waitCaughtUp(ctx context.Context) error {

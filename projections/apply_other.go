@@ -312,9 +312,9 @@ func loadCall(t *tx, k []byte) (*callRec, error) {
 	return c, nil
 }
 
-// applyCalls indexes tool results, LLM responses and skill selections by
-// call id, so a redelivered message finds the recorded side effect instead of
-// repeating it.
+// applyCalls indexes tool results, LLM responses, skill selections and hook
+// decisions by call id, so a redelivered message finds the recorded side effect
+// instead of repeating it.
 // The first record of a call id stands; a second is refused.
 func applyCalls(t *tx, ev *event) error {
 	env := ev.env
@@ -342,6 +342,12 @@ func applyCalls(t *tx, ev *event) error {
 			return err
 		}
 		call, k = p.CallID, skillsCallKey(p.CallID)
+	case schemas.TypeHookDecision:
+		p, err := payloadOf[schemas.HookDecision](t, Calls, ev)
+		if p == nil {
+			return err
+		}
+		call, k = p.CallID, hookCallKey(p.CallID)
 	default:
 		return nil
 	}

@@ -33,6 +33,7 @@
 //	trace        trace/<corr>\0<seq>               the hop's session
 //	calls        calls/tool/<call>, calls/llm/<call>  seq + recorded payload
 //	             calls/skills/<call>               seq + recorded skill selection
+//	             calls/hook/<call>                 seq + recorded hook decision
 //	             (the first record of a call stands; a second is refused)
 //	history      history/e/<time><seq>             HistoryEntry
 //	             history/s/<sid>\0<time><seq>      by session

@@ -486,6 +486,12 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return errOut(err)
 		}
 		return fmt.Sprintf("seq %d call %s content=%q\n", seq, r.CallID, r.Content)
+	case "hook-decision":
+		r, seq, err := w.store.HookDecision(ctx, args["call"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("seq %d call %s %s %s action=%s reason=%q\n", seq, r.CallID, r.Point, r.Agent, r.Action, r.Reason)
 	case "log":
 		q := projections.LogQuery{Session: args["session"]}
 		if v := args["from"]; v != "" {

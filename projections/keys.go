@@ -125,6 +125,8 @@ func skillsCallKey(call string) []byte {
 
 func loadoutKey(sid, agent string) []byte { return key("skills/a/", sid, agent) }
 
+func hookCallKey(call string) []byte { return key("calls/hook/", call) }
+
 // History keys end in the entry's time (12 bytes, ordered: see appendTime)
 // and stream sequence, so every index lists entries in time order.
 var historyEntryPrefix = []byte("history/e/")

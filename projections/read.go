@@ -546,6 +546,17 @@ func (s *Store) LLMResponse(ctx context.Context, callID string) (*schemas.LLMRes
 	return r, seq, err
 }
 
+// HookDecision returns the recorded decision of the hooks at one point
+// invocation and the sequence of its event; ErrNotFound if none is recorded.
+func (s *Store) HookDecision(ctx context.Context, callID string) (*schemas.HookDecision, uint64, error) {
+	seq, env, err := s.call(hookCallKey(callID), schemas.TypeHookDecision, callID)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := schemas.PayloadAs[schemas.HookDecision](env)
+	return r, seq, err
+}
+
 func (s *Store) call(k []byte, t schemas.Type, id string) (uint64, *schemas.Envelope, error) {
 	v, err := s.get(k)
 	if err != nil {

@@ -16,6 +16,7 @@ type procSpec struct {
 	stdin    []byte
 	base     time.Duration
 	rawLimit int
+	hard     time.Duration
 }
 
 type procResult struct {

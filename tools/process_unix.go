@@ -27,6 +27,8 @@ type procSpec struct {
 	// rawLimit > 0 also keeps up to rawLimit bytes of stdout verbatim, for
 	// tools that parse it.
 	rawLimit int
+	// hard > 0 caps the run time below Timeouts.Max, output or not.
+	hard time.Duration
 }
 
 // procResult is what happened to it.
@@ -124,7 +126,11 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 	}
 	closeAll(outW, errW, inR) // the child has its copies
 
-	act := newActivity(start, spec.base, e.opts.Timeouts.ExtendOnOutput, e.opts.Timeouts.Max, e.det)
+	hard := e.opts.Timeouts.Max
+	if spec.hard > 0 {
+		hard = min(spec.hard, hard)
+	}
+	act := newActivity(start, spec.base, e.opts.Timeouts.ExtendOnOutput, hard, e.det)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	if spec.rawLimit > 0 {

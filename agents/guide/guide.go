@@ -80,6 +80,10 @@ var routes = map[schemas.Type]string{
 	schemas.TypeTestsReady:                 "tester",
 }
 
+// Owner is the agent that handles messages of type t by the routing table,
+// "" when no single agent does.
+func Owner(t schemas.Type) string { return routes[t] }
+
 // replies go back to whoever sent the request they answer (seed I3).
 var replies = map[schemas.Type]bool{
 	schemas.TypeResearchResponse: true, schemas.TypeContextResponse: true, schemas.TypeHistoryResponse: true,

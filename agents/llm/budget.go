@@ -293,3 +293,18 @@ func (b *budget) reserve(ctx context.Context, session, dag, node string, estimat
 		}
 	}, nil
 }
+
+// CheckBudget reports whether a call of about estimate tokens, for session
+// and the task dag/node (may be empty), fits every budget now: what the usage
+// records say was spent plus the calls in flight. It reserves nothing (the
+// call itself does, in Complete); an error wraps ErrBudgetExceeded and says
+// which budget and how much is left. The token budget hook asks it before
+// an LLM call.
+func (c *Client) CheckBudget(ctx context.Context, session, dag, node string, estimate int64) error {
+	release, err := c.budget.reserve(ctx, session, dag, node, estimate)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}

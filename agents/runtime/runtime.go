@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/sylk/sylk/agents/architect"
 	"github.com/sylk/sylk/agents/archivalist"
 	"github.com/sylk/sylk/agents/guide"
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
@@ -66,6 +68,9 @@ type Config struct {
 	Records agents.ToolRecords
 	// Skills configures the prompt loops' skills and lazy tool loading.
 	Skills skills.Config
+	// Hooks are the user hooks (the configuration's `hooks:`), after the
+	// built-in hooks of the same priority.
+	Hooks []hooks.Config
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -91,8 +96,55 @@ func (c *Config) Catalog() plan.Catalog {
 	return plan.Catalog{ToolAgents: toolAgents, PromptAgents: prompt, Tools: names, Allowed: policy.Allows, ArgSchemas: argSchemas}
 }
 
+// hookKill is how long a hook program killed at its timeout is given to go
+// after SIGINT and after SIGTERM.
+const hookKill = 500 * time.Millisecond
+
+// Pipeline is the hook pipeline the agents run: the built-in hooks (step 0
+// for the tool agents, the tool allow-list, the git permission matrix,
+// session context, the token budgets with an LLM, secret redaction), then the
+// user hooks of c.Hooks, whose programs run in DefaultWorkDir.
+func (c *Config) Pipeline() (*hooks.Pipeline, error) {
+	opts := c.Tools
+	if opts.Permissions.Agents == nil {
+		opts.Permissions = tools.DefaultPolicy()
+	}
+	opts.WorkDir = c.DefaultWorkDir
+	if opts.WorkDir == "" {
+		opts.WorkDir = "."
+	}
+	opts.Kill = tools.KillOptions{SIGINTGrace: hookKill, SIGTERMGrace: hookKill}
+	progs, err := tools.NewExecutor(opts)
+	if err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	domains := map[string][]schemas.Type{}
+	for _, a := range toolAgents {
+		domains[a] = []schemas.Type{schemas.TypeTaskDispatch}
+	}
+	// The store and, with an LLM, the client are there when the agents run;
+	// `sylk hook ls` builds the same pipeline without them, to list it.
+	b := hooks.Builtins{Policy: &opts.Permissions, Redactor: progs.Redactor(), Domains: domains, Owner: guide.Owner, Sessions: c.Store}
+	if c.LLM != nil || len(c.PromptAgents) > 0 {
+		b.Budget = c.LLM
+	}
+	user, err := hooks.FromConfig(c.Hooks, progs)
+	if err != nil {
+		return nil, err
+	}
+	// Recorded decisions are found where recorded tool results are (a
+	// re-execution's Records may answer for both).
+	var records hooks.Records
+	if r, ok := c.Records.(hooks.Records); ok {
+		records = r
+	} else if c.Store != nil {
+		records = c.Store
+	}
+	return hooks.New(records, append(b.Hooks(), user...)...)
+}
+
 // withLLM fills the LLM tier's defaults from c.LLM.
-func (c *Config) withLLM(executors *worker.Executors) {
+func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 	if c.LLM == nil {
 		return
 	}
@@ -100,7 +152,7 @@ func (c *Config) withLLM(executors *worker.Executors) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
@@ -129,12 +181,17 @@ type agent struct {
 	handler agents.Handler
 }
 
-func (c *Config) agents() []agent {
+// agents are the runners to start, their messages and calls hooked by hp.
+func (c *Config) agents(hp *hooks.Pipeline) []agent {
 	log := events.New(c.JetStream)
 	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir}
-	c.withLLM(executors)
+	c.withLLM(executors, hp)
 	base := func(name string) agents.Options {
-		return agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
+		o := agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
+		if hp != nil {
+			o.Hooks = hp
+		}
+		return o
 	}
 	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint}
 	if c.LLM != nil {
@@ -200,7 +257,7 @@ func (c *Config) Names() []string {
 	// Run must build itself, after its own defaults (the tool permissions).
 	cp := *c
 	var out []string
-	for _, a := range cp.agents() {
+	for _, a := range cp.agents(nil) {
 		out = append(out, a.opts.Agent)
 	}
 	return out
@@ -219,12 +276,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Tools.Permissions.Agents == nil {
 		cfg.Tools.Permissions = tools.DefaultPolicy()
 	}
+	hp, err := cfg.Pipeline()
+	if err != nil {
+		return err
+	}
 	log := events.New(cfg.JetStream)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
-	for _, a := range cfg.agents() {
+	for _, a := range cfg.agents(hp) {
 		runner, err := agents.NewRunner(cfg.JetStream, a.handler, a.opts)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/schemas"
@@ -100,6 +101,8 @@ type PromptLoop struct {
 	// Skills configures the skills and the lazy tool loading of the loops.
 	// Records must also be a skills.Records (projections.Store is).
 	Skills skills.Config
+	// Hooks run around every LLM and tool call of the loop (nil: none).
+	Hooks *hooks.Pipeline
 }
 
 // reviewer agents end with a JSON verdict.
@@ -148,6 +151,7 @@ type loop struct {
 
 	msgs     []schemas.LLMMessage
 	seen     int
+	sent     string   // the system message of the last call, as the hooks left it
 	calls    int      // tool calls made
 	okCalls  int      // of which succeeded
 	strikes  int      // failures in a row
@@ -188,8 +192,10 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 		if changed {
 			l.msgs, l.seen = fitted, 0
 		}
-		resp, _, err := l.p.LLM.Complete(ctx, l.d, llm.Request{Key: l.key(step), Messages: l.msgs, Seen: l.seen, Tools: specs,
-			DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		key := l.key(step)
+		resp, err := l.p.Hooks.Prompt(ctx, l.d, key, l.task(), l.msgs, func(ctx context.Context, msgs []schemas.LLMMessage) (schemas.LLMResponse, error) {
+			return l.complete(ctx, key, msgs, specs)
+		})
 		if err != nil {
 			return l.llmFailed(ctx, err)
 		}
@@ -228,11 +234,11 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 					tc.Name, skills.RequestTools, tc.Name)})
 				continue
 			}
-			res, err := l.tool(ctx, step, i, tc)
+			text, err := l.tool(ctx, step, i, tc)
 			if err != nil {
 				return nil, err
 			}
-			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: cut(toolText(res), l.lim.ToolOutput)})
+			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: cut(text, l.lim.ToolOutput)})
 			if l.strikes >= l.lim.Strikes {
 				return l.help(fmt.Sprintf("%d tool calls in a row failed", l.strikes))
 			}
@@ -240,41 +246,58 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 	}
 }
 
-// tool runs one tool call of the model, recorded; arguments that are not a
-// JSON object fail without running anything.
-func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (schemas.ToolResult, error) {
+func (l *loop) task() hooks.Task { return hooks.Task{DAGID: l.node.DAGID, NodeID: l.node.NodeID} }
+
+// complete makes one model call, recorded, with the conversation the
+// pre_prompt hooks left.
+func (l *loop) complete(ctx context.Context, key string, msgs []schemas.LLMMessage, specs []tools.ToolSpec) (schemas.LLMResponse, error) {
+	seen := l.seen
+	if msgs[0].Content != l.sent {
+		seen, l.sent = 0, msgs[0].Content
+	}
+	resp, _, err := l.p.LLM.Complete(ctx, l.d, llm.Request{Key: key, Messages: msgs, Seen: seen, Tools: specs,
+		DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+	return resp, err
+}
+
+// tool runs one tool call of the model between the tool hooks, recorded, and
+// returns the text the model sees; arguments that are not a JSON object fail
+// without running anything.
+func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (string, error) {
 	l.calls++
 	var args map[string]any
 	if err := json.Unmarshal([]byte(orEmpty(tc.Arguments)), &args); err != nil || args == nil {
 		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, cut(tc.Arguments, 200))}
 		l.record(tc.Name, res)
-		return res, nil
+		return toolText(res), nil
 	}
-	var obs agents.ToolObserver
-	if l.d.Agent == "tester" && tc.Name == tools.ToolExec {
-		args = GoTestJSON(args)
-		obs = CountTests(l.node)
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return schemas.ToolResult{}, agents.Permanent(err)
-	}
-	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
-	where := agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}
-	var res schemas.ToolResult
-	if tc.Name == skills.RequestTools {
-		res, err = l.skills.RequestTools(ctx, l.p.Records, call, where)
-	} else {
-		res, _, err = l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, where, obs)
-	}
-	if err != nil {
+	key := fmt.Sprintf("%s/%d/step/%d/tool/%d", l.node.NodeID, l.node.Attempt, step, i)
+	res, text, err := l.p.Hooks.Tool(ctx, l.d, key, l.task(), tc.Name, args, func(ctx context.Context, args map[string]any) (schemas.ToolResult, error) {
+		var obs agents.ToolObserver
+		if l.d.Agent == "tester" && tc.Name == tools.ToolExec {
+			args = GoTestJSON(args)
+			obs = CountTests(l.node)
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return schemas.ToolResult{}, agents.Permanent(err)
+		}
+		call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
+		where := agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}
+		if tc.Name == skills.RequestTools {
+			return l.skills.RequestTools(ctx, l.p.Records, call, where)
+		}
+		res, _, err := l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, where, obs)
 		return res, err
+	}, toolText)
+	if err != nil {
+		return "", err
 	}
 	if c, ok := RecordedCounts(res); ok {
 		l.counts = &c
 	}
 	l.record(tc.Name, res)
-	return res, nil
+	return text, nil
 }
 
 func (l *loop) record(name string, res schemas.ToolResult) {
@@ -367,8 +390,11 @@ func (l *loop) llmFailed(ctx context.Context, err error) ([]*schemas.Envelope, e
 		return nil, err
 	}
 	what := "the LLM call failed"
-	if errors.Is(err, llm.ErrBudgetExceeded) {
+	switch {
+	case errors.Is(err, llm.ErrBudgetExceeded):
 		what = "the LLM budget is spent"
+	case errors.Is(err, hooks.ErrBlocked):
+		what = "a hook stopped the LLM call"
 	}
 	return Outcome(l.d, l.node, "", Verdict{Summary: fmt.Sprintf("%s: %v", what, err), Evidence: l.evidence()})
 }

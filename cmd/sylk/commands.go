@@ -9,6 +9,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/dag"
 	"github.com/sylk/sylk/cmd/sylk/dlq"
 	"github.com/sylk/sylk/cmd/sylk/history"
+	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/cmd/sylk/plan"
@@ -47,6 +48,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		dag.NewCmdDAG(f),
 		dag.NewCmdCheckpoint(f),
 		history.NewCmdHistory(f),
+		hook.NewCmdHook(f),
 		projections.NewCmdProjections(f),
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),

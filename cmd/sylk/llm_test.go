@@ -43,7 +43,9 @@ type fakeLLM struct {
 // at once get the replies meant for them. The answer is JSON (encoded as the
 // message content), Content, ToolCalls, or an error Status.
 type fakeReply struct {
-	System    string          `json:"system"`
+	System string `json:"system"`
+	// Last, when set, must be in the request's last message.
+	Last      string          `json:"last"`
 	JSON      json.RawMessage `json:"json"`
 	Content   string          `json:"content"`
 	ToolCalls []struct {
@@ -59,7 +61,7 @@ func (f *fakeLLM) respond(req llmtest.Request) llmtest.Reply {
 	defer f.mu.Unlock()
 	sys := req.System()
 	for i, r := range f.replies {
-		if f.used[i] || !strings.Contains(sys, r.System) {
+		if f.used[i] || !strings.Contains(sys, r.System) || !strings.Contains(req.Last(), r.Last) {
 			continue
 		}
 		f.used[i] = true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	LLM llm.Config `yaml:"llm"`
 	// Permissions maps an agent to the tools it may use, over the defaults.
 	Permissions map[string][]string `yaml:"permissions"`
+	// Hooks are the user hooks (hooks.Config: name, point, trigger, agents,
+	// priority, command, timeout, fail); a file that has the key replaces
+	// the list of the files before it.
+	Hooks []hooks.Config `yaml:"hooks"`
 }
 
 // configFiles returns the config files that exist, lowest precedence first.

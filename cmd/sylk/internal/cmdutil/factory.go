@@ -7,12 +7,14 @@ package cmdutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/skills"
@@ -146,6 +148,9 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 			return Usagef("ack_wait %q: want a positive duration like 30s", cfg.AckWait)
 		}
 	}
+	if _, err := hooks.FromConfig(cfg.Hooks, nil); err != nil {
+		return UsageError{Err: fmt.Errorf("config: %w", err)}
+	}
 	level, err := logLevel(cfg.LogLevel)
 	if err != nil {
 		return err
@@ -272,6 +277,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	cfg := runtime.Config{
 		Tools:          tools.Options{Permissions: policy},
 		DefaultWorkDir: wd,
+		Hooks:          f.Cfg.Hooks,
 		AckWait:        ackWait,
 		Logger:         slog.Default(),
 		LLMHint:        llm.Hint,
