@@ -9,7 +9,6 @@ import (
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/events/eventbench"
-	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -74,7 +73,7 @@ func DAG(ctx context.Context, cfg DAGConfig, progress func(string)) (*DAGReport,
 		return nil, err
 	}
 	defer srv.close()
-	log, store, work := srv.log, srv.store, srv.work
+	log, work := srv.log, srv.work
 	report := func(s string) { say(progress, s) }
 
 	rep := &DAGReport{Nodes: cfg.Nodes, ShortChain: cfg.ShortChain, MaxConcurrency: cfg.MaxConcurrency}
