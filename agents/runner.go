@@ -57,8 +57,13 @@ type Caught interface {
 const (
 	DefaultConcurrency   = 4
 	DefaultMaxAckPending = 256
-	DefaultAckWait       = 30 * time.Second
-	DefaultMaxDeliver    = 10
+	// DefaultAckWait is short so that the work of a process that died is
+	// redelivered within seconds (after a restart of the only server too: the
+	// server expires, at once, deliveries older than this). A live process
+	// never loses its work to the short wait: keepAlive reports progress on
+	// every message it holds three times per AckWait.
+	DefaultAckWait    = 3 * time.Second
+	DefaultMaxDeliver = 10
 )
 
 // Options configure a Runner.

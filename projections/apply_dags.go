@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -18,6 +19,7 @@ type dagObj struct {
 	index       map[string]int
 	headerDirty bool
 	dirtyNodes  []int
+	f           frontier
 }
 
 func newDAGObj(d *DAG) *dagObj {
@@ -27,6 +29,7 @@ func newDAGObj(d *DAG) *dagObj {
 			o.index[n.ID] = i
 		}
 	}
+	o.deriveFrontier()
 	return o
 }
 
@@ -65,7 +68,12 @@ func (o *dagObj) encode(b *pebble.Batch, k []byte, s *scratch) error {
 		}
 	}
 	o.dirtyNodes = o.dirtyNodes[:0]
-	return nil
+	v, err := s.marshal(o.frontier())
+	if err != nil {
+		return err
+	}
+	s.key = appendDAGFrontierKey(s.key[:0], o.d.Session, o.d.ID)
+	return b.Set(s.key, v, nil)
 }
 
 // readDAG reads a DAG's header and nodes from r; nil when there is none.
@@ -90,16 +98,24 @@ func readDAG(r pebble.Reader, sid, id string) (*DAG, error) {
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		n := &Node{}
-		if !decodeNodeJSON(it.Value(), n) {
-			*n = Node{}
-			if err := json.Unmarshal(it.Value(), n); err != nil {
-				return nil, fmt.Errorf("decode dag %s/%s node: %w", sid, id, err)
-			}
+		n, err := decodeNode(it.Value())
+		if err != nil {
+			return nil, fmt.Errorf("dag %s/%s: %w", sid, id, err)
 		}
 		d.Nodes = append(d.Nodes, n)
 	}
 	return d, it.Error()
+}
+
+func decodeNode(v []byte) (*Node, error) {
+	n := &Node{}
+	if !decodeNodeJSON(v, n) {
+		*n = Node{}
+		if err := json.Unmarshal(v, n); err != nil {
+			return nil, fmt.Errorf("decode node: %w", err)
+		}
+	}
+	return n, nil
 }
 
 // loadDAG and storeDAG build the key in the tx's buffer: the fold looks a DAG
@@ -114,8 +130,8 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 		return e.obj.(*dagObj), nil
 	}
 	var d *DAG
+	var err error
 	if !t.knownAbsent(k) {
-		var err error
 		if d, err = readDAG(t.db, sid, id); err != nil {
 			return nil, err
 		}
@@ -125,6 +141,9 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 		return nil, nil
 	}
 	o := newDAGObj(d)
+	if o.f.checkpointed, err = readCheckpointed(t.db, sid, id); err != nil {
+		return nil, err
+	}
 	t.cache.put(k, o, false)
 	return o, nil
 }
@@ -168,12 +187,7 @@ func finishDAG(t *tx, o *dagObj, s DAGState, ev *event, why string) error {
 	d := o.d
 	ts := ev.env.Timestamp
 	d.State, d.FinishedAt = s, timePtr(ts)
-	for i, n := range d.Nodes {
-		if !n.State.Done() {
-			n.State, n.SkipReason, n.FinishedAt = NodeCancelled, why, timePtr(ts)
-			o.touchNode(i)
-		}
-	}
+	o.cancelOpen(why, ts)
 	o.headerDirty = true
 	t.storeDAG(o)
 	r, err := loadRunning(t)
@@ -185,12 +199,25 @@ func finishDAG(t *tx, o *dagObj, s DAGState, ev *event, why string) error {
 	return nil
 }
 
-// promote makes ready every pending node whose dependencies all succeeded.
-func promote(o *dagObj) {
+// cancelOpen cancels the nodes not done.
+func (o *dagObj) cancelOpen(why string, ts time.Time) {
 	for i, n := range o.d.Nodes {
-		if n.State == NodePending && depsSucceeded(o, n) {
-			n.State = NodeReady
+		if from := n.State; !from.Done() {
+			n.State, n.SkipReason, n.FinishedAt = NodeCancelled, why, timePtr(ts)
+			o.moved(i, from)
 			o.touchNode(i)
+		}
+	}
+}
+
+// promote makes ready each pending dependent of node i whose dependencies all
+// succeeded: only i's dependents can have become ready.
+func promote(o *dagObj, i int) {
+	for _, j := range o.f.dependents[i] {
+		if n := o.d.Nodes[j]; n.State == NodePending && depsSucceeded(o, n) {
+			n.State = NodeReady
+			o.moved(j, NodePending)
+			o.touchNode(j)
 		}
 	}
 }
@@ -323,14 +350,23 @@ func applyDAGs(t *tx, ev *event) error {
 			if p.Reason != "" {
 				why += ": " + p.Reason
 			}
-			for i, n := range o.d.Nodes {
-				if !n.State.Done() {
-					n.State, n.SkipReason, n.FinishedAt = NodeCancelled, why, timePtr(env.Timestamp)
-					o.touchNode(i)
-				}
-			}
+			o.cancelOpen(why, env.Timestamp)
 			t.storeDAG(o)
 		}
+		return nil
+	case schemas.TypeCheckpoint:
+		// The checkpoints projection checks checkpoints; the frontier only
+		// counts them.
+		p, err := payloadOf[schemas.Checkpoint](t, DAGs, ev)
+		if p == nil {
+			return err
+		}
+		o, err := loadDAG(t, env.SessionID, p.DAGID)
+		if o == nil {
+			return err
+		}
+		o.checkpointed(p.Layer)
+		t.storeDAG(o)
 		return nil
 	case schemas.TypeTaskDispatch:
 		p, err := payloadOf[schemas.TaskDispatch](t, DAGs, ev)
@@ -401,7 +437,7 @@ func applyDAGs(t *tx, ev *event) error {
 			n.State, n.FinishedAt = NodeSucceeded, timePtr(env.Timestamp)
 			n.Result = &NodeResult{Summary: p.Summary, Evidence: p.Evidence, CallID: p.CallID, Seq: ev.seq}
 			n.Help, n.LastError, n.Retryable = "", "", false
-			promote(o)
+			promote(o, o.index[n.ID])
 			return ""
 		})
 	case schemas.TypeTaskFailed:
@@ -505,9 +541,11 @@ func nodeEvent(t *tx, ev *event, dag, node string, finishedOK bool, fn func(*dag
 	if n == nil {
 		return t.reject(DAGs, ev, "dag %s has no node %q", dag, node)
 	}
+	from := n.State
 	if why := fn(o, n); why != "" {
 		return t.reject(DAGs, ev, "%s", why)
 	}
+	o.moved(i, from)
 	o.touchNode(i)
 	t.storeDAG(o)
 	return nil
@@ -546,7 +584,7 @@ func dagExecute(t *tx, ev *event) error {
 	o := newDAGObj(d)
 	o.headerDirty = true
 	for i := range d.Nodes {
-		o.touchNode(i)
+		o.dirtyNodes = append(o.dirtyNodes, i) // all new: no need to look for duplicates
 	}
 	if err := t.set(dagIDKey(spec.ID, env.SessionID), nil); err != nil {
 		return err

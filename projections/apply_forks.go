@@ -264,6 +264,9 @@ func forkDAGs(t *tx, ev *event) error {
 			}
 		}
 		o := newDAGObj(d)
+		if o.f.checkpointed, err = readCheckpointed(f.src, f.p.Parent, id); err != nil {
+			return err
+		}
 		o.headerDirty = true
 		for i := range d.Nodes {
 			o.touchNode(i)

@@ -24,6 +24,7 @@
 //	dags         dags/d/<sid>\0<dag>               DAG header
 //	             dags/n/<sid>\0<dag>\0<index>      one Node
 //	             dags/id/<dag>\0<sid>              DAG id -> session
+//	             dags/f/<sid>\0<dag>               DAG frontier (what a scheduler step reads)
 //	             dags/running                      running DAGs (for cancel)
 //	checkpoints  checkpoints/c/<sid>\0<dag>\0<seq> Checkpoint
 //	pending      pending/p/<sid>\0<corr>           PendingRequest

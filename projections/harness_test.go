@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -296,6 +298,22 @@ func formatSession(s *projections.Session) string {
 	return b.String()
 }
 
+func formatFrontier(f *projections.Frontier) string {
+	nodes := func(ns []projections.FrontierNode) string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, fmt.Sprintf("%s#%d@%d", n.ID, n.Index, n.Attempt))
+		}
+		return "[" + strings.Join(out, " ") + "]"
+	}
+	var counts []string
+	for _, st := range slices.Sorted(maps.Keys(f.Counts)) {
+		counts = append(counts, fmt.Sprintf("%s=%d", st, f.Counts[st]))
+	}
+	return fmt.Sprintf("%s in %s: %s, %d nodes [%s] ready=%s failed=%s blocked=%s done_layers=%d checkpointed=%d",
+		f.ID, f.Session, f.State, f.Nodes, strings.Join(counts, " "), nodes(f.Ready), nodes(f.Failed), nodes(f.Blocked), f.DoneLayers, f.Checkpointed)
+}
+
 func formatDAG(d *projections.DAG) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s in %s: %s, layer %d of %d", d.ID, d.Session, d.State, d.CurrentLayer, len(d.Layers))
@@ -377,6 +395,13 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return errOut(err)
 		}
 		return formatDAG(d) + "\n"
+	case "frontier":
+		d, err := w.store.OpenDAG(ctx, args["session"], args["id"])
+		if err != nil {
+			return errOut(err)
+		}
+		defer d.Close()
+		return formatFrontier(d.Frontier) + "\n"
 	case "dags":
 		ds, err := w.store.DAGs(ctx, projections.DAGFilter{Session: args["session"], State: projections.DAGState(args["state"])})
 		if err != nil {

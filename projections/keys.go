@@ -89,7 +89,17 @@ func appendDAGNodeKey(b []byte, sid, dag string, i int) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(i))
 }
 func dagIDKey(dag, sid string) []byte { return key("dags/id/", dag, sid) }
-func dagIDPrefix(dag string) []byte   { return under(key("dags/id/", dag)) }
+
+func dagFrontierKey(sid, dag string) []byte { return appendDAGFrontierKey(nil, sid, dag) }
+
+// appendDAGFrontierKey appends dagFrontierKey(sid, dag) to b.
+func appendDAGFrontierKey(b []byte, sid, dag string) []byte {
+	b = append(b, "dags/f/"...)
+	b = append(b, sid...)
+	b = append(b, sep)
+	return append(b, dag...)
+}
+func dagIDPrefix(dag string) []byte { return under(key("dags/id/", dag)) }
 
 func checkpointDAGKey(sid, dag string) []byte { return key("checkpoints/k/", sid, dag) }
 func checkpointKey(sid, dag string, seq uint64) []byte {

@@ -43,7 +43,7 @@ func (p *projection) prefix() []byte { return []byte(p.name + "/") }
 // version when its fold or key layout changes: Open then rebuilds it.
 var projectionList = []*projection{
 	{name: Sessions, version: 1, apply: applySessions},
-	{name: DAGs, version: 1, apply: applyDAGs},
+	{name: DAGs, version: 2, apply: applyDAGs},
 	{name: Checkpoints, version: 1, apply: applyCheckpoints},
 	{name: Pending, version: 1, apply: applyPending},
 	{name: Log, version: 1, apply: applyLog, writesOnly: true},

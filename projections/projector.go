@@ -360,7 +360,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			}
 			last = e
 			n++
-			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes {
+			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes || (live && p.s.awaited(e.seq)) {
 				break
 			}
 			x, ok, got := (*event)(nil), false, false
@@ -377,9 +377,16 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 					timer.Reset(o.BatchDelay)
 				}
 			}
-			if !got {
+			for !got {
 				select {
 				case x, ok = <-ch:
+					got = true
+				case <-p.s.poke:
+					// A reader waits: if for an event of this batch, it
+					// is committed now.
+					if live && p.s.awaited(last.seq) {
+						break batch
+					}
 				case <-timer.C:
 					break batch
 				case <-ctx.Done():

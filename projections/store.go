@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,6 +40,12 @@ type Store struct {
 	rebuild    *Progress
 	closed     bool
 	projector  *Projector
+
+	// wanted is the highest seq a WaitFor blocks on (0: none); poke wakes the
+	// projector when it rises, so a batch holding that seq is committed at
+	// once instead of waiting out BatchDelay for more events.
+	wanted atomic.Uint64
+	poke   chan struct{}
 }
 
 // Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open
@@ -50,7 +57,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, log: opts.Logger, openedAt: time.Now(), changed: make(chan struct{})}
+	s := &Store{opts: opts, log: opts.Logger, openedAt: time.Now(), changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 	err := s.openPebble()
 	if err == nil {
 		err = s.loadMeta()
@@ -325,6 +332,7 @@ func (s *Store) advanced(cursors map[string]uint64, streamLast uint64) {
 		s.cursors[k] = v
 	}
 	s.streamLast = max(s.streamLast, streamLast)
+	s.served(s.appliedLocked())
 	if !s.closed {
 		close(s.changed)
 		s.changed = make(chan struct{})
@@ -345,11 +353,42 @@ func (s *Store) WaitFor(ctx context.Context, seq uint64) error {
 		if closed {
 			return ErrClosed
 		}
+		s.want(seq)
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return fmt.Errorf("wait for seq %d (applied %d): %w", seq, applied, ctx.Err())
 		}
+	}
+}
+
+// want records that a reader waits for seq and wakes the projector.
+func (s *Store) want(seq uint64) {
+	for {
+		w := s.wanted.Load()
+		if w >= seq {
+			return
+		}
+		if s.wanted.CompareAndSwap(w, seq) {
+			break
+		}
+	}
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// awaited reports whether a reader waits for seq or an earlier one.
+func (s *Store) awaited(seq uint64) bool {
+	w := s.wanted.Load()
+	return w != 0 && w <= seq
+}
+
+// served forgets the wait for any seq up to applied.
+func (s *Store) served(applied uint64) {
+	if w := s.wanted.Load(); w != 0 && w <= applied {
+		s.wanted.CompareAndSwap(w, 0)
 	}
 }
 

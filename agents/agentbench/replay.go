@@ -162,7 +162,7 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 	agentsCfg.DefaultWorkDir = work
 
 	report(fmt.Sprintf("%d no-op nodes live, %d at a time", cfg.Nodes, cfg.MaxConcurrency))
-	wall, _, err := runDAG(ctx, log, store, "live", cfg.Nodes, cfg.MaxConcurrency, work)
+	wall, _, err := runDAG(ctx, log, "live", cfg.Nodes, cfg.MaxConcurrency, false, work)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,10 @@
 //
 // It keeps no state of its own. Each message makes it read the DAG's
 // projection, caught up with the whole stream, and append what follows from
-// it. The events it appends have ids fixed by the DAG and the node attempt, so
+// it. A step reads the DAG's frontier (counts, the first ready nodes, the
+// failed and blocked ones) and the few nodes it decides about, never the whole
+// DAG, so a step of a 10,000-node DAG costs what a step of a 10-node one does.
+// The events it appends have ids fixed by the DAG and the node attempt, so
 // two deliveries (or two Orchestrator processes) deciding the same step append
 // it once.
 package orchestrator
@@ -31,13 +34,9 @@ const Name = "orchestrator"
 // Store is what the Orchestrator reads from the projections.
 type Store interface {
 	agents.Caught
-	SessionDAG(ctx context.Context, session, id string) (*projections.DAG, error)
+	OpenDAG(ctx context.Context, session, id string) (*projections.DAGSnapshot, error)
 	DAGs(ctx context.Context, f projections.DAGFilter) ([]*projections.DAG, error)
-	Checkpoints(ctx context.Context, session, dag string) ([]*projections.Checkpoint, error)
 }
-
-// DefaultMaxConcurrency applies when a DAG's policy leaves it at 0.
-const DefaultMaxConcurrency = 4
 
 // Orchestrator runs DAGs.
 type Orchestrator struct {
@@ -51,10 +50,14 @@ type Orchestrator struct {
 	definitions map[string]*definition
 }
 
+// definition is a DAG as submitted, with what a step looks up in it.
 type definition struct {
-	env  *schemas.Envelope
-	exec *schemas.DAGExecute
-	byID map[string]*schemas.Node
+	env        *schemas.Envelope
+	exec       *schemas.DAGExecute
+	byID       map[string]*schemas.Node
+	index      map[string]int      // node id -> place in the plan
+	layers     [][]string          // by longest path, as the projection has them
+	dependents map[string][]string // node id -> the nodes depending on it
 }
 
 // Handle takes the messages addressed to the Orchestrator.
@@ -146,26 +149,24 @@ func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*sche
 	if err := o.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	dag, err := o.Store.SessionDAG(ctx, session, dagID)
+	snap, err := o.Store.OpenDAG(ctx, session, dagID)
 	if errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Permanent(fmt.Errorf("DAG %q: %w", dagID, err))
+		return nil, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
 	}
 	if err != nil {
 		return nil, agents.Transient(err, 0)
 	}
+	defer snap.Close()
+	dag := snap.Frontier
 	if dag.State != projections.DAGRunning {
-		o.forget(dag)
+		o.forget(dag.Session, dag.ID)
 		return nil, nil
 	}
-	def, err := o.definition(ctx, dag)
+	def, err := o.definition(ctx, dag.Session, dag.ID, dag.CreatedSeq)
 	if err != nil {
 		return nil, err
 	}
-	cps, err := o.Store.Checkpoints(ctx, dag.Session, dag.ID)
-	if err != nil {
-		return nil, agents.Transient(err, 0)
-	}
-	return next(dag, def, cps, time.Now())
+	return next(snap, def, time.Now())
 }
 
 // catchUp waits until the projections have applied everything in the stream,
@@ -181,51 +182,59 @@ func (o *Orchestrator) catchUp(ctx context.Context) error {
 	return nil
 }
 
-func (o *Orchestrator) definition(ctx context.Context, dag *projections.DAG) (*definition, error) {
+// definition reads the dag_execute (at seq) of a session's DAG once, and
+// keeps it while the DAG runs.
+func (o *Orchestrator) definition(ctx context.Context, session, dagID string, seq uint64) (*definition, error) {
 	o.mu.Lock()
-	def, ok := o.definitions[defKey(dag)]
+	def, ok := o.definitions[defKey(session, dagID)]
 	o.mu.Unlock()
 	if ok {
 		return def, nil
 	}
-	ev, err := o.Log.Get(ctx, dag.CreatedSeq)
+	ev, err := o.Log.Get(ctx, seq)
 	if err != nil {
-		return nil, agents.Transient(fmt.Errorf("DAG %s definition at seq %d: %w", dag.ID, dag.CreatedSeq, err), 0)
+		return nil, agents.Transient(fmt.Errorf("DAG %s definition at seq %d: %w", dagID, seq, err), 0)
 	}
 	if ev.Env == nil || ev.Env.Type != schemas.TypeDAGExecute {
-		return nil, agents.Permanent(fmt.Errorf("DAG %s: seq %d is not its dag_execute", dag.ID, dag.CreatedSeq))
+		return nil, agents.Permanent(fmt.Errorf("DAG %s: seq %d is not its dag_execute", dagID, seq))
 	}
 	exec, err := schemas.PayloadAs[schemas.DAGExecute](ev.Env)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	env := ev.Env
-	if env.SessionID != dag.Session {
+	if env.SessionID != session {
 		// A fork's DAG, defined in an ancestor: the fork's steps derive from
 		// a copy in the fork, with an id of its own, so their ids differ from
 		// the ancestor's steps.
 		cp := *env
-		cp.ID, cp.SessionID = schemas.DeriveID(env, "fork/"+dag.Session), dag.Session
+		cp.ID, cp.SessionID = schemas.DeriveID(env, "fork/"+session), session
 		env = &cp
 	}
-	def = &definition{env: env, exec: exec, byID: map[string]*schemas.Node{}}
+	n := len(exec.DAG.Nodes)
+	def = &definition{env: env, exec: exec, byID: make(map[string]*schemas.Node, n), index: make(map[string]int, n), dependents: map[string][]string{}}
 	for i := range exec.DAG.Nodes {
-		def.byID[exec.DAG.Nodes[i].ID] = &exec.DAG.Nodes[i]
+		nd := &exec.DAG.Nodes[i]
+		def.byID[nd.ID], def.index[nd.ID] = nd, i
+		for _, dep := range nd.DependsOn {
+			def.dependents[dep] = append(def.dependents[dep], nd.ID)
+		}
 	}
+	def.layers, _, _ = projections.Plan(exec.DAG)
 	o.mu.Lock()
 	if o.definitions == nil {
 		o.definitions = map[string]*definition{}
 	}
-	o.definitions[defKey(dag)] = def
+	o.definitions[defKey(session, dagID)] = def
 	o.mu.Unlock()
 	return def, nil
 }
 
-func defKey(dag *projections.DAG) string { return dag.Session + "/" + dag.ID }
+func defKey(session, dagID string) string { return session + "/" + dagID }
 
-func (o *Orchestrator) forget(dag *projections.DAG) {
+func (o *Orchestrator) forget(session, dagID string) {
 	o.mu.Lock()
-	delete(o.definitions, defKey(dag))
+	delete(o.definitions, defKey(session, dagID))
 	o.mu.Unlock()
 }
 
@@ -252,12 +261,12 @@ func (o *Orchestrator) signal(ctx context.Context, d *agents.Delivery) ([]*schem
 	}
 	var outs []*schemas.Envelope
 	for _, dag := range dags {
-		def, err := o.definition(ctx, dag)
+		def, err := o.definition(ctx, dag.Session, dag.ID, dag.CreatedSeq)
 		if err != nil {
 			return nil, err
 		}
 		c := counts(dag.Nodes)
-		e, err := derive(def, dag, schemas.TypeWorkflowComplete, "user", "complete", d.Now(), schemas.WorkflowComplete{
+		e, err := derive(def, dag.ID, schemas.TypeWorkflowComplete, "user", "complete", d.Now(), schemas.WorkflowComplete{
 			DAGID: dag.ID, Outcome: schemas.OutcomeCancelled, Succeeded: c.succeeded, Failed: c.failed, Skipped: c.skipped + c.open,
 			Summary:  fmt.Sprintf("cancelled: %d succeeded, %d failed, %d not run (%s)", c.succeeded, c.failed, c.skipped+c.open, reason(p.Reason)),
 			Duration: d.Now().Sub(dag.CreatedAt),
@@ -266,7 +275,7 @@ func (o *Orchestrator) signal(ctx context.Context, d *agents.Delivery) ([]*schem
 			return nil, agents.Permanent(err)
 		}
 		outs = append(outs, e)
-		o.forget(dag)
+		o.forget(dag.Session, dag.ID)
 	}
 	return outs, nil
 }
@@ -280,12 +289,12 @@ func reason(r string) string {
 
 // derive builds an event of the DAG's with an id fixed by the DAG and key, so
 // that whoever decides the same step first, it is appended once.
-func derive(def *definition, dag *projections.DAG, t schemas.Type, target, key string, now time.Time, payload any) (*schemas.Envelope, error) {
+func derive(def *definition, dagID string, t schemas.Type, target, key string, now time.Time, payload any) (*schemas.Envelope, error) {
 	e, err := def.env.Derive(t, Name, target, now, payload)
 	if err != nil {
 		return nil, err
 	}
-	e.ID = schemas.DeriveID(def.env, Name+"/"+dag.ID+"/"+key)
+	e.ID = schemas.DeriveID(def.env, Name+"/"+dagID+"/"+key)
 	return e, nil
 }
 

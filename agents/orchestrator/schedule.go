@@ -2,7 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
-	"slices"
+	"maps"
 	"strings"
 	"time"
 
@@ -13,41 +13,89 @@ import (
 
 // next works out what follows from a running DAG's state: retries of failed
 // nodes, skips, dispatches of ready nodes, checkpoints of completed layers and,
-// once every node is done, the workflow's end.
-func next(dag *projections.DAG, def *definition, cps []*projections.Checkpoint, now time.Time) ([]*schemas.Envelope, error) {
-	s := &stepper{dag: dag, def: def, now: now, state: map[string]projections.NodeState{}, attempt: map[string]int{}}
-	for _, n := range dag.Nodes {
-		s.state[n.ID], s.attempt[n.ID] = n.State, n.Attempt
-	}
+// once every node is done, the workflow's end. It reads the frontier and the
+// nodes it decides about, not the whole DAG.
+func next(snap *projections.DAGSnapshot, def *definition, now time.Time) ([]*schemas.Envelope, error) {
+	dag := snap.Frontier
+	s := &stepper{dag: dag, snap: snap, def: def, now: now, state: map[string]projections.NodeState{},
+		nodes: map[string]*projections.Node{}, counts: maps.Clone(dag.Counts), gaveUp: map[string]bool{}}
 	s.retryOrGiveUp()
 	s.skipUnreachable()
 	s.dispatchReady()
-	s.checkpoint(cps)
+	s.checkpoint()
 	s.complete()
 	if s.err != nil {
-		return nil, agents.Permanent(s.err)
+		return nil, s.err
 	}
 	return s.outs, nil
 }
 
 type stepper struct {
-	dag     *projections.DAG
-	def     *definition
-	now     time.Time
-	state   map[string]projections.NodeState // as it will be after outs
-	attempt map[string]int                   // each node's current attempt
+	dag   *projections.Frontier
+	snap  *projections.DAGSnapshot
+	def   *definition
+	now   time.Time
+	state map[string]projections.NodeState // the nodes this step changes, as they will be after outs
+	nodes map[string]*projections.Node     // the nodes read so far
+	// counts are the frontier's counts as they will be after outs.
+	counts  map[projections.NodeState]int
 	outs    []*schemas.Envelope
-	failed  []string // failed for good
+	failed  []string        // failed for good
+	gaveUp  map[string]bool // the same, as a set
+	skipped bool            // this step skips nodes
 	err     error
+}
+
+func (s *stepper) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// node reads a node of the DAG (once per step).
+func (s *stepper) node(id string) *projections.Node {
+	if n, ok := s.nodes[id]; ok {
+		return n
+	}
+	i, ok := s.def.index[id]
+	if !ok {
+		s.fail(agents.Permanent(fmt.Errorf("DAG %s: node %s not in its definition", s.dag.ID, id)))
+		return nil
+	}
+	n, err := s.snap.Node(i)
+	if err != nil {
+		s.fail(agents.Transient(err, 0))
+		return nil
+	}
+	s.nodes[id] = n
+	return n
+}
+
+// stateOf is a node's state as it will be after outs.
+func (s *stepper) stateOf(id string) projections.NodeState {
+	if st, ok := s.state[id]; ok {
+		return st
+	}
+	if n := s.node(id); n != nil {
+		return n.State
+	}
+	return ""
+}
+
+// set records that outs move node id to state st.
+func (s *stepper) set(id string, st projections.NodeState) {
+	s.counts[s.stateOf(id)]--
+	s.counts[st]++
+	s.state[id] = st
 }
 
 func (s *stepper) emit(t schemas.Type, target, key string, payload any) {
 	if s.err != nil {
 		return
 	}
-	e, err := derive(s.def, s.dag, t, target, key, s.now, payload)
+	e, err := derive(s.def, s.dag.ID, t, target, key, s.now, payload)
 	if err != nil {
-		s.err = err
+		s.fail(agents.Permanent(err))
 		return
 	}
 	s.outs = append(s.outs, e)
@@ -65,13 +113,15 @@ func (s *stepper) retryPolicy(id string) schemas.Retry {
 // retryOrGiveUp schedules another attempt of each retryable failed node that
 // has attempts left (retry.max further attempts, backoff doubling each time).
 func (s *stepper) retryOrGiveUp() {
-	for _, n := range s.dag.Nodes {
-		if n.State != projections.NodeFailed {
+	for _, f := range s.dag.Failed {
+		n := s.node(f.ID)
+		if n == nil || n.State != projections.NodeFailed {
 			continue
 		}
 		r := s.retryPolicy(n.ID)
 		if !n.Retryable || n.Attempt > r.Max {
 			s.failed = append(s.failed, n.ID)
+			s.gaveUp[n.ID] = true
 			continue
 		}
 		attempt := n.Attempt + 1
@@ -96,14 +146,14 @@ func backoff(base time.Duration, attempt int) time.Duration {
 func (s *stepper) dispatch(id string, attempt int, notBefore time.Time) {
 	n := s.def.byID[id]
 	if n == nil {
-		s.err = fmt.Errorf("DAG %s: node %s not in its definition", s.dag.ID, id)
+		s.fail(agents.Permanent(fmt.Errorf("DAG %s: node %s not in its definition", s.dag.ID, id)))
 		return
 	}
 	s.emit(schemas.TypeTaskDispatch, n.Agent, fmt.Sprintf("dispatch/%s/%d", id, attempt), schemas.TaskDispatch{
 		DAGID: s.dag.ID, NodeID: id, Attempt: attempt, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, Skills: n.Skills,
 		Timeout: n.Timeout, WorkDir: s.def.exec.WorkDir, NotBefore: notBefore,
 	})
-	s.state[id] = projections.NodeDispatched
+	s.set(id, projections.NodeDispatched)
 }
 
 func open(st projections.NodeState) bool {
@@ -112,34 +162,53 @@ func open(st projections.NodeState) bool {
 
 // skipUnreachable skips what can no longer run: with fail_fast, every node not
 // started once a node has failed for good; otherwise the nodes downstream of a
-// failed, skipped or cancelled one.
+// node failed for good, skipped or cancelled.
 func (s *stepper) skipUnreachable() {
 	if len(s.failed) > 0 && s.policy().FailFast {
+		if s.counts[projections.NodePending]+s.counts[projections.NodeReady] == 0 {
+			return // skipped by an earlier step
+		}
+		nodes, err := s.snap.Nodes()
+		if err != nil {
+			s.fail(agents.Transient(err, 0))
+			return
+		}
+		for _, n := range nodes {
+			s.nodes[n.ID] = n
+		}
 		why := fmt.Sprintf("fail_fast: %s failed", strings.Join(s.failed, ", "))
 		for _, id := range s.order() {
-			if open(s.state[id]) {
+			if open(s.stateOf(id)) {
 				s.skip(id, why)
 			}
 		}
 		return
 	}
-	for changed := true; changed; {
-		changed = false
-		for _, id := range s.order() {
-			if !open(s.state[id]) {
-				continue
+	// The frontier lists the open nodes with a dead dependency (blocked): a
+	// step reads those, not the DAG. Those whose dependency is dead for good
+	// are skipped, and with them every open node downstream (which the
+	// projection does not know to be blocked until the skips are applied).
+	var queue []string
+	for _, b := range s.dag.Blocked {
+		if st, ok := s.state[b.ID]; ok && !open(st) {
+			continue
+		}
+		for _, dep := range s.def.byID[b.ID].DependsOn {
+			st := s.stateOf(dep)
+			if st == projections.NodeSkipped || st == projections.NodeCancelled || st == projections.NodeFailed && s.gaveUp[dep] {
+				s.skip(b.ID, fmt.Sprintf("dependency %s %s", dep, st))
+				queue = append(queue, b.ID)
+				break
 			}
-			for _, dep := range s.def.byID[id].DependsOn {
-				switch st := s.state[dep]; st {
-				case projections.NodeFailed, projections.NodeSkipped, projections.NodeCancelled:
-					if st != projections.NodeFailed || slices.Contains(s.failed, dep) {
-						s.skip(id, fmt.Sprintf("dependency %s %s", dep, st))
-						changed = true
-					}
-				}
-				if !open(s.state[id]) {
-					break
-				}
+		}
+	}
+	for len(queue) > 0 {
+		from := queue[0]
+		queue = queue[1:]
+		for _, id := range s.def.dependents[from] {
+			if open(s.stateOf(id)) {
+				s.skip(id, fmt.Sprintf("dependency %s %s", from, projections.NodeSkipped))
+				queue = append(queue, id)
 			}
 		}
 	}
@@ -147,74 +216,58 @@ func (s *stepper) skipUnreachable() {
 
 func (s *stepper) skip(id, reason string) {
 	s.emit(schemas.TypeNodeSkipped, "user", "skip/"+id, schemas.NodeSkipped{DAGID: s.dag.ID, NodeID: id, Reason: reason})
-	s.state[id] = projections.NodeSkipped
+	s.set(id, projections.NodeSkipped)
+	s.skipped = true
 }
 
 // order is the nodes by layer, then as the plan lists them.
 func (s *stepper) order() []string {
 	var ids []string
-	for _, layer := range s.dag.Layers {
+	for _, layer := range s.def.layers {
 		ids = append(ids, layer...)
 	}
 	return ids
 }
 
-// dispatchReady dispatches the nodes whose dependencies all succeeded, up to
-// the policy's concurrency.
+// dispatchReady dispatches the first ready nodes (in the frontier's order: by
+// layer, then as the plan lists them) up to the policy's concurrency.
 func (s *stepper) dispatchReady() {
 	if len(s.failed) > 0 && s.policy().FailFast {
 		return
 	}
 	limit := s.policy().MaxConcurrency
 	if limit <= 0 {
-		limit = DefaultMaxConcurrency
+		limit = projections.DefaultMaxConcurrency
 	}
-	busy := 0
-	for _, st := range s.state {
-		if st == projections.NodeDispatched || st == projections.NodeRunning {
-			busy++
-		}
-	}
-	for _, id := range s.order() {
+	busy := s.counts[projections.NodeDispatched] + s.counts[projections.NodeRunning]
+	for _, r := range s.dag.Ready {
 		if busy >= limit {
 			return
 		}
-		if !open(s.state[id]) || !s.depsSucceeded(id) {
+		if st, ok := s.state[r.ID]; ok && !open(st) {
 			continue
 		}
-		s.dispatch(id, max(s.attempt[id], 1), time.Time{})
+		s.nodes[r.ID] = &projections.Node{ID: r.ID, State: projections.NodeReady, Attempt: r.Attempt}
+		s.dispatch(r.ID, max(r.Attempt, 1), time.Time{})
 		busy++
 	}
 }
 
-func (s *stepper) depsSucceeded(id string) bool {
-	for _, dep := range s.def.byID[id].DependsOn {
-		if s.state[dep] != projections.NodeSucceeded {
-			return false
-		}
-	}
-	return true
-}
-
-// checkpoint records each layer whose nodes are all done, once.
-func (s *stepper) checkpoint(cps []*projections.Checkpoint) {
-	recorded := make(map[int]bool, len(cps))
-	for _, c := range cps {
-		if c.DAG == s.dag.ID {
-			recorded[c.Layer] = true
-		}
-	}
-	for i, layer := range s.dag.Layers {
-		if recorded[i] {
-			continue
+// checkpoint records each layer whose nodes are all done, once, in order. The
+// frontier says which leading layers are done; only a step that skips nodes
+// can finish a layer beyond them.
+func (s *stepper) checkpoint() {
+	for i := s.dag.Checkpointed; i < len(s.def.layers); i++ {
+		if i >= s.dag.DoneLayers && !s.skipped {
+			return
 		}
 		cp := schemas.Checkpoint{DAGID: s.dag.ID, Layer: i}
-		for _, id := range layer {
-			switch s.state[id] {
+		for _, id := range s.def.layers[i] {
+			switch s.stateOf(id) {
 			case projections.NodeSucceeded:
 				cp.Succeeded = append(cp.Succeeded, id)
 			case projections.NodeFailed:
-				if !slices.Contains(s.failed, id) {
+				if !s.gaveUp[id] {
 					return // will be retried
 				}
 				cp.Failed = append(cp.Failed, id)
@@ -230,19 +283,13 @@ func (s *stepper) checkpoint(cps []*projections.Checkpoint) {
 
 // complete ends the workflow once every node is done for good.
 func (s *stepper) complete() {
-	var t tally
-	for _, n := range s.dag.Nodes {
-		st := s.state[n.ID]
-		switch {
-		case st == projections.NodeSucceeded:
-			t.succeeded++
-		case st == projections.NodeFailed && slices.Contains(s.failed, n.ID):
-			t.failed++
-		case st == projections.NodeSkipped || st == projections.NodeCancelled:
-			t.skipped++
-		default:
-			return
-		}
+	t := tally{
+		succeeded: s.counts[projections.NodeSucceeded],
+		failed:    s.counts[projections.NodeFailed],
+		skipped:   s.counts[projections.NodeSkipped] + s.counts[projections.NodeCancelled],
+	}
+	if t.succeeded+t.failed+t.skipped < s.dag.Nodes || t.failed != len(s.failed) || s.err != nil {
+		return
 	}
 	outcome := schemas.OutcomeSucceeded
 	summary := fmt.Sprintf("all %d nodes succeeded", t.succeeded)

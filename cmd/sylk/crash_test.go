@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sylk/sylk/agents/agentbench"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/cmd/sylk/internal/conversation"
@@ -269,4 +270,20 @@ func verifyProjections(t *testing.T, data string) {
 	if report.Difference != nil || report.Keys == 0 {
 		t.Fatalf("projections differ from a clean rebuild: %d keys compared, first difference %+v", report.Keys, report.Difference)
 	}
+}
+
+// TestPromptResume kills the only server (`sylk serve`, default settings)
+// while a node's tool runs and starts it again: the interrupted node completes
+// within agentbench.ResumeBudget of the restart, not after a long ack wait.
+func TestPromptResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := agentbench.Resume(ctx, agentbench.ResumeConfig{Bin: sylkBinary(t), DataDir: t.TempDir(), Kills: 1}, func(s string) { t.Log(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Max > agentbench.ResumeBudget {
+		t.Fatalf("the interrupted node completed %.2fs after the restart (budget %.0fs)", rep.Max, agentbench.ResumeBudget)
+	}
+	t.Logf("resumed in %.2fs", rep.Max)
 }

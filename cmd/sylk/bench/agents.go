@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -78,14 +79,24 @@ overhead per node and nodes per second.`,
 
 func newBenchDAGCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &BenchOptions{}
-	var concurrency int
+	var concurrency, short int
 	cmd := &cobra.Command{
 		Use:   "dag",
-		Short: "A DAG of no-op tool nodes: overhead per node and nodes per second",
-		Long: `Runs a DAG of independent no-op tool nodes (list, in-process) through the
-Orchestrator and the Engineer on an embedded server: once one node at a time,
-reporting the runtime's own overhead per node (wall time less the tools' time),
-once in parallel, reporting nodes per second.`,
+		Short: "DAGs of no-op tool nodes: overhead per node and nodes per second",
+		Long: `Runs DAGs of no-op tool nodes (list, in-process) through the Orchestrator and
+the Engineer on an embedded server:
+
+  - a chain (each node depends on the one before) of --short-chain nodes, then
+    one of --events nodes, reporting the runtime's own overhead per node (wall
+    time less the tools' time). The long chain's overhead per node against the
+    short one's, same run, is the ratio (target >= 0.8: the cost of a step does
+    not grow with the DAG), and against a budget of 1 ms per node;
+  - --events independent nodes run --max-concurrency at a time, in nodes per
+    second, against a budget of 4,000 nodes/s.
+
+Examples:
+  sylk bench dag                       # 100 vs 10,000 nodes, wide at 64
+  sylk bench dag --events 2000 --json  # a quicker run, for scripts`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, cleanup, err := opts.scratch()
@@ -93,23 +104,83 @@ once in parallel, reporting nodes per second.`,
 				return err
 			}
 			defer cleanup()
-			rep, err := agentbench.DAG(cmd.Context(), agentbench.DAGConfig{DataDir: dir, Nodes: opts.Events, MaxConcurrency: concurrency}, opts.progress(f.IO))
+			rep, err := agentbench.DAG(cmd.Context(), agentbench.DAGConfig{DataDir: dir, Nodes: opts.Events, ShortChain: short, MaxConcurrency: concurrency}, opts.progress(f.IO))
 			if err != nil {
 				return err
 			}
 			if opts.JSON {
-				return f.IO.PrintJSON(map[string]any{"benchmark": "dag", "report": rep})
+				return f.IO.PrintJSON(dagReport{newBenchReport("dag", rep.Comparisons), rep})
 			}
 			printDAGReport(f, rep)
-			return nil
+			return printComparisons(f, opts, "dag", rep.Comparisons)
 		},
 	}
-	opts.bind(cmd, 1000)
-	cmd.Flags().IntVar(&concurrency, "max-concurrency", 16, "the parallel run's max_concurrency")
+	opts.bind(cmd, 10_000)
+	cmd.Flags().IntVar(&short, "short-chain", 100, "nodes of the short chain the long one is compared with")
+	cmd.Flags().IntVar(&concurrency, "max-concurrency", 64, "the wide DAG's max_concurrency")
 	return cmd
 }
 
+// dagReport is what `sylk bench dag --json` prints: the comparisons and the
+// raw figures.
+type dagReport struct {
+	benchReport
+	Report *agentbench.DAGReport `json:"report"`
+}
+
 func printDAGReport(f *cmdutil.Factory, rep *agentbench.DAGReport) {
-	fmt.Fprintf(f.IO.Out, "DAG of %d no-op nodes one at a time: %.2fs (tools %.3fs): runtime overhead %.2f ms per node\n", rep.Nodes, rep.SequentialSeconds, rep.ToolSeconds, rep.OverheadPerNodeMS)
+	fmt.Fprintf(f.IO.Out, "chain of %d no-op nodes: runtime overhead %.2f ms per node\n", rep.ShortChain, rep.ShortOverheadMS)
+	fmt.Fprintf(f.IO.Out, "chain of %d no-op nodes: %.2fs (tools %.3fs): runtime overhead %.2f ms per node\n", rep.Nodes, rep.SequentialSeconds, rep.ToolSeconds, rep.OverheadPerNodeMS)
 	fmt.Fprintf(f.IO.Out, "DAG of %d no-op nodes, %d at a time: %.2fs: %.0f nodes/s\n", rep.Nodes, rep.MaxConcurrency, rep.ParallelSeconds, rep.ParallelNodesPerS)
+}
+
+func newBenchResumeCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &BenchOptions{}
+	var kills int
+	cmd := &cobra.Command{
+		Use:   "resume",
+		Short: "Seconds from restarting a killed server to its interrupted work completing",
+		Long: `Starts 'sylk serve' (this binary, default settings) on a fresh data directory,
+runs a chain of one-second tool nodes, SIGKILLs the server while a node's tool
+runs, starts it again at once and times how long the interrupted node takes to
+complete, --kills times. The slowest is compared with a budget of 5 seconds
+(ratio = 5 s / slowest; target >= 1).
+
+Examples:
+  sylk bench resume
+  sylk bench resume --kills 5 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, cleanup, err := opts.scratch()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			rep, err := agentbench.Resume(cmd.Context(), agentbench.ResumeConfig{Bin: bin, DataDir: dir, Kills: kills}, opts.progress(f.IO))
+			if err != nil {
+				return err
+			}
+			if opts.JSON {
+				return f.IO.PrintJSON(resumeReport{newBenchReport("resume", rep.Comparisons), rep})
+			}
+			for i, s := range rep.Seconds {
+				fmt.Fprintf(f.IO.Out, "kill %d: the interrupted node completed %.2fs after the restart\n", i+1, s)
+			}
+			return printComparisons(f, opts, "resume", rep.Comparisons)
+		},
+	}
+	opts.bind(cmd, 0)
+	cmd.Flags().MarkHidden("events") // the kills are the measure
+	cmd.Flags().IntVar(&kills, "kills", 3, "how many times the server is killed")
+	return cmd
+}
+
+// resumeReport is what `sylk bench resume --json` prints.
+type resumeReport struct {
+	benchReport
+	Report *agentbench.ResumeReport `json:"report"`
 }
