@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -77,11 +78,13 @@ func (b Builtins) Hooks() []Hook {
 	return out
 }
 
-// Permission is the tool allow-list as a pre_tool hook.
+// Permission is the tool allow-list as a pre_tool hook. request_tools is
+// every agent's tier-0 tool, not the tool layer's: it checks what it loads
+// against the same allow-list itself.
 func Permission(p tools.Policy) Hook {
 	return Hook{Name: "permission_check", Point: PreTool, Priority: First, Source: "builtin",
 		Run: func(_ context.Context, d *Data) (Decision, error) {
-			if p.Allows(d.Agent, d.Tool) {
+			if d.Tool == skills.RequestTools || p.Allows(d.Agent, d.Tool) {
 				return Decision{}, nil
 			}
 			may := "no tools"
