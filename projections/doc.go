@@ -55,6 +55,9 @@
 //	             code/p/<root>\0<package>\0<path>  the file is in a package
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
+//	pipelines    pipelines/p/<pipeline>            Pipeline (stages, loops, feedback, files)
+//	             pipelines/g/<group>               VariantGroup
+//	             pipelines/n/<dag>\0<node>         the node's variant group
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

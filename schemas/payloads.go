@@ -159,6 +159,8 @@ type Node struct {
 	DependsOn []string       `json:"depends_on,omitempty"`
 	Timeout   time.Duration  `json:"timeout,omitempty"`
 	Retry     *Retry         `json:"retry,omitempty"`
+	// Pipeline runs a prompt node as a single-worker pipeline (PipelineModes).
+	Pipeline string `json:"pipeline,omitempty"`
 }
 
 // DAG is a workflow plan.
@@ -226,6 +228,9 @@ type TaskDispatch struct {
 	Prompt  string         `json:"prompt,omitempty"`
 	Timeout time.Duration  `json:"timeout,omitempty"`
 	WorkDir string         `json:"work_dir,omitempty"`
+	// Pipeline is the node's pipeline mode; the dispatch then goes to the
+	// pipeline agent, which runs Agent in it.
+	Pipeline string `json:"pipeline,omitempty"`
 	// NotBefore delays a retry: the agent waits until then before it starts.
 	NotBefore time.Time `json:"not_before,omitempty"`
 }

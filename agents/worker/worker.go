@@ -24,6 +24,8 @@ type Verdict struct {
 	// Retryable marks a failure worth another attempt under the DAG's retry
 	// policy (a flaky command), as opposed to a refusal.
 	Retryable bool
+	// Issues are a reviewer's findings.
+	Issues []string
 	// Extra events to append with the task's outcome (test_results, ...).
 	Extra []Extra
 }
@@ -66,7 +68,11 @@ type Worker struct {
 
 // Handle runs one dispatched node.
 func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
-	if d.Env.Type != schemas.TypeTaskDispatch {
+	switch d.Env.Type {
+	case schemas.TypeTaskDispatch:
+	case schemas.TypePipelineStage:
+		return w.stage(ctx, d)
+	default:
 		return nil, agents.Unhandled(w.Agent, d.Env.Type)
 	}
 	node, err := schemas.PayloadAs[schemas.TaskDispatch](d.Env)
