@@ -184,14 +184,14 @@ func applyPipelines(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return onGroup(t, ev, p.GroupID, func(g *VariantGroup) string { return selectable(g, p.VariantID) })
+		return onGroup(t, ev, p.GroupID, func(g *VariantGroup) string { return g.CannotSelect(p.VariantID) })
 	case schemas.TypeVariantSelected:
 		p, err := payloadOf[schemas.VariantSelected](t, Pipelines, ev)
 		if p == nil {
 			return err
 		}
 		return onGroup(t, ev, p.GroupID, func(g *VariantGroup) string {
-			if why := selectable(g, p.VariantID); why != "" {
+			if why := g.CannotSelect(p.VariantID); why != "" {
 				return why
 			}
 			for i := range g.Variants {
@@ -208,20 +208,6 @@ func applyPipelines(t *tx, ev *event) error {
 		})
 	}
 	return nil
-}
-
-// selectable says why variant id of g cannot be selected, or "".
-func selectable(g *VariantGroup, id string) string {
-	v := g.Variant(id)
-	switch {
-	case v == nil:
-		return fmt.Sprintf("group %s has no variant %s", g.ID, id)
-	case g.State != GroupPending:
-		return fmt.Sprintf("group %s is %s: a variant is selected once every variant has ended", g.ID, g.State)
-	case v.State != VariantReady:
-		return fmt.Sprintf("variant %s is %s: only a ready variant can be selected", id, v.State)
-	}
-	return ""
 }
 
 func pipelineStarted(t *tx, ev *event, p *schemas.PipelineStarted) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sylk/sylk/schemas"
@@ -174,6 +175,29 @@ func (g *VariantGroup) Variant(id string) *Variant {
 		}
 	}
 	return nil
+}
+
+// CannotSelect says why variant id cannot be selected, or "": only a ready
+// variant of a pending group can.
+func (g *VariantGroup) CannotSelect(id string) string {
+	v := g.Variant(id)
+	var ready []string
+	for _, x := range g.Variants {
+		if x.State == VariantReady {
+			ready = append(ready, x.ID)
+		}
+	}
+	switch {
+	case v == nil:
+		return fmt.Sprintf("group %s has no variant %q (ready: %s)", g.ID, id, strings.Join(ready, ", "))
+	case g.State != GroupPending:
+		return fmt.Sprintf("group %s is %s: a variant is selected once every variant has ended", g.ID, g.State)
+	case v.State == VariantFailed:
+		return fmt.Sprintf("variant %s failed (%s): select a ready one (%s)", id, v.Error, strings.Join(ready, ", "))
+	case v.State != VariantReady:
+		return fmt.Sprintf("variant %s is %s: select a ready one (%s)", id, v.State, strings.Join(ready, ", "))
+	}
+	return ""
 }
 
 // PipelineFilter selects pipelines; empty fields select all.

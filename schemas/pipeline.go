@@ -1,6 +1,9 @@
 package schemas
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Single-worker pipelines (seed L24533-25494, L25647-26025): one Engineer with
 // an Inspector and a Tester of its own, looping on one DAG node until both
@@ -187,6 +190,24 @@ func TaskMessageOf(v any) *UserTaskMessage {
 		return (*UserTaskMessage)(p)
 	}
 	return nil
+}
+
+// NewTaskMessage returns the payload of /task message type t (one of the
+// user_task_* and user_ignore_* types).
+func NewTaskMessage(t Type, m UserTaskMessage) (any, error) {
+	switch t {
+	case TypeUserTaskPrompt:
+		return UserTaskPrompt(m), nil
+	case TypeUserTaskQuery:
+		return UserTaskQuery(m), nil
+	case TypeUserTaskInterrupt:
+		return UserTaskInterrupt(m), nil
+	case TypeUserIgnoreInspector:
+		return UserIgnoreInspector(m), nil
+	case TypeUserIgnoreTester:
+		return UserIgnoreTester(m), nil
+	}
+	return nil, fmt.Errorf("%w: %q is not a /task message", ErrUnknownType, string(t))
 }
 
 // Variants (seed L26131-26733): several pipelines for one node from one
