@@ -67,7 +67,7 @@ func applyPipelines(t *tx, ev *event) error {
 			case r.ResultSeq != 0:
 				return fmt.Sprintf("stage %s of loop %d was reported already (seq %d)", p.Stage, p.Loop, r.ResultSeq)
 			}
-			r.ResultSeq, r.Passed, r.Summary, r.Tests = ev.seq, p.Passed, p.Summary, p.Tests
+			r.ResultSeq, r.Passed, r.Summary, r.Tests, r.Issues, r.Evidence = ev.seq, p.Passed, p.Summary, p.Tests, p.Issues, p.Evidence
 			if i := slices.Index(pl.Waiting, p.Stage); i >= 0 {
 				pl.Waiting = slices.Delete(pl.Waiting, i, i+1)
 			}
@@ -76,11 +76,10 @@ func applyPipelines(t *tx, ev *event) error {
 				pl.Criteria = p.Summary
 			case schemas.StageRed:
 				pl.Tests = p.Summary
-			case schemas.StageImplement:
-				for _, f := range p.FilesChanged {
-					if !slices.Contains(pl.FilesChanged, f) {
-						pl.FilesChanged = append(pl.FilesChanged, f)
-					}
+			}
+			for _, f := range p.FilesChanged {
+				if !slices.Contains(pl.FilesChanged, f) {
+					pl.FilesChanged = append(pl.FilesChanged, f)
 				}
 			}
 			return ""
@@ -176,7 +175,7 @@ func applyPipelines(t *tx, ev *event) error {
 				return fmt.Sprintf("group %s has a variant %s already", g.ID, p.VariantID)
 			}
 			g.State = GroupActive
-			g.Variants = append(g.Variants, Variant{ID: p.VariantID, Approach: p.Approach, Pipeline: p.PipelineID, Worktree: p.Worktree, State: VariantRunning})
+			g.Variants = append(g.Variants, Variant{ID: p.VariantID, Approach: p.Approach, Pipeline: p.PipelineID, Worktree: p.Worktree, State: VariantRunning, Request: ev.env.ParentID})
 			return ""
 		})
 	case schemas.TypeVariantSelect:
@@ -297,7 +296,7 @@ func onPipeline(t *tx, ev *event, id, what string, f func(*Pipeline) string) err
 func endPipeline(t *tx, ev *event, id string, f func(*Pipeline, *Variant)) error {
 	var g *VariantGroup
 	err := onPipeline(t, ev, id, "end", func(pl *Pipeline) string {
-		pl.FinishedAt = timePtr(ev.env.Timestamp)
+		pl.FinishedAt, pl.EndSeq = timePtr(ev.env.Timestamp), ev.seq
 		if pl.Group == "" {
 			f(pl, nil)
 			return ""

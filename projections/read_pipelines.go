@@ -51,8 +51,9 @@ type Pipeline struct {
 	Criteria string             `json:"criteria,omitempty"`
 	Tests    string             `json:"tests,omitempty"`
 	Feedback []PipelineFeedback `json:"feedback,omitempty"`
-	// FilesChanged are the files the Engineer wrote, then, once the
-	// pipeline completed, the files that differ from the starting commit.
+	// FilesChanged are the files the pipeline's agents wrote (for a
+	// variant, once it completed, the files that differ from the starting
+	// commit).
 	FilesChanged []string `json:"files_changed,omitempty"`
 	// UserMessages are the /task messages; the first Delivered of them were
 	// handed to the Engineer.
@@ -72,6 +73,7 @@ type Pipeline struct {
 	Variant    string     `json:"variant,omitempty"`
 	Approach   string     `json:"approach,omitempty"`
 	Seq        uint64     `json:"seq"`
+	EndSeq     uint64     `json:"end_seq,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
@@ -85,6 +87,8 @@ type PipelineStageRecord struct {
 	ResultSeq uint64                 `json:"result_seq,omitempty"`
 	Passed    bool                   `json:"passed,omitempty"`
 	Summary   string                 `json:"summary,omitempty"`
+	Issues    []string               `json:"issues,omitempty"`
+	Evidence  string                 `json:"evidence,omitempty"`
 	Tests     *schemas.PipelineTests `json:"tests,omitempty"`
 }
 
@@ -165,6 +169,8 @@ type Variant struct {
 	Error    string       `json:"error,omitempty"`
 	// EndCommit is the commit of the variant's work at its end.
 	EndCommit string `json:"end_commit,omitempty"`
+	// Request is the id of the variant_request that made it.
+	Request string `json:"request,omitempty"`
 }
 
 // Variant finds a variant of the group.

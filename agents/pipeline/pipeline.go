@@ -216,11 +216,11 @@ func (a *Agent) next(ctx context.Context, d *agents.Delivery, pl *projections.Pi
 		if r.Tests == nil || r.Tests.Passed+r.Tests.Failed == 0 {
 			why = "no test run reported results, so RED is not shown: " + r.Summary
 		}
-		s.failLoop(why, []string{why}, nil, nil)
+		s.failLoop(why, findings(pl), nil, nil)
 	case schemas.StageImplement:
 		r := pl.Result(pl.Stage, pl.Loop)
 		if !r.Passed {
-			s.failLoop("the Engineer did not finish: "+r.Summary, []string{r.Summary}, nil, nil)
+			s.failLoop("the Engineer did not finish: "+r.Summary, findings(pl), nil, nil)
 			break
 		}
 		if pl.IgnoreInspector && (pl.IgnoreTester || pl.Mode == schemas.PipelineReview) {
@@ -233,7 +233,7 @@ func (a *Agent) next(ctx context.Context, d *agents.Delivery, pl *projections.Pi
 		tstFailed := tst != nil && tst.ResultSeq != 0 && !tst.Passed && !pl.IgnoreTester
 		switch {
 		case insFailed || tstFailed:
-			s.failLoop(findingsSummary(ins, tst, insFailed, tstFailed), findings(pl, insFailed, tstFailed), pick(ins, insFailed), pick(tst, tstFailed))
+			s.failLoop(findingsSummary(ins, tst, insFailed, tstFailed), findings(pl), pick(ins, insFailed), pick(tst, tstFailed))
 		case pl.Mode == schemas.PipelineStandard && pl.Stage == schemas.StageInspect && !pl.IgnoreTester:
 			s.dispatch(schemas.StageTest, pl.Loop)
 		case pl.Delivered < len(engineerMessages(pl)) && pl.Loop < pl.MaxLoops:
@@ -271,15 +271,11 @@ func findingsSummary(ins, tst *projections.PipelineStageRecord, insFailed, tstFa
 }
 
 // findings lists what failed in the current loop, for the user.
-func findings(pl *projections.Pipeline, insFailed, tstFailed bool) []string {
+func findings(pl *projections.Pipeline) []string {
 	var out []string
-	if insFailed {
-		r := pl.Result(schemas.StageInspect, pl.Loop)
-		out = append(out, "inspector: "+r.Summary)
-	}
-	if tstFailed {
-		r := pl.Result(schemas.StageTest, pl.Loop)
-		out = append(out, "tester: "+r.Summary)
+	for _, r := range failed(pl, pl.Loop) {
+		out = append(out, r.Agent+": "+r.Summary)
+		out = append(out, r.Issues...)
 		if r.Tests != nil {
 			for _, t := range r.Tests.FailedTests {
 				out = append(out, "failing: "+t)
@@ -426,26 +422,21 @@ func (a *Agent) user(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelo
 		return nil, agents.Transient(err, 0)
 	}
 	if pl.State.Done() {
+		if d.Seq < pl.EndSeq {
+			return nil, nil // handled before the pipeline ended: a replay
+		}
 		return notice(d, "pipeline-ended", schemas.NoticeWarn, fmt.Sprintf("pipeline %s is %s; the message was not delivered", pl.ID, pl.State), "")
 	}
 	switch d.Env.Type {
 	case schemas.TypeUserTaskInterrupt:
 		return a.fail(ctx, d, pl, "interrupted by the user: "+m.Text)
 	case schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester:
-		if pl.State == projections.PipelineAwaitingUser && !stillFailing(pl) {
+		if pl.State == projections.PipelineAwaitingUser && len(failed(pl, pl.Loop)) == 0 {
 			return a.complete(ctx, d, pl, true)
 		}
 		return a.next(ctx, d, pl)
 	}
 	return nil, nil
-}
-
-// stillFailing reports whether the last loop's findings survive the
-// validators the user told the pipeline to ignore.
-func stillFailing(pl *projections.Pipeline) bool {
-	ins, tst := pl.Result(schemas.StageInspect, pl.Loop), pl.Result(schemas.StageTest, pl.Loop)
-	return (ins != nil && !ins.Passed && !pl.IgnoreInspector) || (tst != nil && !tst.Passed && !pl.IgnoreTester) ||
-		(ins == nil && tst == nil)
 }
 
 // decide takes the user's answer to a pipeline waiting on them: ignore the
@@ -461,6 +452,9 @@ func (a *Agent) decide(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 	}
 	if err != nil {
 		return nil, agents.Transient(err, 0)
+	}
+	if pl.State.Done() && d.Seq < pl.EndSeq {
+		return nil, nil // the answer that ended it, handled again: a replay
 	}
 	if pl.State != projections.PipelineAwaitingUser {
 		return notice(d, "not-waiting", schemas.NoticeError, fmt.Sprintf("pipeline %s is %s, not waiting for a decision", pl.ID, pl.State), "")

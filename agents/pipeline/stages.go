@@ -155,21 +155,8 @@ func stagePrompt(pl *projections.Pipeline, stage string, loop int) string {
 		}
 	}
 	if loop > 1 {
-		var fb []string
-		for _, f := range pl.Feedback {
-			if f.Loop == loop-1 {
-				line := fmt.Sprintf("- %s: %s", f.From, f.Summary)
-				for _, is := range f.Issues {
-					line += "\n  - " + is
-				}
-				fb = append(fb, line)
-			}
-		}
-		if r := pl.Result(pl.Stage, loop-1); len(fb) == 0 && r != nil && !r.Passed {
-			fb = append(fb, fmt.Sprintf("- %s (%s): %s", r.Stage, r.Agent, r.Summary))
-		}
-		if len(fb) > 0 {
-			fmt.Fprintf(&b, "\nLoop %d of %d. Findings of loop %d to fix, with their evidence:\n%s\n", loop, pl.MaxLoops, loop-1, strings.Join(fb, "\n"))
+		if fb := findingsOf(pl, loop-1); fb != "" {
+			fmt.Fprintf(&b, "\nLoop %d of %d. Findings of loop %d to fix, with their evidence:\n%s", loop, pl.MaxLoops, loop-1, fb)
 		}
 	}
 	if stage == schemas.StageImplement {
@@ -186,4 +173,47 @@ func stagePrompt(pl *projections.Pipeline, stage string, loop int) string {
 		}
 	}
 	return b.String()
+}
+
+// findingsOf is what failed in a loop, with the evidence: each failed
+// stage's summary, issues, failing tests and the tail of its tool output.
+func findingsOf(pl *projections.Pipeline, loop int) string {
+	var b strings.Builder
+	for _, r := range failed(pl, loop) {
+		fmt.Fprintf(&b, "- %s (%s): %s\n", r.Stage, r.Agent, r.Summary)
+		for _, is := range r.Issues {
+			fmt.Fprintf(&b, "  - %s\n", is)
+		}
+		if t := r.Tests; t != nil {
+			for _, name := range append(append([]string(nil), t.FailedTests...), t.BuildFailed...) {
+				fmt.Fprintf(&b, "  - failing: %s\n", name)
+			}
+		}
+		if r.Evidence != "" {
+			fmt.Fprintf(&b, "  evidence:\n%s\n", indent(r.Evidence, "    "))
+		}
+	}
+	return b.String()
+}
+
+// failed are the stages of a loop that failed and count: RED shown by
+// failing tests passes; a validator the user ignores does not count.
+func failed(pl *projections.Pipeline, loop int) []projections.PipelineStageRecord {
+	var out []projections.PipelineStageRecord
+	for _, r := range pl.Stages {
+		ok := r.Passed
+		if r.Stage == schemas.StageRed {
+			ok = red(r.Tests)
+		}
+		if r.Loop != loop || r.ResultSeq == 0 || ok ||
+			(r.Stage == schemas.StageInspect && pl.IgnoreInspector) || (r.Stage == schemas.StageTest && pl.IgnoreTester) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func indent(s, by string) string {
+	return by + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+by)
 }

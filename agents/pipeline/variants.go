@@ -79,6 +79,9 @@ func (a *Agent) variant(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if strings.TrimSpace(p.Approach) == "" {
 		return notice(d, "variant-refused", schemas.NoticeError, "a variant needs an approach", `sylk variant request NODE "the other approach"`)
 	}
+	if done, err := a.requested(ctx, p, d.Env.ID); err != nil || done {
+		return nil, err // a replay of a request already carried out
+	}
 	orig, err := Original(ctx, a.Store, p.DAGID, p.NodeID)
 	if err != nil {
 		if errors.Is(err, projections.ErrNotFound) || errors.Is(err, ErrStepFinished) || errors.Is(err, ErrNotStarted) ||
@@ -130,6 +133,22 @@ func (a *Agent) variant(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 		return nil, err
 	}
 	return append(outs, started...), nil
+}
+
+// requested reports whether the variant request with id made a variant.
+func (a *Agent) requested(ctx context.Context, p *schemas.VariantRequest, id string) (bool, error) {
+	gs, err := a.Store.VariantGroups(ctx, projections.PipelineFilter{DAG: p.DAGID, Node: p.NodeID})
+	if err != nil {
+		return false, agents.Transient(err, 0)
+	}
+	for _, g := range gs {
+		for _, v := range g.Variants {
+			if v.Request == id {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // variantEnded follows a variant's end: when it was the last one running,

@@ -72,6 +72,10 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	case schemas.TypeTaskDispatch:
 	case schemas.TypePipelineStage:
 		return w.stage(ctx, d)
+	case schemas.TypeInspectorFeedback, schemas.TypeTesterFeedback:
+		// A pipeline's feedback to its Engineer: the Engineer reads it in
+		// its next stage's prompt, which the pipeline writes from it.
+		return nil, nil
 	default:
 		return nil, agents.Unhandled(w.Agent, d.Env.Type)
 	}
