@@ -32,9 +32,16 @@ var (
 	ErrNotRepository = errors.New("the work directory is not a git repository")
 )
 
+// Reads are the projections Original reads: *projections.Store, or any
+// projections.Reader.
+type Reads interface {
+	DAG(ctx context.Context, id string) (*projections.DAG, error)
+	Pipelines(ctx context.Context, f projections.PipelineFilter) ([]*projections.Pipeline, error)
+}
+
 // Original finds the running pipeline of a node that variants branch from.
 // The errors say why there is none.
-func Original(ctx context.Context, st Store, dagID, nodeID string) (*projections.Pipeline, error) {
+func Original(ctx context.Context, st Reads, dagID, nodeID string) (*projections.Pipeline, error) {
 	dag, err := st.DAG(ctx, dagID)
 	if err != nil {
 		return nil, err

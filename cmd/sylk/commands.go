@@ -10,6 +10,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/history"
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/pipeline"
 	"github.com/sylk/sylk/cmd/sylk/plan"
 	"github.com/sylk/sylk/cmd/sylk/projections"
 	"github.com/sylk/sylk/cmd/sylk/publish"
@@ -22,6 +23,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/signal"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
+	"github.com/sylk/sylk/cmd/sylk/variant"
 )
 
 // commands lists the top-level commands, one line a group: a new group is a
@@ -47,5 +49,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		projections.NewCmdProjections(f),
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),
+		pipeline.NewCmdPipeline(f),
+		variant.NewCmdVariant(f),
 	}
 }
