@@ -170,7 +170,7 @@ func (f *fixture) names() []string { return append(workers, orchestrator.Name, p
 func (f *fixture) replay() {
 	f.t.Helper()
 	f.idle()
-	calls, before, first := f.srv.Calls(), census(f.Stack), f.handled.Load()
+	calls, before, first := f.srv.Calls(), f.Stack.Census(), f.handled.Load()
 	for _, stop := range f.stops {
 		stop()
 	}
@@ -186,7 +186,7 @@ func (f *fixture) replay() {
 	if n := f.srv.Calls() - calls; n != 0 {
 		f.t.Fatalf("the replay made %d LLM calls", n)
 	}
-	if after := census(f.Stack); after != before {
+	if after := f.Stack.Census(); after != before {
 		f.t.Fatalf("the replay appended events:\nbefore %s\nafter  %s", before, after)
 	}
 }
@@ -274,20 +274,6 @@ func (f *fixture) workflow() *schemas.WorkflowComplete {
 	f.t.Helper()
 	f.Eventually(90*time.Second, "the workflow ends", func() bool { return f.Count(schemas.TypeWorkflowComplete) == 1 })
 	return llmtest.Payloads[schemas.WorkflowComplete](f.Stack, schemas.TypeWorkflowComplete)[0]
-}
-
-func census(st *llmtest.Stack) string {
-	counts := map[schemas.Type]int{}
-	for _, e := range st.Events("") {
-		counts[e.Type]++
-	}
-	var b strings.Builder
-	for _, t := range schemas.Types() {
-		if counts[t] > 0 {
-			fmt.Fprintf(&b, "%s=%d ", t, counts[t])
-		}
-	}
-	return b.String()
 }
 
 func call(id, name, args string) llmtest.Reply { return llmtest.Tools(llmtest.Call(id, name, args)) }

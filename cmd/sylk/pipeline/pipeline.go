@@ -5,7 +5,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -113,32 +112,14 @@ func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PIPELINE\tSESSION\tNODE\tMODE\tSTATE\tSTAGE\tLOOP\tVARIANT")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", p.ID, p.Session, p.Node, p.Mode, p.State, p.Stage, p.Loop, p.MaxLoops, dash(p.Variant))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", p.ID, p.Session, p.Node, p.Mode, p.State, p.Stage, p.Loop, p.MaxLoops, cmdutil.Dash(p.Variant))
 	}
 	return tw.Flush()
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // find reads a pipeline by id, or the latest pipeline of a node of that name.
 func find(ctx context.Context, r projections.Reader, ref string) (*projections.Pipeline, error) {
-	p, err := r.Pipeline(ctx, ref)
-	if err == nil || !errors.Is(err, projections.ErrNotFound) {
-		return p, err
-	}
-	ps, lerr := r.Pipelines(ctx, projections.PipelineFilter{Node: ref})
-	if lerr != nil {
-		return nil, lerr
-	}
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("%w ('sylk pipeline ls' lists the pipelines)", err)
-	}
-	return ps[len(ps)-1], nil
+	return cmdutil.ByIDOrNode(ctx, ref, "'sylk pipeline ls' lists the pipelines", r.Pipeline, r.Pipelines)
 }
 
 func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
@@ -158,10 +139,10 @@ func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string)
 	fmt.Fprintf(w, "pipeline %s (%s) of node %s, DAG %s, session %s\n", p.ID, p.Mode, p.Node, p.DAG, p.Session)
 	fmt.Fprintf(w, "state:    %s, stage %s, loop %d of %d\n", p.State, p.Stage, p.Loop, p.MaxLoops)
 	if p.StartingCommit != "" {
-		fmt.Fprintf(w, "started:  %s at commit %s\n", p.CreatedAt.Local().Format(time.DateTime), short(p.StartingCommit))
+		fmt.Fprintf(w, "started:  %s at commit %s\n", p.CreatedAt.Local().Format(time.DateTime), cmdutil.ShortCommit(p.StartingCommit))
 	}
 	if p.Group != "" {
-		fmt.Fprintf(w, "variant:  %s of group %s (%s)\n", p.Variant, p.Group, dash(p.Approach))
+		fmt.Fprintf(w, "variant:  %s of group %s (%s)\n", p.Variant, p.Group, cmdutil.Dash(p.Approach))
 	}
 	fmt.Fprintf(w, "task:     %s\n", firstLine(p.Prompt))
 	for _, s := range p.Stages {
@@ -207,13 +188,6 @@ func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string)
 		fmt.Fprintf(w, "failed: %s\n", firstLine(p.Reason))
 	}
 	return nil
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 func firstLine(s string) string {

@@ -4,7 +4,6 @@ package variant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -155,7 +154,7 @@ func requestRun(ctx context.Context, f *cmdutil.Factory, opts *Options, node, ap
 	if opts.JSON {
 		return f.IO.PrintJSON(map[string]any{"seq": seq, "id": env.ID, "dag": dag, "node": node, "approach": approach})
 	}
-	fmt.Fprintf(f.IO.Out, "variant of node %s requested (seq %d): it starts from commit %s in a worktree of its own\n", node, seq, short(orig.StartingCommit))
+	fmt.Fprintf(f.IO.Out, "variant of node %s requested (seq %d): it starts from commit %s in a worktree of its own\n", node, seq, cmdutil.ShortCommit(orig.StartingCommit))
 	fmt.Fprintf(f.IO.Out, "follow it: sylk variant show %s\n", node)
 	return nil
 }
@@ -189,39 +188,14 @@ func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		for _, v := range g.Variants {
 			vs = append(vs, v.ID+":"+string(v.State))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Session, g.Node, g.State, strings.Join(vs, " "), dash(g.Selected))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Session, g.Node, g.State, strings.Join(vs, " "), cmdutil.Dash(g.Selected))
 	}
 	return tw.Flush()
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
-
 // group finds a group by id, or the group of a node of that name.
 func group(ctx context.Context, r projections.Reader, ref string) (*projections.VariantGroup, error) {
-	g, err := r.VariantGroup(ctx, ref)
-	if err == nil || !errors.Is(err, projections.ErrNotFound) {
-		return g, err
-	}
-	gs, lerr := r.VariantGroups(ctx, projections.PipelineFilter{Node: ref})
-	if lerr != nil {
-		return nil, lerr
-	}
-	if len(gs) == 0 {
-		return nil, fmt.Errorf("%w ('sylk variant ls' lists the groups)", err)
-	}
-	return gs[len(gs)-1], nil
+	return cmdutil.ByIDOrNode(ctx, ref, "'sylk variant ls' lists the groups", r.VariantGroup, r.VariantGroups)
 }
 
 func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
@@ -238,7 +212,7 @@ func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string)
 		return f.IO.PrintJSON(g)
 	}
 	w := f.IO.Out
-	fmt.Fprintf(w, "group %s of node %s (DAG %s): %s, from commit %s\n", g.ID, g.Node, g.DAG, g.State, short(g.StartingCommit))
+	fmt.Fprintf(w, "group %s of node %s (DAG %s): %s, from commit %s\n", g.ID, g.Node, g.DAG, g.State, cmdutil.ShortCommit(g.StartingCommit))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  VARIANT\tSTATE\tPIPELINE\tAPPROACH\tFILES")
 	for _, v := range g.Variants {
