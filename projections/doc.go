@@ -59,6 +59,9 @@
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
 //	skills       skills/a/<sid>\0<agent>          Loadout: skills and tools loaded
+//	pipelines    pipelines/p/<pipeline>            Pipeline (stages, loops, feedback, files)
+//	             pipelines/g/<group>               VariantGroup
+//	             pipelines/n/<dag>\0<node>         the node's variant group
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

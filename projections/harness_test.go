@@ -641,6 +641,8 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(no failures)\n"
 		}
 		return b.String()
+	case "pipeline", "pipelines", "group":
+		return w.runPipelines(cmd, args)
 	case "rejections":
 		rs, err := w.store.Rejections(ctx, projections.RejectionFilter{Projection: args["projection"], Session: args["session"]})
 		if err != nil {

@@ -20,6 +20,7 @@ const (
 	History     = "history"
 	Code        = "code"
 	Skills      = "skills"
+	Pipelines   = "pipelines"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -52,6 +53,7 @@ var projectionList = []*projection{
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 1, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
+	{name: Pipelines, version: 1, apply: applyPipelines},
 }
 
 // ProjectionNames lists the projections.

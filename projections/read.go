@@ -53,6 +53,12 @@ type Reader interface {
 	Failures(ctx context.Context, q FailureQuery) ([]*FailureMemory, error)
 	// Code answers a query on the code index of a work directory.
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
+	// Pipeline and Pipelines read single-worker pipelines; VariantGroup and
+	// VariantGroups their variant groups (f.State is ignored).
+	Pipeline(ctx context.Context, id string) (*Pipeline, error)
+	Pipelines(ctx context.Context, f PipelineFilter) ([]*Pipeline, error)
+	VariantGroup(ctx context.Context, id string) (*VariantGroup, error)
+	VariantGroups(ctx context.Context, f PipelineFilter) ([]*VariantGroup, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
 	// Status reports cursors, lag and sizes.

@@ -161,6 +161,8 @@ type Node struct {
 	DependsOn []string      `json:"depends_on,omitempty"`
 	Timeout   time.Duration `json:"timeout,omitempty"`
 	Retry     *Retry        `json:"retry,omitempty"`
+	// Pipeline runs a prompt node as a single-worker pipeline (PipelineModes).
+	Pipeline string `json:"pipeline,omitempty"`
 }
 
 // DAG is a workflow plan.
@@ -231,6 +233,9 @@ type TaskDispatch struct {
 	Skills  []string      `json:"skills,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
 	WorkDir string        `json:"work_dir,omitempty"`
+	// Pipeline is the node's pipeline mode; the dispatch then goes to the
+	// pipeline agent, which runs Agent in it.
+	Pipeline string `json:"pipeline,omitempty"`
 	// NotBefore delays a retry: the agent waits until then before it starts.
 	NotBefore time.Time `json:"not_before,omitempty"`
 }

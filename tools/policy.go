@@ -74,6 +74,8 @@ type AgentPolicy struct {
 //     failing tests of a TDD pipeline), git_status, git_diff;
 //   - inspector: exec and the read-only tools;
 //   - librarian: the read-only tools;
+//   - pipeline (the pipeline agent's own git work: snapshots, worktrees,
+//     merging a selected variant): exec;
 //   - architect, orchestrator, guide, archivalist, academic: nothing.
 //
 // The seed's git matrix grants commits to the tester only when tests
@@ -88,6 +90,7 @@ func DefaultPolicy() Policy {
 		"librarian":    {Tools: []string{GroupRead}},
 		"architect":    {Tools: []string{}},
 		"orchestrator": {Tools: []string{}},
+		"pipeline":     {Tools: []string{ToolExec}},
 		"guide":        {Tools: []string{}},
 		"archivalist":  {Tools: []string{}},
 		"academic":     {Tools: []string{}},

@@ -2,7 +2,6 @@ package architect_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,7 +137,7 @@ func TestRequestToPlanToApprovalToCompletionThenReplay(t *testing.T) {
 	for _, name := range append(workers, guide.Name, architect.Name, orchestrator.Name) {
 		st.Eventually(10*time.Second, name+" idle", func() bool { return st.Idle(name) })
 	}
-	before, firstRun := census(st), handled.Load()
+	before, firstRun := st.Census(), handled.Load()
 
 	// Replay: every agent handles the whole session again from the start.
 	for _, stop := range stops {
@@ -157,22 +156,7 @@ func TestRequestToPlanToApprovalToCompletionThenReplay(t *testing.T) {
 	if srv.Calls() != calls {
 		t.Fatalf("the replay made %d LLM calls", srv.Calls()-calls)
 	}
-	if after := census(st); after != before {
+	if after := st.Census(); after != before {
 		t.Fatalf("the replay appended events:\nbefore %s\nafter  %s", before, after)
 	}
-}
-
-// census counts the events by type.
-func census(st *llmtest.Stack) string {
-	counts := map[schemas.Type]int{}
-	for _, e := range st.Events("") {
-		counts[e.Type]++
-	}
-	var b strings.Builder
-	for _, t := range schemas.Types() {
-		if counts[t] > 0 {
-			fmt.Fprintf(&b, "%s=%d ", t, counts[t])
-		}
-	}
-	return b.String()
 }

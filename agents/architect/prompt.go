@@ -37,6 +37,9 @@ Rules:
 - a node has a tool (with args) or a prompt, never both; timeout is a duration like "90s" or "10m".
 - the engineer changes code, the inspector reviews and checks (it cannot write), the tester writes and runs tests.
 - prefer tool nodes for deterministic steps (build, vet, tests) and prompt nodes for work that needs judgement.
+- an engineer prompt node that changes code names a pipeline, in which its own inspector and tester check it in a loop:
+  "pipeline": "tdd" (criteria, failing tests first, then the code: new behaviour with a clear contract),
+  "standard" (the code, a review, then tests) or "review" (the code and a review: docs, config, no behaviour to test).
 - finish with verification: build and run the tests after the change.
 `)
 	cat := a.Catalog
@@ -96,13 +99,14 @@ func planJSON(dag *schemas.DAG) string {
 		Prompt    string         `json:"prompt,omitempty"`
 		DependsOn []string       `json:"depends_on,omitempty"`
 		Timeout   string         `json:"timeout,omitempty"`
+		Pipeline  string         `json:"pipeline,omitempty"`
 	}
 	out := struct {
 		Name  string `json:"name,omitempty"`
 		Nodes []node `json:"nodes"`
 	}{Name: dag.Name}
 	for _, n := range dag.Nodes {
-		x := node{ID: n.ID, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, DependsOn: n.DependsOn}
+		x := node{ID: n.ID, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, DependsOn: n.DependsOn, Pipeline: n.Pipeline}
 		if n.Timeout > 0 {
 			x.Timeout = n.Timeout.String()
 		}

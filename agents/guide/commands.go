@@ -29,6 +29,8 @@ func commands() map[string]command {
 		"/approve":   {"/approve PLAN_ID", "approve a plan", (*Guide).approve},
 		"/interrupt": {"/interrupt [REASON]", "stop the running work to change course", (*Guide).interrupt},
 		"/clear":     {"/clear", "start a new conversation (the history stays in the log)", (*Guide).clear},
+		"/task": {"/task PIPELINE [prompt|query|interrupt|ignore_inspector|ignore_tester] [TEXT]",
+			"talk to a pipeline's Engineer, stop it, or skip its Inspector or Tester", (*Guide).task},
 	}
 }
 
@@ -157,4 +159,37 @@ func (g *Guide) interrupt(_ context.Context, d *agents.Delivery, args []string) 
 
 func (g *Guide) clear(_ context.Context, d *agents.Delivery, _ []string) ([]*schemas.Envelope, error) {
 	return notice(d, "clear", schemas.NoticeInfo, "new conversation; earlier messages stay in the session's log ('sylk replay "+d.Env.SessionID+"')", "")
+}
+
+// taskActions are the /task actions (seed L25931-25958) and their messages.
+var taskActions = map[string]schemas.Type{
+	"prompt":           schemas.TypeUserTaskPrompt,
+	"query":            schemas.TypeUserTaskQuery,
+	"interrupt":        schemas.TypeUserTaskInterrupt,
+	"ignore_inspector": schemas.TypeUserIgnoreInspector,
+	"ignore_tester":    schemas.TypeUserIgnoreTester,
+}
+
+// task routes a /task message to the pipeline agent; without an action the
+// text is a prompt for the pipeline's Engineer.
+func (g *Guide) task(_ context.Context, d *agents.Delivery, args []string) ([]*schemas.Envelope, error) {
+	usage := commands()["/task"].usage
+	if len(args) == 0 || !schemas.ValidName(args[0]) {
+		return notice(d, "task-usage", schemas.NoticeError, "usage: "+usage, "sylk pipeline ls lists the pipelines")
+	}
+	t, rest := schemas.TypeUserTaskPrompt, args[1:]
+	if len(rest) > 0 {
+		if at, ok := taskActions[rest[0]]; ok {
+			t, rest = at, rest[1:]
+		}
+	}
+	text := strings.Join(rest, " ")
+	if text == "" && (t == schemas.TypeUserTaskPrompt || t == schemas.TypeUserTaskQuery) {
+		return notice(d, "task-usage", schemas.NoticeError, "say what to tell the Engineer; usage: "+usage, "")
+	}
+	payload, err := schemas.NewTaskMessage(t, schemas.UserTaskMessage{PipelineID: args[0], Text: text})
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	return one(d.Derive(t, "pipeline", "task", payload))
 }

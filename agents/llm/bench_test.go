@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,45 +19,6 @@ import (
 
 var benchLatency = flag.Duration("llm.latency", 50*time.Millisecond,
 	"the fake model's time per call in BenchmarkLLMStep (the issue's figure is for 1s)")
-
-// timing measures the HTTP calls: from sending the request until the body is
-// closed, the model's latency and the transfer included.
-type timing struct {
-	base  http.RoundTripper
-	mu    sync.Mutex
-	total time.Duration
-	calls int
-}
-
-func (t *timing) RoundTrip(req *http.Request) (*http.Response, error) {
-	start := time.Now()
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		t.add(time.Since(start))
-		return nil, err
-	}
-	resp.Body = &timedBody{ReadCloser: resp.Body, done: func() { t.add(time.Since(start)) }}
-	return resp, nil
-}
-
-func (t *timing) add(d time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total += d
-	t.calls++
-}
-
-type timedBody struct {
-	io.ReadCloser
-	once sync.Once
-	done func()
-}
-
-func (b *timedBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.done)
-	return err
-}
 
 // BenchmarkLLMStep measures the runtime's overhead on one LLM step (one
 // Complete of an agent loop: the record lookup, budget check, gate, redaction,
@@ -86,7 +46,7 @@ func benchStep(b *testing.B, stream bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tm := &timing{base: http.DefaultTransport.(*http.Transport).Clone()}
+	tm := llmtest.NewTiming()
 	c, err := llm.NewClient(llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: !stream, Budgets: llm.Budgets{Global: 1 << 40, Session: 1 << 40, Task: 1 << 40}},
 		llm.Deps{Records: st.Store, Live: st.Broker.Conn(), Redactor: red, HTTPClient: &http.Client{Transport: tm}, Usage: llm.NewLedger()})
 	if err != nil {
@@ -113,9 +73,7 @@ func benchStep(b *testing.B, stream bool) {
 			done <- err
 			return nil, nil
 		}
-		tm.mu.Lock()
-		tm.total, tm.calls = 0, 0
-		tm.mu.Unlock()
+		tm.Reset()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
@@ -136,9 +94,7 @@ func benchStep(b *testing.B, stream bool) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	tm.mu.Lock()
-	httpTime, httpCalls := tm.total, tm.calls
-	tm.mu.Unlock()
+	httpTime, httpCalls := tm.Total()
 	if httpCalls != b.N {
 		b.Fatalf("%d HTTP calls for %d steps", httpCalls, b.N)
 	}

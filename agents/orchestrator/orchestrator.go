@@ -31,6 +31,9 @@ import (
 // Name is the Orchestrator's agent name.
 const Name = "orchestrator"
 
+// PipelineAgent runs the nodes that name a pipeline (agents/pipeline).
+const PipelineAgent = "pipeline"
+
 // Store is what the Orchestrator reads from the projections.
 type Store interface {
 	agents.Caught

@@ -149,9 +149,15 @@ func (s *stepper) dispatch(id string, attempt int, notBefore time.Time) {
 		s.fail(agents.Permanent(fmt.Errorf("DAG %s: node %s not in its definition", s.dag.ID, id)))
 		return
 	}
-	s.emit(schemas.TypeTaskDispatch, n.Agent, fmt.Sprintf("dispatch/%s/%d", id, attempt), schemas.TaskDispatch{
+	// A pipeline node goes to the pipeline agent, which runs its Engineer,
+	// Inspector and Tester.
+	target := n.Agent
+	if n.Pipeline != "" {
+		target = PipelineAgent
+	}
+	s.emit(schemas.TypeTaskDispatch, target, fmt.Sprintf("dispatch/%s/%d", id, attempt), schemas.TaskDispatch{
 		DAGID: s.dag.ID, NodeID: id, Attempt: attempt, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, Skills: n.Skills,
-		Timeout: n.Timeout, WorkDir: s.def.exec.WorkDir, NotBefore: notBefore,
+		Timeout: n.Timeout, WorkDir: s.def.exec.WorkDir, Pipeline: n.Pipeline, NotBefore: notBefore,
 	})
 	s.set(id, projections.NodeDispatched)
 }

@@ -83,13 +83,14 @@ type node struct {
 	DependsOn []string       `yaml:"depends_on"`
 	Timeout   string         `yaml:"timeout"`
 	Retry     *retry         `yaml:"retry"`
+	Pipeline  string         `yaml:"pipeline"`
 }
 
 var (
 	topKeys    = []string{"id", "name", "prompt", "policy", "nodes", "execution_order"}
 	policyKeys = []string{"max_concurrency", "fail_fast", "retry"}
 	retryKeys  = []string{"max", "backoff"}
-	nodeKeys   = []string{"id", "agent", "tool", "args", "prompt", "skills", "depends_on", "timeout", "retry"}
+	nodeKeys   = []string{"id", "agent", "tool", "args", "prompt", "skills", "depends_on", "timeout", "retry", "pipeline"}
 )
 
 // Plan is a parsed plan: the DAG and the layers it declared, if any.
@@ -127,7 +128,7 @@ func Parse(src []byte) (*Plan, error) {
 	}
 	for i, n := range f.Nodes {
 		where := schemas.NodeLabel(i, n.ID)
-		sn := schemas.Node{ID: n.ID, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, Skills: n.Skills, DependsOn: n.DependsOn}
+		sn := schemas.Node{ID: n.ID, Agent: n.Agent, Tool: n.Tool, Args: n.Args, Prompt: n.Prompt, Skills: n.Skills, DependsOn: n.DependsOn, Pipeline: n.Pipeline}
 		if sn.Timeout, err = duration(n.Timeout); err != nil {
 			probs = append(probs, fmt.Sprintf("%s: timeout: %v", where, err))
 		}

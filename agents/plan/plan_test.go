@@ -51,7 +51,11 @@ func TestPlans(t *testing.T) {
 			var b strings.Builder
 			fmt.Fprintf(&b, "ok: %s policy=%+v\n", p.DAG.Name, p.DAG.Policy)
 			for _, n := range p.DAG.Nodes {
-				fmt.Fprintf(&b, "node %s agent=%s tool=%s prompt=%q deps=%v timeout=%s args=%v\n", n.ID, n.Agent, n.Tool, n.Prompt, n.DependsOn, n.Timeout, n.Args)
+				fmt.Fprintf(&b, "node %s agent=%s tool=%s prompt=%q deps=%v timeout=%s args=%v", n.ID, n.Agent, n.Tool, n.Prompt, n.DependsOn, n.Timeout, n.Args)
+				if n.Pipeline != "" {
+					fmt.Fprintf(&b, " pipeline=%s", n.Pipeline)
+				}
+				b.WriteString("\n")
 			}
 			fmt.Fprintf(&b, "layers %v\n", Layers(&p.DAG))
 			return b.String()

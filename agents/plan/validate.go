@@ -94,6 +94,9 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 	if n.Prompt != "" && !slices.Contains(cat.PromptAgents, n.Agent) {
 		add("%s: agent %q does not run prompt nodes (use one of: %s)", where, n.Agent, strings.Join(cat.PromptAgents, ", "))
 	}
+	if n.Pipeline != "" {
+		validatePipeline(where, n, add)
+	}
 	if n.Timeout < 0 {
 		add("%s: timeout must not be negative", where)
 	}
@@ -101,6 +104,21 @@ func validateNode(where string, n schemas.Node, cat Catalog, add func(string, ..
 		add("%s: retry.max must not be negative", where)
 	}
 	return checkArgs
+}
+
+// validatePipeline checks a node's pipeline: a known mode, on a prompt node
+// of the Engineer (a pipeline has one worker, with its own Inspector and
+// Tester).
+func validatePipeline(where string, n schemas.Node, add func(string, ...any)) {
+	modes := schemas.PipelineModes()
+	switch {
+	case !slices.Contains(modes, n.Pipeline):
+		add("%s: unknown pipeline %q (known: %s)", where, n.Pipeline, strings.Join(modes, ", "))
+	case n.Prompt == "":
+		add("%s: pipeline %q needs a prompt node; a tool node runs as written", where, n.Pipeline)
+	case n.Agent != "" && n.Agent != "engineer":
+		add("%s: pipeline %q is worked by the engineer, not %q (its inspector and tester come with it)", where, n.Pipeline, n.Agent)
+	}
 }
 
 // Layers groups the nodes of a sound DAG by depth: layer 0 has no

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
+	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/agents/worker"
@@ -71,6 +74,12 @@ type Config struct {
 	// Hooks are the user hooks (the configuration's `hooks:`), after the
 	// built-in hooks of the same priority.
 	Hooks []hooks.Config
+	// WorktreeDir is where variants' git worktrees go (default
+	// $TMPDIR/sylk-variants).
+	WorktreeDir string
+	// PipelineLoops bounds a pipeline's loops (default
+	// schemas.DefaultPipelineLoops).
+	PipelineLoops int
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -204,6 +213,8 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
 		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
+		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
+			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
@@ -244,6 +255,13 @@ func nodeDeadLettered(d *agents.Delivery, reason string) ([]*schemas.Envelope, e
 		return nil, err
 	}
 	return []*schemas.Envelope{failed}, nil
+}
+
+func (c *Config) worktreeDir() string {
+	if c.WorktreeDir != "" {
+		return c.WorktreeDir
+	}
+	return filepath.Join(os.TempDir(), "sylk-variants")
 }
 
 func withOpts(o agents.Options, f func(*agents.Options)) agents.Options {

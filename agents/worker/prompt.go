@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,11 +118,20 @@ func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *sc
 	if err != nil {
 		return Outcome(d, node, "", Verdict{Summary: err.Error()})
 	}
-	lim := p.Limits.withDefaults()
-	wall := lim.WallTime
-	if node.Timeout > 0 && node.Timeout < wall {
-		wall = node.Timeout
+	l, err := p.newLoop(ctx, d, node, exec, task(node))
+	if err != nil {
+		return nil, err
 	}
+	l.verdict = reviewer(d.Agent)
+	l.finish = func(v Verdict) ([]*schemas.Envelope, error) { return Outcome(d, node, "", v) }
+	return l.run(ctx)
+}
+
+// newLoop starts the loop of node in exec's work directory: its skills
+// selected (once across deliveries of d), its limits (the wall time the
+// node's timeout when shorter) and the conversation begun with the agent's
+// system prompt and first as the user message.
+func (p *PromptLoop) newLoop(ctx context.Context, d *agents.Delivery, node *schemas.TaskDispatch, exec *tools.Executor, first string) (*loop, error) {
 	records, ok := p.Records.(skills.Records)
 	if !ok {
 		return nil, agents.Permanent(fmt.Errorf("prompt loop: the records (%T) do not hold skill selections", p.Records))
@@ -134,9 +144,14 @@ func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *sc
 	if err != nil {
 		return nil, err
 	}
+	lim := p.Limits.withDefaults()
+	wall := lim.WallTime
+	if node.Timeout > 0 && node.Timeout < wall {
+		wall = node.Timeout
+	}
 	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall)}
-	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent) + "\n\n" + sk.Prompt()}, {Role: "user", Content: task(node)}}
-	return l.run(ctx)
+	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent) + "\n\n" + sk.Prompt()}, {Role: "user", Content: first}}
+	return l, nil
 }
 
 // loop is one run of a prompt node.
@@ -148,6 +163,10 @@ type loop struct {
 	lim      Limits
 	skills   *skills.Loop // the loaded skills and tools
 	deadline time.Time
+	// verdict: the answer must be a JSON verdict (a reviewer's).
+	verdict bool
+	// finish turns the loop's verdict into the events to append.
+	finish func(Verdict) ([]*schemas.Envelope, error)
 
 	msgs     []schemas.LLMMessage
 	seen     int
@@ -160,6 +179,9 @@ type loop struct {
 	counts   *TestCounts
 	asked    bool // a reviewer was asked again for its verdict
 	warned   bool
+	// written are the files the loop's successful write and edit calls
+	// changed, in order of first change.
+	written []string
 }
 
 func (l *loop) key(step int) string {
@@ -167,7 +189,6 @@ func (l *loop) key(step int) string {
 }
 
 func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
-	agent := l.d.Agent
 	for step := 0; ; step++ {
 		if step >= l.lim.Steps {
 			return l.help(fmt.Sprintf("step limit: %d model calls without finishing", l.lim.Steps))
@@ -208,7 +229,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 		}
 		l.msgs = append(l.msgs, schemas.LLMMessage{Role: "assistant", Content: resp.Content, ToolCalls: calls})
 		if len(calls) == 0 {
-			if reviewer(agent) {
+			if l.verdict {
 				v, ok := parseVerdict(resp.Content)
 				if !ok && !l.asked {
 					l.asked = true
@@ -217,7 +238,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 				}
 				return l.review(v, ok, resp.Content)
 			}
-			return Outcome(l.d, l.node, "", Verdict{OK: true, Summary: strings.TrimSpace(resp.Content), Evidence: l.evidence()})
+			return l.finish(Verdict{OK: true, Summary: strings.TrimSpace(resp.Content), Evidence: l.evidence()})
 		}
 		for i, tc := range calls {
 			if i >= l.lim.ToolCallsPerStep {
@@ -296,6 +317,9 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 	if c, ok := RecordedCounts(res); ok {
 		l.counts = &c
 	}
+	if path, ok := args["path"].(string); ok && res.OK && (tc.Name == tools.ToolWriteFile || tc.Name == tools.ToolEditFile) && !slices.Contains(l.written, path) {
+		l.written = append(l.written, path)
+	}
 	l.record(tc.Name, res)
 	return text, nil
 }
@@ -352,7 +376,7 @@ func (l *loop) review(v verdict, ok bool, content string) ([]*schemas.Envelope, 
 		passed, summ = false, fmt.Sprintf("the verdict says passed but the tests say %d failed (%s)", l.counts.Failed, summ)
 	}
 	evidence := l.evidence()
-	out := Verdict{OK: passed, Summary: summ, Evidence: evidence}
+	out := Verdict{OK: passed, Summary: summ, Evidence: evidence, Issues: v.Issues}
 	if l.d.Agent == "tester" {
 		r := schemas.TestResults{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Evidence: evidence}
 		if c := l.counts; c != nil {
@@ -365,7 +389,7 @@ func (l *loop) review(v verdict, ok bool, content string) ([]*schemas.Envelope, 
 			DAGID: l.node.DAGID, NodeID: l.node.NodeID, Passed: passed, Issues: v.Issues, Evidence: evidence,
 		}}}
 	}
-	return Outcome(l.d, l.node, "", out)
+	return l.finish(out)
 }
 
 // help stops the node: a task_help with the failures and the progress, and a
@@ -375,7 +399,7 @@ func (l *loop) help(reason string) ([]*schemas.Envelope, error) {
 	if len(l.failures) == 0 {
 		h.Failures = lastN(l.done, 10)
 	}
-	return Outcome(l.d, l.node, "", Verdict{
+	return l.finish(Verdict{
 		Summary:  "stopped, needs help: " + reason,
 		Evidence: l.evidence(),
 		Extra:    []Extra{{Type: schemas.TypeTaskHelp, Payload: h, Target: "orchestrator"}},
@@ -396,7 +420,7 @@ func (l *loop) llmFailed(ctx context.Context, err error) ([]*schemas.Envelope, e
 	case errors.Is(err, hooks.ErrBlocked):
 		what = "a hook stopped the LLM call"
 	}
-	return Outcome(l.d, l.node, "", Verdict{Summary: fmt.Sprintf("%s: %v", what, err), Evidence: l.evidence()})
+	return l.finish(Verdict{Summary: fmt.Sprintf("%s: %v", what, err), Evidence: l.evidence()})
 }
 
 func (l *loop) evidence() string {

@@ -24,6 +24,8 @@ type Verdict struct {
 	// Retryable marks a failure worth another attempt under the DAG's retry
 	// policy (a flaky command), as opposed to a refusal.
 	Retryable bool
+	// Issues are a reviewer's findings.
+	Issues []string
 	// Extra events to append with the task's outcome (test_results, ...).
 	Extra []Extra
 }
@@ -66,7 +68,15 @@ type Worker struct {
 
 // Handle runs one dispatched node.
 func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
-	if d.Env.Type != schemas.TypeTaskDispatch {
+	switch d.Env.Type {
+	case schemas.TypeTaskDispatch:
+	case schemas.TypePipelineStage:
+		return w.stage(ctx, d)
+	case schemas.TypeInspectorFeedback, schemas.TypeTesterFeedback:
+		// A pipeline's feedback to its Engineer: the Engineer reads it in
+		// its next stage's prompt, which the pipeline writes from it.
+		return nil, nil
+	default:
 		return nil, agents.Unhandled(w.Agent, d.Env.Type)
 	}
 	node, err := schemas.PayloadAs[schemas.TaskDispatch](d.Env)

@@ -12,6 +12,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/pipeline"
 	"github.com/sylk/sylk/cmd/sylk/plan"
 	"github.com/sylk/sylk/cmd/sylk/projections"
 	"github.com/sylk/sylk/cmd/sylk/publish"
@@ -26,6 +27,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
 	"github.com/sylk/sylk/cmd/sylk/user"
+	"github.com/sylk/sylk/cmd/sylk/variant"
 )
 
 // commands lists the top-level commands, one line a group: a new group is a
@@ -55,5 +57,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		skill.NewCmdSkill(f),
 		user.NewCmdUser(f),
 		auditcmd.NewCmdAudit(f),
+		pipeline.NewCmdPipeline(f),
+		variant.NewCmdVariant(f),
 	}
 }

@@ -62,11 +62,11 @@ func Time(name string, ops int, fn func() error) (Measure, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cpu0 := processCPU()
+	cpu0 := ProcessCPU()
 	start := time.Now()
 	err := fn()
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu := ProcessCPU() - cpu0
 	runtime.ReadMemStats(&after)
 	m := Measure{Name: name, Ops: ops, Seconds: elapsed.Seconds()}
 	if elapsed > 0 {

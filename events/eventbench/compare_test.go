@@ -10,7 +10,7 @@ import (
 func TestTimeMeasuresCPU(t *testing.T) {
 	const ops = 100
 	m, err := Time("spin", ops, func() error {
-		for start := processCPU(); processCPU()-start < 20*time.Millisecond; {
+		for start := ProcessCPU(); ProcessCPU()-start < 20*time.Millisecond; {
 		}
 		return nil
 	})

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// processCPU is the user and system CPU time this process has used so far.
-func processCPU() time.Duration {
+// ProcessCPU is the user and system CPU time this process has used so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -33,6 +33,10 @@
 //	                              until_time, limit]        []HistoryEntry
 //	sylk.api.history.failures    [failures]                []FailureMemory
 //	sylk.api.code.query          [code]                    CodeResult
+//	sylk.api.pipeline.get        [id]                      Pipeline
+//	sylk.api.pipeline.list       [session, dag, node, state]  []Pipeline
+//	sylk.api.variant.get         [id]                      VariantGroup
+//	sylk.api.variant.list        [session, dag, node]      []VariantGroup
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -78,6 +82,10 @@ const (
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
 	SubjectFailures       = Prefix + ".history.failures"
+	SubjectPipelineGet    = Prefix + ".pipeline.get"
+	SubjectPipelineList   = Prefix + ".pipeline.list"
+	SubjectVariantGet     = Prefix + ".variant.get"
+	SubjectVariantList    = Prefix + ".variant.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -105,6 +113,7 @@ type Request struct {
 	ID         string           `json:"id,omitempty"`
 	Session    string           `json:"session,omitempty"`
 	DAG        string           `json:"dag,omitempty"`
+	Node       string           `json:"node,omitempty"`
 	State      string           `json:"state,omitempty"`
 	Projection string           `json:"projection,omitempty"`
 	Seq        uint64           `json:"seq,omitempty"`

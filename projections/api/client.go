@@ -228,3 +228,23 @@ func (c *Client) Rebuild(ctx context.Context) (*projections.Status, error) {
 	}
 	return &out, nil
 }
+
+// Pipeline returns a pipeline by id.
+func (c *Client) Pipeline(ctx context.Context, id string) (*projections.Pipeline, error) {
+	return one[projections.Pipeline](ctx, c, SubjectPipelineGet, &Request{ID: id})
+}
+
+// Pipelines lists the pipelines f selects.
+func (c *Client) Pipelines(ctx context.Context, f projections.PipelineFilter) ([]*projections.Pipeline, error) {
+	return list[projections.Pipeline](ctx, c, SubjectPipelineList, &Request{Session: f.Session, DAG: f.DAG, Node: f.Node, State: string(f.State)})
+}
+
+// VariantGroup returns a variant group by id.
+func (c *Client) VariantGroup(ctx context.Context, id string) (*projections.VariantGroup, error) {
+	return one[projections.VariantGroup](ctx, c, SubjectVariantGet, &Request{ID: id})
+}
+
+// VariantGroups lists the variant groups f selects.
+func (c *Client) VariantGroups(ctx context.Context, f projections.PipelineFilter) ([]*projections.VariantGroup, error) {
+	return list[projections.VariantGroup](ctx, c, SubjectVariantList, &Request{Session: f.Session, DAG: f.DAG, Node: f.Node})
+}

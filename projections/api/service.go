@@ -229,6 +229,24 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.Code(ctx, *r.Code)
 		},
+		SubjectPipelineGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			return st.Pipeline(ctx, r.ID)
+		},
+		SubjectPipelineList: func(ctx context.Context, r *Request) (any, error) {
+			return nonNil(st.Pipelines(ctx, pipelineFilter(r)))
+		},
+		SubjectVariantGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			return st.VariantGroup(ctx, r.ID)
+		},
+		SubjectVariantList: func(ctx context.Context, r *Request) (any, error) {
+			return nonNil(st.VariantGroups(ctx, pipelineFilter(r)))
+		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already
 		},
@@ -265,6 +283,10 @@ func historyRequest(q projections.HistoryQuery) *Request {
 		ID: q.ID, Session: q.Session, Sessions: q.Sessions, ExcludeSessions: q.ExcludeSessions, CurrentOnly: q.CurrentOnly,
 		CrossSession: q.CrossSession, Categories: q.Categories, Search: q.Search, SinceTime: q.Since, UntilTime: q.Until, Limit: q.Limit,
 	}
+}
+
+func pipelineFilter(r *Request) projections.PipelineFilter {
+	return projections.PipelineFilter{Session: r.Session, DAG: r.DAG, Node: r.Node, State: projections.PipelineState(r.State)}
 }
 
 // nonNil turns a nil list into an empty one, so JSON says [] rather than null.

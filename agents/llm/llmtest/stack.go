@@ -2,6 +2,8 @@ package llmtest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,4 +153,21 @@ func (s *Stack) Idle(agent string) bool {
 func (s *Stack) Eventually(within time.Duration, msg string, cond func() bool) {
 	s.t.Helper()
 	brokertest.Eventually(s.t, within, msg, cond)
+}
+
+// Census counts the stream's events by type, as "type=n " in the
+// catalogue's order: two censuses differ when anything was appended between
+// them (a replay that should append nothing).
+func (s *Stack) Census() string {
+	counts := map[schemas.Type]int{}
+	for _, e := range s.Events("") {
+		counts[e.Type]++
+	}
+	var b strings.Builder
+	for _, t := range schemas.Types() {
+		if counts[t] > 0 {
+			fmt.Fprintf(&b, "%s=%d ", t, counts[t])
+		}
+	}
+	return b.String()
 }

@@ -46,3 +46,19 @@ func TruncateRunes(s string, max int) string {
 	}
 	return string(r[:max-1]) + "…"
 }
+
+// Dash is s, or "-" for nothing, in a table cell.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ShortCommit is the first 12 hex digits of a git commit.
+func ShortCommit(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}

@@ -1,0 +1,480 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/orchestrator"
+	"github.com/sylk/sylk/agents/pipeline"
+	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/agents/worker"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// stageKey names what a fake agent is asked: the agent, the stage, the loop
+// and the variant's approach ("" for the original).
+type stageKey struct {
+	agent, stage string
+	loop         int
+	approach     string
+}
+
+var stageLine = regexp.MustCompile(`^Pipeline \S+, stage "(\w+)" \(loop (\d+)\)`)
+var approachLine = regexp.MustCompile(`(?m)^Approach to take: (.+)$`)
+
+// keyOf reads a request's stage from its first user message.
+func keyOf(req llmtest.Request) (stageKey, bool) {
+	var k stageKey
+	sys := req.System()
+	switch {
+	case strings.Contains(sys, "You are the Engineer"):
+		k.agent = "engineer"
+	case strings.Contains(sys, "You are the Inspector"):
+		k.agent = "inspector"
+	case strings.Contains(sys, "You are the Tester"):
+		k.agent = "tester"
+	}
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		sm := stageLine.FindStringSubmatch(m.Content)
+		if sm == nil {
+			return k, false
+		}
+		k.stage = sm[1]
+		k.loop, _ = strconv.Atoi(sm[2])
+		if am := approachLine.FindStringSubmatch(m.Content); am != nil {
+			k.approach = am[1]
+		}
+		return k, true
+	}
+	return k, false
+}
+
+// fixture is a stack running the Orchestrator, the pipeline agent and the
+// three workers over a fake model that answers each stage from a table, and
+// a real Go module in a git repository.
+type fixture struct {
+	*llmtest.Stack
+	t   *testing.T
+	srv *llmtest.Server
+	dir string
+	// worktrees is where variants' worktrees go.
+	worktrees string
+
+	mu      sync.Mutex
+	replies map[stageKey][]llmtest.Reply
+	seen    map[stageKey][]string // the first user message of each call
+	handled atomic.Int64
+	stops   []func()
+	client  *llm.Client
+}
+
+var workers = []string{"engineer", "inspector", "tester"}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
+		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
+	f.srv.Respond(f.respond)
+	c, err := llm.NewClient(llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond},
+		llm.Deps{Records: f.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f.client = c
+	f.module()
+	f.start()
+	return f
+}
+
+// module makes a Go module with an empty package calc, committed.
+func (f *fixture) module() {
+	f.write("go.mod", "module example.com/calc\n\ngo 1.22\n")
+	f.write("calc.go", "// Package calc adds numbers.\npackage calc\n")
+	f.git("init", "-q")
+	f.git("add", "-A")
+	f.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+}
+
+func (f *fixture) write(name, content string) {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, name), []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) read(dir, name string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, name))
+	return string(b)
+}
+
+func (f *fixture) git(args ...string) string {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// start runs the agents (again, after stop).
+func (f *fixture) start() {
+	ex := &worker.Executors{Options: tools.Options{Permissions: tools.DefaultPolicy()}}
+	pl := &worker.PromptLoop{LLM: f.client, Executors: ex, Records: f.Store}
+	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
+	hs := map[string]agents.Handler{
+		orchestrator.Name: &orchestrator.Orchestrator{Store: f.Store, Log: f.Log, Catalog: cat},
+		pipeline.Name:     &pipeline.Agent{Store: f.Store, Log: f.Log, Executors: ex, WorktreeDir: f.worktrees},
+	}
+	for _, name := range workers {
+		hs[name] = &worker.Worker{Agent: name, Executors: ex, Records: f.Store, Judge: worker.ByExit, Prompter: pl}
+	}
+	for name, h := range hs {
+		counted := agents.HandlerFunc(func(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+			f.handled.Add(1)
+			return h.Handle(ctx, d)
+		})
+		f.stops = append(f.stops, f.Run(name, counted, func(o *agents.Options) {
+			if name == orchestrator.Name || name == pipeline.Name {
+				o.PerSession = 1
+			}
+		}))
+	}
+}
+
+func (f *fixture) names() []string { return append(workers, orchestrator.Name, pipeline.Name) }
+
+// replay stops every agent, forgets its consumer and runs them all again
+// from the start of the stream; it checks that nothing new is called or
+// appended.
+func (f *fixture) replay() {
+	f.t.Helper()
+	f.idle()
+	calls, before, first := f.srv.Calls(), f.Stack.Census(), f.handled.Load()
+	for _, stop := range f.stops {
+		stop()
+	}
+	f.stops = nil
+	for _, name := range f.names() {
+		f.Forget(name)
+	}
+	f.start()
+	f.idle()
+	if replayed := f.handled.Load() - first; replayed < first {
+		f.t.Fatalf("the replay handled %d messages, the first run %d", replayed, first)
+	}
+	if n := f.srv.Calls() - calls; n != 0 {
+		f.t.Fatalf("the replay made %d LLM calls", n)
+	}
+	if after := f.Stack.Census(); after != before {
+		f.t.Fatalf("the replay appended events:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func (f *fixture) idle() {
+	f.t.Helper()
+	for _, name := range f.names() {
+		f.Eventually(30*time.Second, name+" idle", func() bool { return f.Idle(name) })
+	}
+}
+
+// on sets the replies of a stage, by step.
+func (f *fixture) on(k stageKey, replies ...llmtest.Reply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.replies[k] = replies
+}
+
+func (f *fixture) respond(req llmtest.Request) llmtest.Reply {
+	k, ok := keyOf(req)
+	if !ok {
+		f.t.Errorf("a request outside any pipeline stage: %q", req.Last())
+		return llmtest.Status(400)
+	}
+	step := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			step++
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if step == 0 {
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				f.seen[k] = append(f.seen[k], m.Content)
+				break
+			}
+		}
+	}
+	rs := f.replies[k]
+	if step >= len(rs) {
+		f.t.Errorf("no reply for %+v step %d", k, step)
+		return llmtest.Status(400)
+	}
+	return rs[step]
+}
+
+// asked returns the first user message of a stage's calls.
+func (f *fixture) asked(k stageKey) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen[k]...)
+}
+
+func (f *fixture) submit(mode, prompt string) {
+	f.Send("S1", "user", orchestrator.Name, schemas.TypeDAGExecute, schemas.DAGExecute{WorkDir: f.dir, DAG: schemas.DAG{ID: "d1",
+		Nodes: []schemas.Node{{ID: "add", Agent: "engineer", Prompt: prompt, Pipeline: mode}}}})
+}
+
+func (f *fixture) pipelineOf(node string) *projections.Pipeline {
+	f.t.Helper()
+	var pl *projections.Pipeline
+	f.Eventually(30*time.Second, "the pipeline of "+node, func() bool {
+		ps, err := f.Store.Pipelines(f.Ctx, projections.PipelineFilter{Node: node})
+		if err != nil || len(ps) == 0 {
+			return false
+		}
+		pl = ps[0]
+		return true
+	})
+	return pl
+}
+
+func (f *fixture) pipeline(id string) *projections.Pipeline {
+	f.t.Helper()
+	pl, err := f.Store.Pipeline(f.Ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return pl
+}
+
+func (f *fixture) workflow() *schemas.WorkflowComplete {
+	f.t.Helper()
+	f.Eventually(90*time.Second, "the workflow ends", func() bool { return f.Count(schemas.TypeWorkflowComplete) == 1 })
+	return llmtest.Payloads[schemas.WorkflowComplete](f.Stack, schemas.TypeWorkflowComplete)[0]
+}
+
+func call(id, name, args string) llmtest.Reply { return llmtest.Tools(llmtest.Call(id, name, args)) }
+
+func writeFile(id, path, content string) llmtest.Reply {
+	return call(id, "write_file", fmt.Sprintf(`{"path": %q, "content": %q}`, path, content))
+}
+
+func verdict(passed bool, summary string) llmtest.Reply {
+	return llmtest.Text(fmt.Sprintf(`{"passed": %v, "summary": %q, "issues": []}`, passed, summary))
+}
+
+const (
+	testFile = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n"
+	wrongAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a - b }\n"
+	rightAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a + b }\n"
+)
+
+var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
+
+// A TDD pipeline on a real Go module: the Inspector's criteria, the Tester's
+// test that fails to build before the implementation (RED, from the parsed
+// run), an Engineer whose first Add is wrong, the Tester's failure sent
+// back with its evidence, a second loop that passes. A /task message
+// reaches the Engineer. Then a replay from the start of the stream calls
+// nothing and appends nothing.
+func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
+	f := newFixture(t)
+	f.on(stageKey{"inspector", "criteria", 1, ""}, llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
+	f.on(stageKey{"tester", "red", 1, ""}, writeFile("w", "calc_test.go", testFile), goTest, verdict(false, "TestAdd does not build: Add is undefined"))
+	f.on(stageKey{"engineer", "implement", 1, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text("Added Add to calc.go."))
+	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add is there, documented"))
+	f.on(stageKey{"tester", "test", 1, ""}, goTest, verdict(false, "TestAdd fails"))
+	f.on(stageKey{"engineer", "implement", 2, ""}, writeFile("w", "calc.go", rightAdd), llmtest.Text("Fixed Add: a + b."))
+	f.on(stageKey{"inspector", "inspect", 2, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add sums"))
+	f.on(stageKey{"tester", "test", 2, ""}, goTest, verdict(true, "TestAdd passes"))
+
+	f.submit(schemas.PipelineTDD, "add Add(a, b int) int to package calc")
+	pl := f.pipelineOf("add")
+	f.Send("S1", "user", pipeline.Name, schemas.TypeUserTaskPrompt, schemas.UserTaskPrompt{PipelineID: pl.ID, Text: "keep Add on one line"})
+
+	wc := f.workflow()
+	if wc.Outcome != schemas.OutcomeSucceeded {
+		t.Fatalf("workflow %+v", wc)
+	}
+	pl = f.pipeline(pl.ID)
+	if pl.State != projections.PipelineCompleted || pl.Loop != 2 || pl.Mode != schemas.PipelineTDD || pl.StartingCommit == "" || pl.EndCommit == "" {
+		t.Fatalf("pipeline %+v", pl)
+	}
+	red := pl.Result(schemas.StageRed, 1)
+	if red == nil || red.Tests == nil || len(red.Tests.BuildFailed) == 0 {
+		t.Fatalf("RED stage %+v: want a test run that did not build", red)
+	}
+	if first := pl.Result(schemas.StageTest, 1); first.Passed || first.Tests == nil || first.Tests.Failed != 1 {
+		t.Fatalf("loop 1 test stage %+v", first)
+	}
+	if last := pl.Result(schemas.StageTest, 2); !last.Passed || last.Tests == nil || last.Tests.Passed != 1 {
+		t.Fatalf("loop 2 test stage %+v", last)
+	}
+	if len(pl.Feedback) != 1 || pl.Feedback[0].From != "tester" || pl.Feedback[0].Loop != 1 {
+		t.Fatalf("feedback %+v", pl.Feedback)
+	}
+	second := f.asked(stageKey{"engineer", "implement", 2, ""})
+	if len(second) != 1 || !strings.Contains(second[0], "Findings of loop 1") || !strings.Contains(second[0], "calc.TestAdd") {
+		t.Fatalf("the Engineer's second loop was not given the Tester's evidence: %q", second)
+	}
+	var heard bool
+	for _, loop := range []int{1, 2} {
+		for _, m := range f.asked(stageKey{"engineer", "implement", loop, ""}) {
+			heard = heard || strings.Contains(m, "keep Add on one line")
+		}
+	}
+	if !heard {
+		t.Fatal("the /task message never reached the Engineer")
+	}
+	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+		t.Fatalf("calc.go = %q", got)
+	}
+	out, err := exec.Command("go", "test", "-C", f.dir, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test in the module: %v\n%s", err, out)
+	}
+	f.replay()
+}
+
+// A standard pipeline whose Inspector finds a problem three times asks the
+// user; failing it fails the node and the workflow.
+func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
+	f := newFixture(t)
+	for loop := 1; loop <= 3; loop++ {
+		f.on(stageKey{"engineer", "implement", loop, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
+		f.on(stageKey{"inspector", "inspect", loop, ""}, call("r", "read_file", `{"path": "calc.go"}`),
+			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
+	}
+	f.submit(schemas.PipelineStandard, "add Add(a, b int) int to package calc")
+	pl := f.pipelineOf("add")
+	f.Eventually(60*time.Second, "the pipeline asks the user", func() bool {
+		return f.pipeline(pl.ID).State == projections.PipelineAwaitingUser
+	})
+	pl = f.pipeline(pl.ID)
+	if pl.Loop != 3 || len(pl.Feedback) != 3 || f.Count(schemas.TypeInspectorFeedback) != 3 || f.Count(schemas.TypeTesterFeedback) != 0 {
+		t.Fatalf("pipeline after three loops: loop %d, feedback %+v", pl.Loop, pl.Feedback)
+	}
+	if len(f.asked(stageKey{"tester", "test", 1, ""})) != 0 {
+		t.Fatal("the Tester ran although the Inspector failed (standard mode runs it after a passing Inspector)")
+	}
+	pending, err := f.Store.Pending(f.Ctx, "S1")
+	if err != nil || len(pending) != 1 || pending[0].Correlation != pl.ID || pending[0].Asker != pipeline.Name {
+		t.Fatalf("the session's pending items: %+v %v", pending, err)
+	}
+	if f.Count(schemas.TypeWorkflowComplete) != 0 {
+		t.Fatal("the workflow ended before the user decided")
+	}
+	f.Send("S1", "user", pipeline.Name, schemas.TypeClarificationResponse, schemas.ClarificationResponse{InReplyTo: pl.ID, Answer: "fail"})
+	wc := f.workflow()
+	if wc.Outcome != schemas.OutcomeFailed || wc.Failed != 1 {
+		t.Fatalf("workflow %+v", wc)
+	}
+	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineFailed || !strings.Contains(pl.Reason, "failed by the user") {
+		t.Fatalf("pipeline %+v", pl)
+	}
+	if pending, _ := f.Store.Pending(f.Ctx, "S1"); len(pending) != 0 {
+		t.Fatalf("still pending: %+v", pending)
+	}
+	f.replay()
+}
+
+// Two variants of one step: while the original pipeline runs (its Engineer
+// waits on a gate file), a variant with another approach starts in its own
+// worktree at the same starting commit. Both end ready; selecting the
+// variant puts its calc.go in the work directory and removes its worktree.
+// Selecting a variant that failed, or any before all ended, is refused.
+func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
+	f := newFixture(t)
+	gate := filepath.Join(t.TempDir(), "go-on")
+	f.on(stageKey{"engineer", "implement", 1, ""},
+		call("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
+		writeFile("w", "calc.go", rightAdd), llmtest.Text("Add with +."))
+	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine"))
+	channels := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
+	f.on(stageKey{"engineer", "implement", 1, "count up in a loop"}, writeFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
+	f.on(stageKey{"inspector", "inspect", 1, "count up in a loop"}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine too"))
+
+	f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
+	orig := f.pipelineOf("add")
+	// Bad input first: an unknown node, and a node that is not there, are
+	// refused with a notice and no group.
+	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "nope", Approach: "x"})
+	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: "count up in a loop"})
+	f.Eventually(30*time.Second, "the variant runs", func() bool {
+		gs, _ := f.Store.VariantGroups(f.Ctx, projections.PipelineFilter{Node: "add"})
+		return len(gs) == 1 && len(gs[0].Variants) == 2
+	})
+	if n := f.Count(schemas.TypeNotice); n != 1 {
+		t.Fatalf("%d notices, want the refusal of the unknown node", n)
+	}
+	g, _ := f.Store.VariantGroups(f.Ctx, projections.PipelineFilter{Node: "add"})
+	group := g[0]
+	v1 := group.Variant("v1")
+	if group.StartingCommit != orig.StartingCommit || v1 == nil || v1.Worktree == "" {
+		t.Fatalf("group %+v", group)
+	}
+	if _, err := os.Stat(filepath.Join(v1.Worktree, "calc.go")); err != nil {
+		t.Fatalf("the variant's worktree: %v", err)
+	}
+	if why := group.CannotSelect("v1"); !strings.Contains(why, "once every variant has ended") {
+		t.Fatalf("selecting while active: %q", why)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Eventually(60*time.Second, "both variants ready", func() bool {
+		g, err := f.Store.VariantGroup(f.Ctx, group.ID)
+		return err == nil && g.State == projections.GroupPending
+	})
+	if f.Count(schemas.TypeWorkflowComplete) != 0 {
+		t.Fatal("the node completed before a variant was selected")
+	}
+	if got := f.read(v1.Worktree, "calc.go"); got != channels {
+		t.Fatalf("the variant's calc.go = %q", got)
+	}
+	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+		t.Fatalf("the original's calc.go = %q", got)
+	}
+	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantSelect, schemas.VariantSelect{GroupID: group.ID, VariantID: "v1"})
+	wc := f.workflow()
+	if wc.Outcome != schemas.OutcomeSucceeded {
+		t.Fatalf("workflow %+v", wc)
+	}
+	if got := f.read(f.dir, "calc.go"); got != channels {
+		t.Fatalf("calc.go after selecting v1 = %q", got)
+	}
+	if _, err := os.Stat(v1.Worktree); !os.IsNotExist(err) {
+		t.Fatalf("the variant's worktree is still there: %v", err)
+	}
+	if list := f.git("worktree", "list"); strings.Contains(list, v1.Worktree) {
+		t.Fatalf("git still lists the worktree:\n%s", list)
+	}
+	g2, _ := f.Store.VariantGroup(f.Ctx, group.ID)
+	if g2.State != projections.GroupSelected || g2.Variant("v1").State != projections.VariantSelected || g2.Variant("original").State != projections.VariantDiscarded {
+		t.Fatalf("group after selection %+v", g2)
+	}
+	f.replay()
+}
