@@ -55,6 +55,7 @@
 //	             code/p/<root>\0<package>\0<path>  the file is in a package
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
+//	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

@@ -100,6 +100,7 @@ func checkpointsDAGPrefix(sid, dag string) []byte {
 	return under(key("checkpoints/c/", sid, dag))
 }
 
+func planKey(sid string) []byte              { return key("plans/s/", sid) }
 func pendingKey(sid, corr string) []byte     { return key("pending/p/", sid, corr) }
 func pendingPrefix(sid string) []byte        { return under(key("pending/p/", sid)) }
 func pendingAliasKey(sid, id string) []byte  { return key("pending/id/", sid, id) }

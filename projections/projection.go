@@ -19,6 +19,7 @@ const (
 	Calls       = "calls"
 	History     = "history"
 	Code        = "code"
+	Plans       = "plans"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -50,6 +51,7 @@ var projectionList = []*projection{
 	{name: Calls, version: 1, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 1, apply: applyCode},
+	{name: Plans, version: 1, apply: applyPlans},
 }
 
 // ProjectionNames lists the projections.

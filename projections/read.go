@@ -53,6 +53,8 @@ type Reader interface {
 	Failures(ctx context.Context, q FailureQuery) ([]*FailureMemory, error)
 	// Code answers a query on the code index of a work directory.
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
+	// PlanMode returns a session's plan mode.
+	PlanMode(ctx context.Context, session string) (*PlanMode, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
 	// Status reports cursors, lag and sizes.

@@ -180,6 +180,8 @@ type PlanResponse struct {
 	PlanID    string `json:"plan_id"`
 	DAG       DAG    `json:"dag"`
 	Rationale string `json:"rationale,omitempty"`
+	// Mode is the plan drafted in plan mode, whose steps are the DAG's nodes.
+	Mode *ModePlan `json:"mode,omitempty"`
 }
 
 // PlanApproved is the user's approval of a plan.
