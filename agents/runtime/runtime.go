@@ -94,7 +94,7 @@ func (c *Config) withLLM(executors *worker.Executors) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records()}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Plans: c.Store}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
@@ -144,7 +144,7 @@ func (c *Config) agents() []agent {
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
-		w := &worker.Worker{Agent: name, Executors: executors, Records: c.records(), Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint}
+		w := &worker.Worker{Agent: name, Executors: executors, Records: c.records(), Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint, Plans: c.Store}
 		if name == "tester" {
 			w.Prepare, w.Observe = worker.GoTestJSON, worker.CountTests
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/planguard"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -96,6 +97,8 @@ type PromptLoop struct {
 	Limits    Limits
 	// Prompts override the default system prompt of an agent.
 	Prompts map[string]string
+	// Plans, when set, keeps a session in plan mode read-only (planguard).
+	Plans planguard.State
 }
 
 // reviewer agents end with a JSON verdict.
@@ -235,7 +238,7 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		return schemas.ToolResult{}, agents.Permanent(err)
 	}
 	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
-	res, _, err := l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
+	res, _, err := l.d.RunToolObserved(ctx, planguard.Wrap(l.exec, l.p.Plans, l.d.Env.SessionID), l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
 	if err != nil {
 		return res, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/planguard"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -62,6 +63,8 @@ type Worker struct {
 	Prompter Prompter
 	// LLMHint says how to configure an LLM, for prompt nodes without one.
 	LLMHint string
+	// Plans, when set, keeps a session in plan mode read-only (planguard).
+	Plans planguard.State
 }
 
 // Handle runs one dispatched node.
@@ -104,7 +107,7 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if w.Observe != nil {
 		obs = w.Observe(node)
 	}
-	res, _, err := d.RunToolObserved(runCtx, exec, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
+	res, _, err := d.RunToolObserved(runCtx, planguard.Wrap(exec, w.Plans, d.Env.SessionID), w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
 	if err != nil {
 		return nil, err
 	}
