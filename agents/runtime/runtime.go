@@ -130,7 +130,8 @@ func (c *Config) agents() []agent {
 	base := func(name string) agents.Options {
 		return agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
 	}
-	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint}
+	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint,
+		Executors: executors, Records: c.Store}
 	if c.LLM != nil {
 		arch.LLM = c.LLM
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/planguard"
+	"github.com/sylk/sylk/agents/toolloop"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -210,7 +211,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 			if err != nil {
 				return nil, err
 			}
-			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: cut(toolText(res), l.lim.ToolOutput)})
+			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: toolloop.Cut(toolloop.ToolText(res), l.lim.ToolOutput)})
 			if l.strikes >= l.lim.Strikes {
 				return l.help(fmt.Sprintf("%d tool calls in a row failed", l.strikes))
 			}
@@ -224,7 +225,7 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 	l.calls++
 	var args map[string]any
 	if err := json.Unmarshal([]byte(orEmpty(tc.Arguments)), &args); err != nil || args == nil {
-		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, cut(tc.Arguments, 200))}
+		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, toolloop.Cut(tc.Arguments, 200))}
 		l.record(tc.Name, res)
 		return res, nil
 	}
@@ -290,7 +291,7 @@ func (l *loop) review(v verdict, ok bool, content string) ([]*schemas.Envelope, 
 	passed := ok && *v.Passed
 	summ := strings.TrimSpace(v.Summary)
 	if !ok {
-		summ = "no verdict: the answer was not the JSON verdict: " + cut(strings.TrimSpace(content), 300)
+		summ = "no verdict: the answer was not the JSON verdict: " + toolloop.Cut(strings.TrimSpace(content), 300)
 	}
 	switch {
 	case passed && l.okCalls == 0:
@@ -359,42 +360,6 @@ func lastN(xs []string, n int) []string {
 		return xs[len(xs)-n:]
 	}
 	return xs
-}
-
-// toolText is a tool result as the model reads it.
-func toolText(r schemas.ToolResult) string {
-	var b strings.Builder
-	if r.Summary != "" {
-		b.WriteString(r.Summary + "\n")
-	}
-	if r.Error != "" && !r.OK {
-		b.WriteString("error: " + r.Error + "\n")
-	}
-	for _, s := range []struct{ name, text string }{{"", r.Output}, {"stdout", r.Stdout}, {"stderr", r.Stderr}} {
-		if s.text == "" {
-			continue
-		}
-		if s.name != "" {
-			b.WriteString("--- " + s.name + " ---\n")
-		}
-		b.WriteString(s.text)
-		if !strings.HasSuffix(s.text, "\n") {
-			b.WriteByte('\n')
-		}
-	}
-	if b.Len() == 0 {
-		return fmt.Sprintf("%s: ok=%v exit=%d", r.Tool, r.OK, r.ExitCode)
-	}
-	return b.String()
-}
-
-// cut keeps the head and the tail of s within n bytes.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	half := n / 2
-	return strings.ToValidUTF8(s[:half]+fmt.Sprintf("\n[... %d bytes cut ...]\n", len(s)-2*half)+s[len(s)-half:], "")
 }
 
 // task is the first user message of a node.
