@@ -312,11 +312,9 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	if planEnv == nil {
 		return out, err
 	}
-	workDir := ""
-	if s, err := a.Store.Session(ctx, d.Env.SessionID); err == nil {
-		workDir = s.Config.WorkDir
-	} else if !errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Transient(err, 0)
+	workDir, err := a.workDir(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	if err := plan.Validate(&resp.DAG, nil, a.Catalog); err != nil {
 		return notice(d, "stale-plan", schemas.NoticeError, fmt.Sprintf("plan %s no longer validates: %v", p.PlanID, err), "ask for a new plan")
@@ -334,6 +332,18 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	exec.ID = schemas.DeriveID(planEnv, key)
 	keepIntent(exec, requestOf(planEnv))
 	return []*schemas.Envelope{exec}, nil
+}
+
+// workDir is the session's work directory ("" when it names none).
+func (a *Architect) workDir(ctx context.Context, d *agents.Delivery) (string, error) {
+	s, err := a.Store.Session(ctx, d.Env.SessionID)
+	switch {
+	case err == nil:
+		return s.Config.WorkDir, nil
+	case errors.Is(err, projections.ErrNotFound):
+		return "", nil
+	}
+	return "", agents.Transient(err, 0)
 }
 
 // modified plans again with the user's feedback, or drops a rejected plan.

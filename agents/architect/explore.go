@@ -32,16 +32,6 @@ func (a *Architect) planMode(ctx context.Context, d *agents.Delivery) (string, e
 	return pm.State, nil
 }
 
-// modeAnswer is the model's final answer in plan mode.
-type modeAnswer struct {
-	Action     string           `json:"action"`
-	Rationale  string           `json:"rationale"`
-	Confidence float64          `json:"confidence"`
-	Question   string           `json:"question"`
-	Options    []string         `json:"options"`
-	Plan       schemas.ModePlan `json:"plan"`
-}
-
 // explore is planning in plan mode (seed L36434-36590): the model explores
 // the project with the read-only tools and by consulting the other agents,
 // drafts a plan (plan_draft), and the draft goes back to exploration
@@ -52,11 +42,9 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 	if a.Executors == nil {
 		return notice(d, "no-tools", schemas.NoticeError, "plan mode needs the Architect's read-only tools; this process has none", "")
 	}
-	workDir := ""
-	if s, err := a.Store.Session(ctx, d.Env.SessionID); err == nil {
-		workDir = s.Config.WorkDir
-	} else if !errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Transient(err, 0)
+	workDir, err := a.workDir(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	exec, err := a.Executors.For(workDir)
 	if err != nil {
@@ -67,12 +55,13 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 		Specs: append(specs, a.consultSpecs()...), Extra: a.consultRunners(d), Key: "explore", Steps: a.ExploreSteps}
 	msgs := []schemas.LLMMessage{{Role: "system", Content: a.exploreSystem(specs)}, {Role: "user", Content: j.prompt(d.Env)}}
 	drafts := 0
-	var ans modeAnswer
+	var ans answer
+	var mode schemas.ModePlan
 	var dag *schemas.DAG
 	check := func(content string) string {
-		ans, dag = modeAnswer{}, nil
+		ans, mode, dag = answer{}, schemas.ModePlan{}, nil
 		raw := jsonObject(content)
-		if raw == "" || json.Unmarshal([]byte(raw), &ans) != nil {
+		if raw == "" || json.Unmarshal([]byte(raw), &ans) != nil || ans.Action == "plan" && json.Unmarshal(ans.Plan, &mode) != nil {
 			return `That is not the JSON answer. Reply with {"action": "plan", ...} or {"action": "clarify", ...} only.`
 		}
 		if ans.Action == "clarify" && strings.TrimSpace(ans.Question) != "" {
@@ -82,11 +71,11 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 			return `"action" must be "plan" or "clarify".`
 		}
 		drafts++
-		if err := a.appendNow(ctx, d, fmt.Sprintf("draft/%d", drafts), schemas.TypePlanDraft, schemas.PlanDraft{Title: ans.Plan.Title}); err != nil {
+		if err := a.appendNow(ctx, d, fmt.Sprintf("draft/%d", drafts), schemas.TypePlanDraft, schemas.PlanDraft{Title: mode.Title}); err != nil {
 			return "" // reported below
 		}
 		var derr error
-		dag, derr = plan.ModeDAG(&ans.Plan, a.Catalog)
+		dag, derr = plan.ModeDAG(&mode, a.Catalog)
 		if derr == nil {
 			return ""
 		}
@@ -106,13 +95,12 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 		return a.failed(ctx, d, err)
 	}
 	if ans.Action == "clarify" {
-		return a.ask(d, j, answer{Question: ans.Question, Options: ans.Options})
+		return a.ask(d, j, ans)
 	}
 	if dag == nil { // a draft event could not be appended
 		return nil, agents.Transient(errors.New("plan mode: recording the draft failed"), 0)
 	}
-	mode := ans.Plan
-	return a.respond(d, j, answer{Rationale: ans.Rationale, Confidence: ans.Confidence}, dag, &mode)
+	return a.respond(d, j, ans, dag, &mode)
 }
 
 // appendNow appends a plan-mode step of the exploration at once, so the
