@@ -56,6 +56,7 @@
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
 //	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
+//	consults     consults/c/<sid>\0<request id>    Consult (one consultation)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

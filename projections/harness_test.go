@@ -416,6 +416,20 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return errOut(err)
 		}
 		return formatPlanMode(p)
+	case "consults":
+		cs, err := w.store.Consults(ctx, args["session"])
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, c := range cs {
+			fmt.Fprintf(&b, "%s %s>%s chain=%v blocking=%v %s %q", c.ID, c.From, c.To, c.Chain, c.Blocking, c.State, c.Question)
+			if c.AnswerSeq > 0 {
+				fmt.Fprintf(&b, " answer@%d=%q", c.AnswerSeq, c.Answer+c.Refused)
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
 	case "request":
 		r, err := w.store.PendingRequest(ctx, args["session"], args["ref"])
 		if err != nil {

@@ -20,6 +20,7 @@ const (
 	History     = "history"
 	Code        = "code"
 	Plans       = "plans"
+	Consults    = "consults"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -52,6 +53,7 @@ var projectionList = []*projection{
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 1, apply: applyCode},
 	{name: Plans, version: 1, apply: applyPlans},
+	{name: Consults, version: 1, apply: applyConsults},
 }
 
 // ProjectionNames lists the projections.
