@@ -51,14 +51,6 @@ type Store interface {
 	PlanMode(ctx context.Context, session string) (*projections.PlanMode, error)
 }
 
-// Consulter gives an agent its consult_<agent> tools (agents/consult).
-type Consulter interface {
-	// Specs are the consult tools agent may call.
-	Specs(agent string) []tools.ToolSpec
-	// Runners run them for the delivery d, by tool name.
-	Runners(d *agents.Delivery) map[string]agents.ToolRunner
-}
-
 // Architect plans.
 type Architect struct {
 	// LLM is nil when no LLM is configured: requests get a notice saying
@@ -80,7 +72,7 @@ type Architect struct {
 	Executors *worker.Executors
 	Records   agents.ToolRecords
 	// Consult gives the Architect its consult tools (nil: none).
-	Consult Consulter
+	Consult toolloop.Consulter
 	// ExploreSteps bounds the model calls of one exploration (default
 	// toolloop.DefaultSteps).
 	ExploreSteps int
@@ -120,6 +112,8 @@ func (a *Architect) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 		return a.answered(ctx, d)
 	case schemas.TypePlanEnter, schemas.TypePlanExit:
 		return a.modeChanged(ctx, d)
+	case schemas.TypeConsultResponse:
+		return nil, nil // the exploring loop read it from the consults projection
 	case schemas.TypeUserInterrupt:
 		return a.interrupt(d)
 	case schemas.TypeDAGStatus, schemas.TypeValidationCorrections, schemas.TypeTestDAGRequest,

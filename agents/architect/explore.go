@@ -52,7 +52,7 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 	}
 	specs := exec.SchemasFor(Name)
 	loop := &toolloop.Loop{LLM: a.LLM, Records: a.Records, Runner: planguard.Wrap(exec, a.Store, d.Env.SessionID),
-		Specs: append(specs, a.consultSpecs()...), Extra: a.consultRunners(d), Key: "explore", Steps: a.ExploreSteps}
+		Specs: append(specs, a.consultSpecs()...), Consult: a.Consult, Key: "explore", Steps: a.ExploreSteps}
 	msgs := []schemas.LLMMessage{{Role: "system", Content: a.exploreSystem(specs)}, {Role: "user", Content: j.prompt(d.Env)}}
 	drafts := 0
 	var ans answer
@@ -148,13 +148,6 @@ func (a *Architect) consultSpecs() []tools.ToolSpec {
 		return nil
 	}
 	return a.Consult.Specs(Name)
-}
-
-func (a *Architect) consultRunners(d *agents.Delivery) map[string]agents.ToolRunner {
-	if a.Consult == nil {
-		return nil
-	}
-	return a.Consult.Runners(d)
 }
 
 // modeChanged tells the user what plan_enter or plan_exit did: the plans

@@ -28,11 +28,20 @@ type Guarded struct {
 	exec    *tools.Executor
 	state   State
 	session string
+	// always is the reason every call must be read-only, whatever the
+	// session's plan mode ("" : only plan mode decides).
+	always string
 }
 
 // Wrap guards exec for session; a nil state guards nothing.
 func Wrap(exec *tools.Executor, state State, session string) *Guarded {
 	return &Guarded{exec: exec, state: state, session: session}
+}
+
+// ReadOnly guards exec so that only calls that change nothing run, for why
+// ("answering a consultation").
+func ReadOnly(exec *tools.Executor, why string) *Guarded {
+	return &Guarded{exec: exec, always: why}
 }
 
 // Run runs call unless plan mode refuses it.
@@ -54,6 +63,12 @@ func (g *Guarded) RunObserved(ctx context.Context, agent string, call tools.Call
 // Check returns an error wrapping tools.ErrPermissionDenied when the session
 // is in a read-only plan-mode state and call would change something.
 func (g *Guarded) Check(ctx context.Context, call tools.Call) error {
+	if g.always != "" {
+		if ok, why := g.exec.ReadOnlyCall(call); !ok {
+			return fmt.Errorf("%w: %s is read-only: %s", tools.ErrPermissionDenied, g.always, why)
+		}
+		return nil
+	}
 	if g.state == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/architect"
 	"github.com/sylk/sylk/agents/archivalist"
+	"github.com/sylk/sylk/agents/consult"
 	"github.com/sylk/sylk/agents/guide"
 	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
@@ -94,7 +95,8 @@ func (c *Config) withLLM(executors *worker.Executors) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Plans: c.Store}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Plans: c.Store,
+			Consult: &consult.Consulter{Answers: c.Store}}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
@@ -131,17 +133,27 @@ func (c *Config) agents() []agent {
 		return agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
 	}
 	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint,
-		Executors: executors, Records: c.Store}
+		Executors: executors, Records: c.records()}
+	// Every agent that can be consulted answers with a read-only
+	// conversation of its own (without an LLM it refuses, saying so).
+	responder := &consult.Responder{Executors: executors, Records: c.records(), Sessions: c.Store}
 	if c.LLM != nil {
-		arch.LLM = c.LLM
+		consulter := &consult.Consulter{Answers: c.Store}
+		arch.LLM, arch.Consult = c.LLM, consulter
+		responder.LLM, responder.Consult = c.LLM, consulter
 	}
 	all := []agent{
 		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint}},
-		{base(architect.Name), arch},
+		{base(architect.Name), consult.Wrap(architect.Name, arch, responder)},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
-		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
-		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
+		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }),
+			consult.Wrap(archivalist.Name, &archivalist.Archivalist{Store: c.Store}, responder)},
+		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}, responder)},
+	}
+	if c.LLM != nil {
+		// The Academic has no work of its own yet: it answers consultations.
+		all = append(all, agent{base("academic"), consult.Wrap("academic", nil, responder)})
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
@@ -153,7 +165,7 @@ func (c *Config) agents() []agent {
 			o.Concurrency = c.Concurrency
 			o.SkipCancelled = true
 			o.OnDeadLetter = nodeDeadLettered
-		}), w})
+		}), consult.Wrap(name, w, responder)})
 	}
 	if c.Agents == nil {
 		return all

@@ -30,15 +30,24 @@ type LLM interface {
 	Fit(ctx context.Context, d *agents.Delivery, r llm.FitRequest) ([]schemas.LLMMessage, bool, error)
 }
 
+// Consulter gives an agent its consult_<agent> tools (agents/consult).
+type Consulter interface {
+	// Specs are the consult tools agent may call.
+	Specs(agent string) []tools.ToolSpec
+	// Runner runs the consult tool named tool for the delivery d (one that
+	// names an unknown agent too, to refuse it); nil for other tools.
+	Runner(d *agents.Delivery, tool string) agents.ToolRunner
+}
+
 // Loop is one conversation's settings.
 type Loop struct {
 	LLM     LLM
 	Records agents.ToolRecords
-	// Runner runs the built-in tools (a plan-mode guarded executor); Extra
-	// runs other tools by name (the consult_<agent> tools).
-	Runner agents.ToolRunner
-	Extra  map[string]agents.ToolRunner
-	Specs  []tools.ToolSpec
+	// Runner runs the built-in tools (a plan-mode guarded executor);
+	// Consult, when set, the consult_<agent> tools.
+	Runner  agents.ToolRunner
+	Consult Consulter
+	Specs   []tools.ToolSpec
 	// Key prefixes the keys of the model calls and tool calls ("explore/1").
 	Key string
 	// Steps bounds the model calls (default DefaultSteps); ToolOutput the
@@ -124,8 +133,10 @@ func (l *Loop) tool(ctx context.Context, d *agents.Delivery, step, i int, tc sch
 		return schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, Cut(tc.Arguments, 200))}, nil
 	}
 	runner := l.Runner
-	if x, ok := l.Extra[tc.Name]; ok {
-		runner = x
+	if l.Consult != nil {
+		if x := l.Consult.Runner(d, tc.Name); x != nil {
+			runner = x
+		}
 	}
 	call := tools.Call{ID: tools.CallID(d.Env.ID, d.Agent, l.Key, fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: json.RawMessage(args)}
 	res, _, err := d.RunTool(ctx, runner, l.Records, call, agents.ToolWhere{})

@@ -100,6 +100,8 @@ type PromptLoop struct {
 	Prompts map[string]string
 	// Plans, when set, keeps a session in plan mode read-only (planguard).
 	Plans planguard.State
+	// Consult gives the agents their consult_<agent> tools (nil: none).
+	Consult toolloop.Consulter
 }
 
 // reviewer agents end with a JSON verdict.
@@ -120,6 +122,9 @@ func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *sc
 		wall = node.Timeout
 	}
 	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, specs: exec.SchemasFor(d.Agent), deadline: time.Now().Add(wall)}
+	if p.Consult != nil {
+		l.specs = append(l.specs, p.Consult.Specs(d.Agent)...)
+	}
 	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent)}, {Role: "user", Content: task(node)}}
 	return l.run(ctx)
 }
@@ -239,7 +244,13 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		return schemas.ToolResult{}, agents.Permanent(err)
 	}
 	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
-	res, _, err := l.d.RunToolObserved(ctx, planguard.Wrap(l.exec, l.p.Plans, l.d.Env.SessionID), l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
+	var runner agents.ToolRunner = planguard.Wrap(l.exec, l.p.Plans, l.d.Env.SessionID)
+	if l.p.Consult != nil {
+		if x := l.p.Consult.Runner(l.d, tc.Name); x != nil {
+			runner = x
+		}
+	}
+	res, _, err := l.d.RunToolObserved(ctx, runner, l.p.Records, call, agents.ToolWhere{DAGID: l.node.DAGID, NodeID: l.node.NodeID, Attempt: l.node.Attempt}, obs)
 	if err != nil {
 		return res, err
 	}

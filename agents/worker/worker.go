@@ -69,7 +69,11 @@ type Worker struct {
 
 // Handle runs one dispatched node.
 func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
-	if d.Env.Type != schemas.TypeTaskDispatch {
+	switch d.Env.Type {
+	case schemas.TypeTaskDispatch:
+	case schemas.TypeConsultResponse:
+		return nil, nil // the asking loop read it from the consults projection
+	default:
 		return nil, agents.Unhandled(w.Agent, d.Env.Type)
 	}
 	node, err := schemas.PayloadAs[schemas.TaskDispatch](d.Env)
