@@ -51,7 +51,11 @@ func (a *Architect) explore(ctx context.Context, d *agents.Delivery, j job) ([]*
 		return notice(d, "no-workdir", schemas.NoticeError, err.Error(), "")
 	}
 	specs := exec.SchemasFor(Name)
-	loop := &toolloop.Loop{LLM: a.LLM, Records: a.Records, Runner: planguard.Wrap(exec, a.Store, d.Env.SessionID),
+	guarded, err := planguard.Wrap(ctx, exec, a.Store, d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	loop := &toolloop.Loop{LLM: a.LLM, Records: a.Records, Runner: guarded,
 		Specs: append(specs, a.consultSpecs()...), Consult: a.Consult, Key: "explore", Steps: a.ExploreSteps}
 	msgs := []schemas.LLMMessage{{Role: "system", Content: a.exploreSystem(specs)}, {Role: "user", Content: j.prompt(d.Env)}}
 	drafts := 0

@@ -22,31 +22,42 @@ type State interface {
 }
 
 // Guarded is an executor that checks each call against its session's plan
-// mode before running it. It is an agents.ToolRunner and an
-// agents.ObservingToolRunner.
+// mode, read when it was made, before running it. It is an agents.ToolRunner
+// and an agents.ObservingToolRunner.
 type Guarded struct {
-	exec    *tools.Executor
-	state   State
-	session string
-	// always is the reason every call must be read-only, whatever the
-	// session's plan mode ("" : only plan mode decides).
-	always string
+	exec *tools.Executor
+	// why is the reason every call must be read-only ("": any call runs).
+	why string
 }
 
-// Wrap guards exec for session; a nil state guards nothing.
-func Wrap(exec *tools.Executor, state State, session string) *Guarded {
-	return &Guarded{exec: exec, state: state, session: session}
+// Wrap guards exec with the plan mode session is in now; a nil state guards
+// nothing. The state is read here, before the caller records the call's
+// start, so nothing slow sits between that record and the run.
+func Wrap(ctx context.Context, exec *tools.Executor, state State, session string) (*Guarded, error) {
+	g := &Guarded{exec: exec}
+	if state == nil {
+		return g, nil
+	}
+	pm, err := state.PlanMode(ctx, session)
+	switch {
+	case errors.Is(err, projections.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("plan mode of session %s: %w", session, err)
+	case schemas.PlanReadOnly(pm.State):
+		g.why = fmt.Sprintf("session %s is in plan mode (%s): until the plan is approved the agents may only read and consult", session, pm.State)
+	}
+	return g, nil
 }
 
 // ReadOnly guards exec so that only calls that change nothing run, for why
 // ("answering a consultation").
 func ReadOnly(exec *tools.Executor, why string) *Guarded {
-	return &Guarded{exec: exec, always: why}
+	return &Guarded{exec: exec, why: why + " is read-only"}
 }
 
-// Run runs call unless plan mode refuses it.
+// Run runs call unless the guard refuses it.
 func (g *Guarded) Run(ctx context.Context, agent string, call tools.Call) (tools.Result, error) {
-	if err := g.Check(ctx, call); err != nil {
+	if err := g.Check(call); err != nil {
 		return tools.Result{}, err
 	}
 	return g.exec.Run(ctx, agent, call)
@@ -54,37 +65,21 @@ func (g *Guarded) Run(ctx context.Context, agent string, call tools.Call) (tools
 
 // RunObserved is Run with an observer of the output lines.
 func (g *Guarded) RunObserved(ctx context.Context, agent string, call tools.Call, onLine func(stream, line string)) (tools.Result, error) {
-	if err := g.Check(ctx, call); err != nil {
+	if err := g.Check(call); err != nil {
 		return tools.Result{}, err
 	}
 	return g.exec.RunObserved(ctx, agent, call, onLine)
 }
 
-// Check returns an error wrapping tools.ErrPermissionDenied when the session
-// is in a read-only plan-mode state and call would change something.
-func (g *Guarded) Check(ctx context.Context, call tools.Call) error {
-	if g.always != "" {
-		if ok, why := g.exec.ReadOnlyCall(call); !ok {
-			return fmt.Errorf("%w: %s is read-only: %s", tools.ErrPermissionDenied, g.always, why)
-		}
+// Check returns an error wrapping tools.ErrPermissionDenied when calls must
+// be read-only and call would change something.
+func (g *Guarded) Check(call tools.Call) error {
+	if g.why == "" {
 		return nil
 	}
-	if g.state == nil {
-		return nil
+	if ok, why := g.exec.ReadOnlyCall(call); !ok {
+		return fmt.Errorf("%w: %s; %s. Read what you need, consult the other agents, and put the change into the plan instead",
+			tools.ErrPermissionDenied, g.why, why)
 	}
-	pm, err := g.state.PlanMode(ctx, g.session)
-	switch {
-	case errors.Is(err, projections.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("plan mode of session %s: %w", g.session, err)
-	case !schemas.PlanReadOnly(pm.State):
-		return nil
-	}
-	ok, why := g.exec.ReadOnlyCall(call)
-	if ok {
-		return nil
-	}
-	return fmt.Errorf("%w: session %s is in plan mode (%s): until the plan is approved the agents may only read and consult; %s. "+
-		"Read what you need, consult the other agents, and put the change into the plan instead", tools.ErrPermissionDenied, g.session, pm.State, why)
+	return nil
 }

@@ -244,7 +244,11 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		return schemas.ToolResult{}, agents.Permanent(err)
 	}
 	call := tools.Call{ID: tools.CallID(l.d.Env.ID, l.node.NodeID, "prompt", fmt.Sprint(step), fmt.Sprint(i)), Tool: tc.Name, Args: raw}
-	var runner agents.ToolRunner = planguard.Wrap(l.exec, l.p.Plans, l.d.Env.SessionID)
+	guarded, err := planguard.Wrap(ctx, l.exec, l.p.Plans, l.d.Env.SessionID)
+	if err != nil {
+		return schemas.ToolResult{}, agents.Transient(err, 0)
+	}
+	var runner agents.ToolRunner = guarded
 	if l.p.Consult != nil {
 		if x := l.p.Consult.Runner(l.d, tc.Name); x != nil {
 			runner = x

@@ -111,7 +111,11 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if w.Observe != nil {
 		obs = w.Observe(node)
 	}
-	res, _, err := d.RunToolObserved(runCtx, planguard.Wrap(exec, w.Plans, d.Env.SessionID), w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
+	guarded, err := planguard.Wrap(ctx, exec, w.Plans, d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	res, _, err := d.RunToolObserved(runCtx, guarded, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
 	if err != nil {
 		return nil, err
 	}
