@@ -230,6 +230,14 @@ func entryOf(env *schemas.Envelope) (schemas.HistoryEntry, bool, error) {
 			summary, detail, tags = summary+" (refused)", p.Refused, append(tags, "refused")
 		}
 		return schemas.HistoryEntry{Category: CategoryConsultation, Summary: summary, Detail: detail, Tags: tags}, true, nil
+	case schemas.TypeMemoryCheckpoint:
+		p, err := schemas.PayloadAs[schemas.MemoryCheckpoint](env)
+		if err != nil {
+			return e, false, err
+		}
+		return schemas.HistoryEntry{Category: p.Category, DAGID: p.DAGID, NodeID: p.NodeID,
+			Summary: fmt.Sprintf("%s checkpoint %d of %s at %.0f%% of the context", p.Agent, p.Index, p.Key, p.ContextUsage*100),
+			Detail:  p.Text, Tags: []string{"memory", p.Agent, p.Kind}}, true, nil
 	case schemas.TypeStoreRequest:
 		p, err := schemas.PayloadAs[schemas.StoreRequest](env)
 		if err != nil {

@@ -27,7 +27,8 @@ const (
 // LLM is what a loop needs of the LLM tier: *llm.Client.
 type LLM interface {
 	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
-	Fit(ctx context.Context, d *agents.Delivery, r llm.FitRequest) ([]schemas.LLMMessage, bool, error)
+	// Memory keeps a conversation within the agent's context policy.
+	Memory(d *agents.Delivery, key, dag, node string) *llm.Memory
 }
 
 // Consulter gives an agent its consult_<agent> tools (agents/consult).
@@ -74,9 +75,10 @@ func (l *Loop) Run(ctx context.Context, d *agents.Delivery, msgs []schemas.LLMMe
 		steps = DefaultSteps
 	}
 	seen := 0
+	mem := l.LLM.Memory(d, l.Key, "", "")
 	for step := 0; step < steps; step++ {
 		key := fmt.Sprintf("%s/step/%d", l.Key, step)
-		fitted, changed, err := l.LLM.Fit(ctx, d, llm.FitRequest{Key: key, Messages: msgs, Tools: l.Specs})
+		fitted, changed, err := mem.Keep(ctx, key, msgs, l.Specs)
 		if err != nil {
 			return "", msgs, err
 		}

@@ -72,7 +72,8 @@ func (l Limits) withDefaults() Limits {
 // LLM is what the loop needs of the LLM tier: *llm.Client.
 type LLM interface {
 	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
-	Fit(ctx context.Context, d *agents.Delivery, r llm.FitRequest) ([]schemas.LLMMessage, bool, error)
+	// Memory keeps a conversation within the agent's context policy.
+	Memory(d *agents.Delivery, key, dag, node string) *llm.Memory
 }
 
 // PromptLoop is the Prompter of the LLM tier: for a prompt node, an agent
@@ -126,6 +127,7 @@ func (p *PromptLoop) RunPrompt(ctx context.Context, d *agents.Delivery, node *sc
 		l.specs = append(l.specs, p.Consult.Specs(d.Agent)...)
 	}
 	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent)}, {Role: "user", Content: task(node)}}
+	l.mem = p.LLM.Memory(d, fmt.Sprintf("%s/%d", node.NodeID, node.Attempt), node.DAGID, node.NodeID)
 	return l.run(ctx)
 }
 
@@ -137,6 +139,7 @@ type loop struct {
 	exec     *tools.Executor
 	lim      Limits
 	specs    []tools.ToolSpec
+	mem      *llm.Memory
 	deadline time.Time
 
 	msgs     []schemas.LLMMessage
@@ -171,7 +174,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 				"do not suppress errors or skip tests to make it pass.", l.strikes)
 			l.seen = 0
 		}
-		fitted, changed, err := l.p.LLM.Fit(ctx, l.d, llm.FitRequest{Key: l.key(step), Messages: l.msgs, Tools: l.specs, DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		fitted, changed, err := l.mem.Keep(ctx, l.key(step), l.msgs, l.specs)
 		if err != nil {
 			return l.llmFailed(ctx, err)
 		}
