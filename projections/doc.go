@@ -62,6 +62,8 @@
 //	pipelines    pipelines/p/<pipeline>            Pipeline (stages, loops, feedback, files)
 //	             pipelines/g/<group>               VariantGroup
 //	             pipelines/n/<dag>\0<node>         the node's variant group
+//	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
+//	consults     consults/c/<sid>\0<request id>    Consult (one consultation)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

@@ -435,6 +435,26 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(nothing waits)\n"
 		}
 		return b.String()
+	case "plan":
+		p, err := w.store.PlanMode(ctx, args["session"])
+		if err != nil {
+			return errOut(err)
+		}
+		return formatPlanMode(p)
+	case "consults":
+		cs, err := w.store.Consults(ctx, args["session"])
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, c := range cs {
+			fmt.Fprintf(&b, "%s %s>%s chain=%v blocking=%v %s %q", c.ID, c.From, c.To, c.Chain, c.Blocking, c.State, c.Question)
+			if c.AnswerSeq > 0 {
+				fmt.Fprintf(&b, " answer@%d=%q", c.AnswerSeq, c.Answer+c.Refused)
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
 	case "request":
 		r, err := w.store.PendingRequest(ctx, args["session"], args["ref"])
 		if err != nil {
@@ -738,3 +758,43 @@ func (w *world) code(args map[string]string) string {
 }
 
 func newMemFS() vfs.FS { return vfs.NewMem() }
+
+func formatPlanMode(p *projections.PlanMode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s plan=%s v%d dag=%s last=%d\n", p.Session, p.State, orNone(p.PlanID), p.Version, orNone(p.DAGID), p.Seq)
+	b.WriteString("  transitions:")
+	for _, tr := range p.Transitions {
+		fmt.Fprintf(&b, " %d:%s>%s(%s)", tr.Seq, tr.From, tr.To, tr.Event)
+	}
+	b.WriteString("\n")
+	for _, v := range p.Versions {
+		fmt.Fprintf(&b, "  v%d %s at seq %d %q steps=%d todos=%d", v.Version, v.PlanID, v.Seq, v.Plan.Title, len(v.Plan.Steps), len(v.Plan.Todos))
+		if v.Outcome != "" {
+			fmt.Fprintf(&b, " %s@%d", v.Outcome, v.AnswerSeq)
+		}
+		if v.Feedback != "" {
+			fmt.Fprintf(&b, " feedback=%q", v.Feedback)
+		}
+		b.WriteString("\n")
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprintf(&b, "  steps: %s\n", strings.Join(p.Steps, " "))
+	}
+	if len(p.Todos) > 0 {
+		fmt.Fprintf(&b, "  todos: %s\n", strings.Join(p.Todos, " "))
+	}
+	if p.FailedStep > 0 || p.FailureReason != "" {
+		fmt.Fprintf(&b, "  failed step %d: %s\n", p.FailedStep, p.FailureReason)
+	}
+	for _, h := range p.Held {
+		fmt.Fprintf(&b, "  held %s@%d %q\n", h.ID, h.Seq, h.Text)
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -110,6 +110,9 @@ func checkpointsDAGPrefix(sid, dag string) []byte {
 	return under(key("checkpoints/c/", sid, dag))
 }
 
+func consultKey(sid, id string) []byte       { return key("consults/c/", sid, id) }
+func consultPrefix(sid string) []byte        { return under(key("consults/c/", sid)) }
+func planKey(sid string) []byte              { return key("plans/s/", sid) }
 func pendingKey(sid, corr string) []byte     { return key("pending/p/", sid, corr) }
 func pendingPrefix(sid string) []byte        { return under(key("pending/p/", sid)) }
 func pendingAliasKey(sid, id string) []byte  { return key("pending/id/", sid, id) }

@@ -21,6 +21,8 @@ const (
 	Code        = "code"
 	Skills      = "skills"
 	Pipelines   = "pipelines"
+	Plans       = "plans"
+	Consults    = "consults"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -54,6 +56,8 @@ var projectionList = []*projection{
 	{name: Code, version: 1, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 1, apply: applyPipelines},
+	{name: Plans, version: 1, apply: applyPlans},
+	{name: Consults, version: 1, apply: applyConsults},
 }
 
 // ProjectionNames lists the projections.

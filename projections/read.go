@@ -59,6 +59,8 @@ type Reader interface {
 	Pipelines(ctx context.Context, f PipelineFilter) ([]*Pipeline, error)
 	VariantGroup(ctx context.Context, id string) (*VariantGroup, error)
 	VariantGroups(ctx context.Context, f PipelineFilter) ([]*VariantGroup, error)
+	// PlanMode returns a session's plan mode.
+	PlanMode(ctx context.Context, session string) (*PlanMode, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
 	// Status reports cursors, lag and sizes.

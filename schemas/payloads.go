@@ -184,6 +184,8 @@ type PlanResponse struct {
 	PlanID    string `json:"plan_id"`
 	DAG       DAG    `json:"dag"`
 	Rationale string `json:"rationale,omitempty"`
+	// Mode is the plan drafted in plan mode, whose steps are the DAG's nodes.
+	Mode *ModePlan `json:"mode,omitempty"`
 }
 
 // PlanApproved is the user's approval of a plan.
@@ -441,20 +443,28 @@ type DomainExpectationsResponse struct {
 	Confidence   float64       `json:"confidence"`
 }
 
-// ConsultRequest is a direct consultation (seed L2960-2982).
+// ConsultRequest is a direct consultation (seed L2960-2982), addressed to the
+// agent consulted. Chain is who asks, down the consultations that led here,
+// the asker last: a consultation of an agent already in it is a loop.
 type ConsultRequest struct {
-	Question  string `json:"question"`
-	Context   string `json:"context,omitempty"`
-	Blocking  bool   `json:"blocking,omitempty"`
-	MaxTokens int    `json:"max_tokens,omitempty"`
+	Question  string   `json:"question"`
+	Context   string   `json:"context,omitempty"`
+	Blocking  bool     `json:"blocking,omitempty"`
+	MaxTokens int      `json:"max_tokens,omitempty"`
+	Chain     []string `json:"chain,omitempty"`
 }
 
-// ConsultResponse answers a consultation.
+// ConsultResponse answers a consultation, addressed to the asker. Refused
+// says why the consulted agent could not answer; Summary is the seed's
+// ConsultationLog line for the Archivalist (L2942).
 type ConsultResponse struct {
+	RequestID   string   `json:"request_id,omitempty"`
 	Answer      string   `json:"answer"`
 	Confidence  float64  `json:"confidence,omitempty"`
 	References  []string `json:"references,omitempty"`
 	Suggestions []string `json:"suggestions,omitempty"`
+	Refused     string   `json:"refused,omitempty"`
+	Summary     string   `json:"summary,omitempty"`
 }
 
 // StreamControl controls a running LLM stream (seed L3754-3758).

@@ -73,10 +73,10 @@ type AgentPolicy struct {
 //   - tester: exec, the read and write file tools (the tester writes the
 //     failing tests of a TDD pipeline), git_status, git_diff;
 //   - inspector: exec and the read-only tools;
-//   - librarian: the read-only tools;
+//   - librarian, architect (it explores in plan mode): the read-only tools;
 //   - pipeline (the pipeline agent's own git work: snapshots, worktrees,
 //     merging a selected variant): exec;
-//   - architect, orchestrator, guide, archivalist, academic: nothing.
+//   - orchestrator, guide, archivalist, academic: nothing.
 //
 // The seed's git matrix grants commits to the tester only when tests
 // improved, a condition the agents layer checks; it can grant git_commit to
@@ -88,7 +88,7 @@ func DefaultPolicy() Policy {
 		"tester":       {Tools: []string{ToolExec, GroupRead, GroupWrite}},
 		"inspector":    {Tools: []string{ToolExec, GroupRead}},
 		"librarian":    {Tools: []string{GroupRead}},
-		"architect":    {Tools: []string{}},
+		"architect":    {Tools: []string{GroupRead}},
 		"orchestrator": {Tools: []string{}},
 		"pipeline":     {Tools: []string{ToolExec}},
 		"guide":        {Tools: []string{}},

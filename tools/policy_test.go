@@ -20,7 +20,7 @@ func TestDefaultPolicyMatrix(t *testing.T) {
 		"tester":       sorted(append(slices.Clone(readOnly), ToolExec, ToolWriteFile, ToolEditFile)...),
 		"inspector":    sorted(append(slices.Clone(readOnly), ToolExec)...),
 		"librarian":    sorted(readOnly...),
-		"architect":    nil,
+		"architect":    sorted(readOnly...),
 		"orchestrator": nil,
 		"guide":        nil,
 		"archivalist":  nil,

@@ -21,6 +21,8 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/plan"
+	"github.com/sylk/sylk/agents/toolloop"
+	"github.com/sylk/sylk/agents/worker"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -33,10 +35,9 @@ const Name = "architect"
 // model before the Architect gives up.
 const DefaultMaxRepairs = 2
 
-// Completer makes recorded LLM calls: *llm.Client.
-type Completer interface {
-	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
-}
+// Completer makes recorded LLM calls and fits conversations into the
+// window: *llm.Client.
+type Completer = toolloop.LLM
 
 // Store is what the Architect reads from the projections: *projections.Store.
 type Store interface {
@@ -46,6 +47,8 @@ type Store interface {
 	PendingRequest(ctx context.Context, session, ref string) (*projections.PendingRequest, error)
 	// Session gives a session's work directory.
 	Session(ctx context.Context, id string) (*projections.Session, error)
+	// PlanMode gives a session's plan mode (ErrNotFound: never entered).
+	PlanMode(ctx context.Context, session string) (*projections.PlanMode, error)
 }
 
 // Architect plans.
@@ -63,6 +66,16 @@ type Architect struct {
 	MaxRepairs int
 	// LLMHint says how to configure an LLM.
 	LLMHint string
+	// Executors run the read-only tools the Architect explores with in plan
+	// mode, and Records finds their recorded results (nil Executors: plan
+	// mode is refused).
+	Executors *worker.Executors
+	Records   agents.ToolRecords
+	// Consult gives the Architect its consult tools (nil: none).
+	Consult toolloop.Consulter
+	// ExploreSteps bounds the model calls of one exploration (default
+	// toolloop.DefaultSteps).
+	ExploreSteps int
 }
 
 // Handle takes the messages addressed to the Architect.
@@ -73,13 +86,34 @@ func (a *Architect) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 		if err != nil {
 			return nil, agents.Permanent(err)
 		}
-		return a.plan(ctx, d, job{request: strings.TrimSpace(p.Request)})
+		j := job{request: strings.TrimSpace(p.Request)}
+		state, err := a.planMode(ctx, d)
+		switch {
+		case err != nil:
+			return nil, err
+		case state == schemas.PlanExploring || state == schemas.PlanDrafting:
+			if j.request == "" {
+				return a.plan(ctx, d, j) // the empty-request notice
+			}
+			if a.LLM == nil {
+				return notice(d, "no-llm", schemas.NoticeError, "plan mode needs an LLM: "+llm.ErrNotConfigured.Error(), a.hint())
+			}
+			return a.explore(ctx, d, j)
+		case state == schemas.PlanAwaitingApproval || state == schemas.PlanApprovedState || state == schemas.PlanExecuting:
+			return notice(d, "plan-busy", schemas.NoticeWarn, fmt.Sprintf("session %s is in plan mode with a plan %s; this request waits", d.Env.SessionID, strings.ReplaceAll(state, "_", " ")),
+				"settle the plan first: sylk plan show; sylk plan approve|modify|reject")
+		}
+		return a.plan(ctx, d, j)
 	case schemas.TypePlanApproved:
 		return a.approved(ctx, d)
 	case schemas.TypePlanModified:
 		return a.modified(ctx, d)
 	case schemas.TypeClarificationResponse:
 		return a.answered(ctx, d)
+	case schemas.TypePlanEnter, schemas.TypePlanExit:
+		return a.modeChanged(ctx, d)
+	case schemas.TypeConsultResponse:
+		return nil, nil // the exploring loop read it from the consults projection
 	case schemas.TypeUserInterrupt:
 		return a.interrupt(d)
 	case schemas.TypeDAGStatus, schemas.TypeValidationCorrections, schemas.TypeTestDAGRequest,
@@ -96,6 +130,8 @@ type job struct {
 	// previous is the plan the user wants changed, feedback what they said.
 	previous *schemas.DAG
 	feedback string
+	// previousMode is the plan-mode plan the user wants changed.
+	previousMode *schemas.ModePlan
 	// question and answer are a clarification round.
 	question, answer string
 }
@@ -142,7 +178,7 @@ func (a *Architect) plan(ctx context.Context, d *agents.Delivery, j job) ([]*sch
 			if ans.Action == "clarify" {
 				return a.ask(d, j, ans)
 			}
-			return a.respond(d, j, ans, dag)
+			return a.respond(d, j, ans, dag, nil)
 		}
 		msgs = append(msgs,
 			schemas.LLMMessage{Role: "assistant", Content: resp.Content},
@@ -206,8 +242,8 @@ func jsonObject(s string) string {
 }
 
 // respond is the plan_response: its plan id is its event id, and the DAG is
-// named after it.
-func (a *Architect) respond(d *agents.Delivery, j job, ans answer, dag *schemas.DAG) ([]*schemas.Envelope, error) {
+// named after it. mode is the plan drafted in plan mode, if it was.
+func (a *Architect) respond(d *agents.Delivery, j job, ans answer, dag *schemas.DAG, mode *schemas.ModePlan) ([]*schemas.Envelope, error) {
 	env, err := d.Derive(schemas.TypePlanResponse, "user", "plan", schemas.PlanResponse{})
 	if err != nil {
 		return nil, agents.Permanent(err)
@@ -216,7 +252,7 @@ func (a *Architect) respond(d *agents.Delivery, j job, ans answer, dag *schemas.
 	if dag.Name == "" {
 		dag.Name = name(j.request)
 	}
-	if err := env.SetPayload(schemas.PlanResponse{PlanID: env.ID, DAG: *dag, Rationale: strings.TrimSpace(ans.Rationale)}); err != nil {
+	if err := env.SetPayload(schemas.PlanResponse{PlanID: env.ID, DAG: *dag, Rationale: strings.TrimSpace(ans.Rationale), Mode: mode}); err != nil {
 		return nil, agents.Permanent(err)
 	}
 	keepIntent(env, j.request)
@@ -270,11 +306,9 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	if planEnv == nil {
 		return out, err
 	}
-	workDir := ""
-	if s, err := a.Store.Session(ctx, d.Env.SessionID); err == nil {
-		workDir = s.Config.WorkDir
-	} else if !errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Transient(err, 0)
+	workDir, err := a.workDir(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	if err := plan.Validate(&resp.DAG, nil, a.Catalog); err != nil {
 		return notice(d, "stale-plan", schemas.NoticeError, fmt.Sprintf("plan %s no longer validates: %v", p.PlanID, err), "ask for a new plan")
@@ -294,6 +328,18 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	return []*schemas.Envelope{exec}, nil
 }
 
+// workDir is the session's work directory ("" when it names none).
+func (a *Architect) workDir(ctx context.Context, d *agents.Delivery) (string, error) {
+	s, err := a.Store.Session(ctx, d.Env.SessionID)
+	switch {
+	case err == nil:
+		return s.Config.WorkDir, nil
+	case errors.Is(err, projections.ErrNotFound):
+		return "", nil
+	}
+	return "", agents.Transient(err, 0)
+}
+
 // modified plans again with the user's feedback, or drops a rejected plan.
 func (a *Architect) modified(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	p, err := schemas.PayloadAs[schemas.PlanModified](d.Env)
@@ -307,7 +353,12 @@ func (a *Architect) modified(ctx context.Context, d *agents.Delivery) ([]*schema
 	if p.Rejected {
 		return notice(d, "rejected", schemas.NoticeInfo, fmt.Sprintf("plan %s dropped; nothing was run", p.PlanID), "ask again with sylk run \"...\"")
 	}
-	return a.plan(ctx, d, job{request: requestOf(planEnv), previous: &resp.DAG, feedback: p.Feedback})
+	j := job{request: requestOf(planEnv), previous: &resp.DAG, feedback: p.Feedback}
+	if resp.Mode != nil {
+		j.previousMode = resp.Mode
+		return a.explore(ctx, d, j)
+	}
+	return a.plan(ctx, d, j)
 }
 
 // answered plans again with the answer to a clarification (the Architect's,

@@ -83,7 +83,11 @@ func (j job) prompt(env *schemas.Envelope) string {
 	if j.question != "" {
 		fmt.Fprintf(&b, "\nThe user was asked: %s\nThey answered: %s\n", j.question, j.answer)
 	}
-	if j.previous != nil {
+	switch {
+	case j.previousMode != nil:
+		prev, _ := json.MarshalIndent(j.previousMode, "", "  ")
+		fmt.Fprintf(&b, "\nYour previous plan:\n%s\nThe user wants it changed: %s\n", prev, j.feedback)
+	case j.previous != nil:
 		fmt.Fprintf(&b, "\nYour previous plan:\n%s\nThe user wants it changed: %s\n", planJSON(j.previous), j.feedback)
 	}
 	return b.String()

@@ -26,13 +26,16 @@ const (
 	CategoryFailure  = "failure"
 	CategoryDecision = "decision"
 	CategoryNote     = "note"
+	// CategoryConsultation files the summary of each direct consultation
+	// between agents (seed L2942).
+	CategoryConsultation = "consultation"
 )
 
 // Watched are the message types the Archivalist records wherever they are
 // addressed, besides those addressed to it.
 var Watched = []schemas.Type{
 	schemas.TypeWorkflowComplete, schemas.TypeTaskFailed, schemas.TypeTaskHelp, schemas.TypeDAGRejected,
-	schemas.TypePlanApproved, schemas.TypePlanModified, schemas.TypeDeadLetter,
+	schemas.TypePlanApproved, schemas.TypePlanModified, schemas.TypeDeadLetter, schemas.TypeConsultResponse,
 }
 
 // Filters are the Archivalist's consumer subjects.
@@ -214,6 +217,27 @@ func entryOf(env *schemas.Envelope) (schemas.HistoryEntry, bool, error) {
 		}
 		return schemas.HistoryEntry{Category: CategoryFailure, Summary: fmt.Sprintf("%s gave up on seq %d: %s", p.Consumer, p.StreamSeq, firstLine(p.Reason)),
 			Tags: []string{"dead_letter", p.Consumer}}, true, nil
+	case schemas.TypeConsultResponse:
+		p, err := schemas.PayloadAs[schemas.ConsultResponse](env)
+		if err != nil {
+			return e, false, err
+		}
+		summary, detail, tags := p.Summary, p.Answer, []string{"consult", env.Source, env.Target}
+		if summary == "" {
+			summary = env.Target + " -> " + env.Source
+		}
+		if p.Refused != "" {
+			summary, detail, tags = summary+" (refused)", p.Refused, append(tags, "refused")
+		}
+		return schemas.HistoryEntry{Category: CategoryConsultation, Summary: summary, Detail: detail, Tags: tags}, true, nil
+	case schemas.TypeMemoryCheckpoint:
+		p, err := schemas.PayloadAs[schemas.MemoryCheckpoint](env)
+		if err != nil {
+			return e, false, err
+		}
+		return schemas.HistoryEntry{Category: p.Category, DAGID: p.DAGID, NodeID: p.NodeID,
+			Summary: fmt.Sprintf("%s checkpoint %d of %s at %.0f%% of the context", p.Agent, p.Index, p.Key, p.ContextUsage*100),
+			Detail:  p.Text, Tags: []string{"memory", p.Agent, p.Kind}}, true, nil
 	case schemas.TypeStoreRequest:
 		p, err := schemas.PayloadAs[schemas.StoreRequest](env)
 		if err != nil {

@@ -25,7 +25,7 @@ func commands() map[string]command {
 		"/status":    {"/status", "this session's state, its workflows and what waits on you", (*Guide).status},
 		"/tasks":     {"/tasks", "the same, for the workflows' tasks", (*Guide).status},
 		"/session":   {"/session new [NAME] | list | switch ID | suspend | resume ID", "manage sessions", (*Guide).session},
-		"/plan":      {"/plan REQUEST", "ask the Architect for a plan (needs an LLM)", (*Guide).plan},
+		"/plan":      {"/plan REQUEST | mode on|off", "ask the Architect for a plan (needs an LLM); plan mode: explore and plan, change nothing", (*Guide).plan},
 		"/approve":   {"/approve PLAN_ID", "approve a plan", (*Guide).approve},
 		"/interrupt": {"/interrupt [REASON]", "stop the running work to change course", (*Guide).interrupt},
 		"/clear":     {"/clear", "start a new conversation (the history stays in the log)", (*Guide).clear},
@@ -45,6 +45,9 @@ func (g *Guide) userInput(ctx context.Context, d *agents.Delivery, text string) 
 			return notice(d, "unknown-command", schemas.NoticeError, fmt.Sprintf("unknown command %s", fields[0]), "/help lists the commands")
 		}
 		return cmd.run(g, ctx, d, fields[1:])
+	}
+	if out, held, err := g.hold(ctx, d, text); held || err != nil {
+		return out, err
 	}
 	if g.Classifier == nil {
 		return notice(d, "no-llm", schemas.NoticeError,
@@ -140,15 +143,25 @@ func (g *Guide) plan(ctx context.Context, d *agents.Delivery, args []string) ([]
 	if len(args) == 0 {
 		return notice(d, "plan-usage", schemas.NoticeError, "usage: "+commands()["/plan"].usage, "")
 	}
+	if args[0] == "mode" && len(args) == 2 && (args[1] == "on" || args[1] == "off") {
+		if args[1] == "on" {
+			return one(d.Derive(schemas.TypePlanEnter, "architect", "plan-mode", schemas.PlanEnter{Reason: "/plan mode on"}))
+		}
+		return one(d.Derive(schemas.TypePlanExit, "architect", "plan-mode", schemas.PlanExit{Reason: "/plan mode off"}))
+	}
 	if g.Classifier == nil {
 		return notice(d, "no-llm", schemas.NoticeError, "/plan needs an LLM: "+ErrNoLLM.Error(), g.llmHint())
 	}
 	return one(d.Derive(schemas.TypePlanRequest, "architect", "plan", schemas.PlanRequest{Request: strings.Join(args, " ")}))
 }
 
-func (g *Guide) approve(_ context.Context, d *agents.Delivery, args []string) ([]*schemas.Envelope, error) {
+func (g *Guide) approve(ctx context.Context, d *agents.Delivery, args []string) ([]*schemas.Envelope, error) {
 	if len(args) != 1 {
 		return notice(d, "approve-usage", schemas.NoticeError, "usage: "+commands()["/approve"].usage, "/status shows the plan waiting for you")
+	}
+	if g.State != nil && !g.State.PlanWaits(ctx, d.Env.SessionID, args[0]) {
+		return notice(d, "approve-refused", schemas.NoticeError, fmt.Sprintf("no plan %q awaits approval in session %s; nothing was approved", args[0], d.Env.SessionID),
+			"/status shows the plan waiting for you")
 	}
 	return one(d.Derive(schemas.TypePlanApproved, "architect", "approve", schemas.PlanApproved{PlanID: args[0]}))
 }

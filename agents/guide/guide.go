@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -34,6 +35,11 @@ type State interface {
 	// Asker returns the agent waiting for the answer to the request with this
 	// id or correlation id (a clarification, a plan), if any.
 	Asker(ctx context.Context, session, id string) (string, bool)
+	// PlanMode is the session's plan mode once the projections have applied
+	// seq; nil when the session never entered it.
+	PlanMode(ctx context.Context, session string, seq uint64) (*projections.PlanMode, error)
+	// PlanWaits reports whether the plan planID waits for the user's answer.
+	PlanWaits(ctx context.Context, session, planID string) bool
 }
 
 // Classifier turns natural language into a routed message: the LLM tier.
@@ -61,6 +67,8 @@ var routes = map[schemas.Type]string{
 	schemas.TypePlanRequest:                "architect",
 	schemas.TypePlanApproved:               "architect",
 	schemas.TypePlanModified:               "architect",
+	schemas.TypePlanEnter:                  "architect",
+	schemas.TypePlanExit:                   "architect",
 	schemas.TypeDAGStatus:                  "architect",
 	schemas.TypeValidationCorrections:      "architect",
 	schemas.TypeTestDAGRequest:             "architect",
@@ -119,7 +127,63 @@ func (g *Guide) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 	if !ok {
 		target = "user"
 	}
-	return one(route(d, env, target, "route"))
+	out, err := one(route(d, env, target, "route"))
+	if err != nil || (env.Type != schemas.TypePlanApproved && env.Type != schemas.TypePlanModified) {
+		return out, err
+	}
+	released, err := g.release(ctx, d)
+	return append(out, released...), err
+}
+
+// hold keeps a message typed while a plan awaits approval (seed L36900-36972:
+// the Guide routes nothing else then): the plans projection holds it, and the
+// user is told. It reports whether it held it.
+func (g *Guide) hold(ctx context.Context, d *agents.Delivery, text string) ([]*schemas.Envelope, bool, error) {
+	if g.State == nil || !projections.HoldsInput(text) {
+		return nil, false, nil
+	}
+	pm, err := g.State.PlanMode(ctx, d.Env.SessionID, d.Seq)
+	if err != nil {
+		return nil, false, agents.Transient(err, 0)
+	}
+	if pm == nil || pm.State != schemas.PlanAwaitingApproval || d.Env.ParentID != "" && d.Env.Metadata[MetaReleased] != "" {
+		return nil, false, nil
+	}
+	out, err := notice(d, "held", schemas.NoticeInfo,
+		fmt.Sprintf("plan %s (v%d) waits for your approval; your message is held and handled once you settle the plan", pm.PlanID, pm.Version),
+		"sylk plan show; sylk plan approve | modify \"...\" | reject (or /approve "+pm.PlanID+")")
+	return out, true, err
+}
+
+// MetaReleased marks a held message the Guide released once the plan was
+// settled; its value is the plan.
+const MetaReleased = "released_from_hold"
+
+// release hands the messages held while a plan awaited approval back to the
+// Guide, now that the user answered: copies with the held message as parent.
+func (g *Guide) release(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	if g.State == nil {
+		return nil, nil
+	}
+	pm, err := g.State.PlanMode(ctx, d.Env.SessionID, d.Seq)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	if pm == nil {
+		return nil, nil
+	}
+	var out []*schemas.Envelope
+	for _, h := range pm.Held {
+		e, err := d.Derive(schemas.TypeUserInput, Name, "release/"+h.ID, schemas.UserInput{Text: h.Text})
+		if err != nil {
+			return nil, agents.Permanent(err)
+		}
+		// The held message's own request, not the plan's.
+		e.Source, e.ParentID, e.CorrelationID = "user", h.ID, h.ID
+		e.Metadata = map[string]string{MetaReleased: pm.PlanID}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // route is a copy of the message addressed to target: a new id, parent_id =

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/skills"
+	"github.com/sylk/sylk/agents/toolloop"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -80,11 +81,13 @@ func (b Builtins) Hooks() []Hook {
 
 // Permission is the tool allow-list as a pre_tool hook. request_tools is
 // every agent's tier-0 tool, not the tool layer's: it checks what it loads
-// against the same allow-list itself.
+// against the same allow-list itself. The consult_<agent> tools are not the
+// tool layer's either: a consultation checks who may ask whom itself
+// (agents/consult), and refuses an unknown agent.
 func Permission(p tools.Policy) Hook {
 	return Hook{Name: "permission_check", Point: PreTool, Priority: First, Source: "builtin",
 		Run: func(_ context.Context, d *Data) (Decision, error) {
-			if d.Tool == skills.RequestTools || p.Allows(d.Agent, d.Tool) {
+			if d.Tool == skills.RequestTools || strings.HasPrefix(d.Tool, toolloop.ConsultPrefix) || p.Allows(d.Agent, d.Tool) {
 				return Decision{}, nil
 			}
 			may := "no tools"

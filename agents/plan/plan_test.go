@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
 
@@ -38,7 +40,19 @@ func toolSchemas() map[string]json.RawMessage {
 func TestPlans(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			if d.Cmd != "plan" {
+			switch d.Cmd {
+			case "mode":
+				return modeDAG(t, d.Input)
+			case "render":
+				var pm projections.PlanMode
+				if err := json.Unmarshal([]byte(d.Input), &pm); err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				RenderMode(&b, &pm)
+				return b.String()
+			case "plan":
+			default:
 				t.Fatalf("unknown command %s", d.Cmd)
 			}
 			p, err := Load([]byte(d.Input), testCatalog)
@@ -61,4 +75,26 @@ func TestPlans(t *testing.T) {
 			return b.String()
 		})
 	})
+}
+
+// modeDAG is the DAG of a plan-mode plan given as JSON, or its problems.
+func modeDAG(t *testing.T, input string) string {
+	var mp schemas.ModePlan
+	if err := json.Unmarshal([]byte(input), &mp); err != nil {
+		t.Fatal(err)
+	}
+	dag, err := ModeDAG(&mp, testCatalog)
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("error %v does not match ErrInvalid", err)
+		}
+		return err.Error() + "\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ok: %s\n", dag.Name)
+	for _, n := range dag.Nodes {
+		fmt.Fprintf(&b, "node %s agent=%s deps=%v prompt=%q\n", n.ID, n.Agent, n.DependsOn, n.Prompt)
+	}
+	fmt.Fprintf(&b, "layers %v\n", Layers(dag))
+	return b.String()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/architect"
 	"github.com/sylk/sylk/agents/archivalist"
+	"github.com/sylk/sylk/agents/consult"
 	"github.com/sylk/sylk/agents/guide"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/librarian"
@@ -161,7 +162,8 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp,
+			Plans: c.Store, Consult: &consult.Consulter{Answers: c.Store}}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
@@ -202,23 +204,34 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		}
 		return o
 	}
-	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint}
+	arch := &architect.Architect{Store: c.Store, Catalog: c.Catalog(), Tools: builtinTools(c.Tools), LLMHint: c.LLMHint,
+		Executors: executors, Records: c.records()}
+	// Every agent that can be consulted answers with a read-only
+	// conversation of its own (without an LLM it refuses, saying so).
+	responder := &consult.Responder{Executors: executors, Records: c.records(), Sessions: c.Store}
 	if c.LLM != nil {
-		arch.LLM = c.LLM
+		consulter := &consult.Consulter{Answers: c.Store}
+		arch.LLM, arch.Consult = c.LLM, consulter
+		responder.LLM, responder.Consult = c.LLM, consulter
 	}
 	all := []agent{
 		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint}},
-		{base(architect.Name), arch},
+		{base(architect.Name), consult.Wrap(architect.Name, arch, responder)},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
-		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
-		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
+		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }),
+			consult.Wrap(archivalist.Name, &archivalist.Archivalist{Store: c.Store}, responder)},
+		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
 	}
+	if c.LLM != nil {
+		// The Academic has no work of its own yet: it answers consultations.
+		all = append(all, agent{base("academic"), consult.Wrap("academic", nil, responder)})
+	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
-		w := &worker.Worker{Agent: name, Executors: executors, Records: c.records(), Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint}
+		w := &worker.Worker{Agent: name, Executors: executors, Records: c.records(), Judge: judges[name], Prompter: c.Prompter, LLMHint: c.LLMHint, Plans: c.Store}
 		if name == "tester" {
 			w.Prepare, w.Observe = worker.GoTestJSON, worker.CountTests
 		}
@@ -226,7 +239,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 			o.Concurrency = c.Concurrency
 			o.SkipCancelled = true
 			o.OnDeadLetter = nodeDeadLettered
-		}), w})
+		}), consult.Wrap(name, w, responder)})
 	}
 	if c.Agents == nil {
 		return all

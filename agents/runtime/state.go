@@ -40,6 +40,12 @@ func (g guideState) Status(ctx context.Context, session string) (string, error) 
 			}
 		}
 	}
+	if pm, err := g.store.PlanMode(ctx, session); err == nil && pm.State != schemas.PlanIdle {
+		fmt.Fprintf(&b, "\n  plan mode: %s", strings.ReplaceAll(pm.State, "_", " "))
+		if v := pm.Current(); v != nil {
+			fmt.Fprintf(&b, ", plan %s v%d: %s", v.PlanID, v.Version, v.Plan.Title)
+		}
+	}
 	pending, err := g.store.Pending(ctx, session)
 	if err != nil {
 		return "", err
@@ -95,6 +101,25 @@ func (g guideState) Asker(ctx context.Context, session, ref string) (string, boo
 		return "", false
 	}
 	return p.Asker, true
+}
+
+// PlanMode is the session's plan mode once the projections have applied
+// seq; nil when the session never entered it.
+func (g guideState) PlanMode(ctx context.Context, session string, seq uint64) (*projections.PlanMode, error) {
+	if err := g.store.WaitFor(ctx, seq); err != nil {
+		return nil, err
+	}
+	pm, err := g.store.PlanMode(ctx, session)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, nil
+	}
+	return pm, err
+}
+
+// PlanWaits reports whether the plan planID waits for the user's answer.
+func (g guideState) PlanWaits(ctx context.Context, session, planID string) bool {
+	p, err := g.store.PendingRequest(ctx, session, planID)
+	return err == nil && p.Kind == projections.KindPlan && p.State == projections.PendingOpen
 }
 
 func orID(name string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/planguard"
 	"github.com/sylk/sylk/agents/skills"
+	"github.com/sylk/sylk/agents/toolloop"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -73,7 +76,8 @@ func (l Limits) withDefaults() Limits {
 // LLM is what the loop needs of the LLM tier: *llm.Client.
 type LLM interface {
 	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
-	Fit(ctx context.Context, d *agents.Delivery, r llm.FitRequest) ([]schemas.LLMMessage, bool, error)
+	// Memory keeps a conversation within the agent's context policy.
+	Memory(d *agents.Delivery, key, dag, node string) *llm.Memory
 }
 
 // PromptLoop is the Prompter of the LLM tier: for a prompt node, an agent
@@ -104,6 +108,10 @@ type PromptLoop struct {
 	Skills skills.Config
 	// Hooks run around every LLM and tool call of the loop (nil: none).
 	Hooks *hooks.Pipeline
+	// Plans, when set, keeps a session in plan mode read-only (planguard).
+	Plans planguard.State
+	// Consult gives the agents their consult_<agent> tools (nil: none).
+	Consult toolloop.Consulter
 }
 
 // reviewer agents end with a JSON verdict.
@@ -140,7 +148,23 @@ func (p *PromptLoop) newLoop(ctx context.Context, d *agents.Delivery, node *sche
 	for _, s := range exec.Schemas() {
 		known = append(known, s.Name)
 	}
-	sk, err := p.Skills.Start(ctx, d, records, node, exec.WorkDir(), exec.SchemasFor(d.Agent), known)
+	permitted, cfg := exec.SchemasFor(d.Agent), p.Skills
+	if p.Consult != nil {
+		// The consult tools are loaded from the start, beside the agent's
+		// core tools.
+		consults := p.Consult.Specs(d.Agent)
+		permitted = append(permitted, consults...)
+		core := cfg.Core
+		if core == nil {
+			core = skills.DefaultCore
+		}
+		cfg.Core = maps.Clone(core)
+		for _, s := range consults {
+			known = append(known, s.Name)
+			cfg.Core[d.Agent] = append(slices.Clone(cfg.Core[d.Agent]), s.Name)
+		}
+	}
+	sk, err := cfg.Start(ctx, d, records, node, exec.WorkDir(), permitted, known)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +173,8 @@ func (p *PromptLoop) newLoop(ctx context.Context, d *agents.Delivery, node *sche
 	if node.Timeout > 0 && node.Timeout < wall {
 		wall = node.Timeout
 	}
-	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall)}
+	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall),
+		mem: p.LLM.Memory(d, fmt.Sprintf("%s/%d", node.NodeID, node.Attempt), node.DAGID, node.NodeID)}
 	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent) + "\n\n" + sk.Prompt()}, {Role: "user", Content: first}}
 	return l, nil
 }
@@ -162,6 +187,7 @@ type loop struct {
 	exec     *tools.Executor
 	lim      Limits
 	skills   *skills.Loop // the loaded skills and tools
+	mem      *llm.Memory
 	deadline time.Time
 	// verdict: the answer must be a JSON verdict (a reviewer's).
 	verdict bool
@@ -206,7 +232,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 		// The schemas of the tools loaded so far, request_tools' among them
 		// on the very next request.
 		specs := l.skills.Tools.Specs()
-		fitted, changed, err := l.p.LLM.Fit(ctx, l.d, llm.FitRequest{Key: l.key(step), Messages: l.msgs, Tools: specs, DAGID: l.node.DAGID, NodeID: l.node.NodeID})
+		fitted, changed, err := l.mem.Keep(ctx, l.key(step), l.msgs, specs)
 		if err != nil {
 			return l.llmFailed(ctx, err)
 		}
@@ -259,7 +285,7 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 			if err != nil {
 				return nil, err
 			}
-			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: cut(text, l.lim.ToolOutput)})
+			l.msgs = append(l.msgs, schemas.LLMMessage{Role: "tool", ToolCallID: tc.ID, Content: toolloop.Cut(text, l.lim.ToolOutput)})
 			if l.strikes >= l.lim.Strikes {
 				return l.help(fmt.Sprintf("%d tool calls in a row failed", l.strikes))
 			}
@@ -288,9 +314,9 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 	l.calls++
 	var args map[string]any
 	if err := json.Unmarshal([]byte(orEmpty(tc.Arguments)), &args); err != nil || args == nil {
-		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, cut(tc.Arguments, 200))}
+		res := schemas.ToolResult{Tool: tc.Name, ExitCode: -1, Error: fmt.Sprintf("the arguments of %s are not a JSON object: %s", tc.Name, toolloop.Cut(tc.Arguments, 200))}
 		l.record(tc.Name, res)
-		return toolText(res), nil
+		return toolloop.ToolText(res), nil
 	}
 	key := fmt.Sprintf("%s/%d/step/%d/tool/%d", l.node.NodeID, l.node.Attempt, step, i)
 	res, text, err := l.p.Hooks.Tool(ctx, l.d, key, l.task(), tc.Name, args, func(ctx context.Context, args map[string]any) (schemas.ToolResult, error) {
@@ -308,9 +334,13 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		if tc.Name == skills.RequestTools {
 			return l.skills.RequestTools(ctx, l.p.Records, call, where)
 		}
-		res, _, err := l.d.RunToolObserved(ctx, l.exec, l.p.Records, call, where, obs)
+		runner, err := l.runner(ctx, tc.Name)
+		if err != nil {
+			return schemas.ToolResult{}, err
+		}
+		res, _, err := l.d.RunToolObserved(ctx, runner, l.p.Records, call, where, obs)
 		return res, err
-	}, toolText)
+	}, toolloop.ToolText)
 	if err != nil {
 		return "", err
 	}
@@ -322,6 +352,22 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 	}
 	l.record(tc.Name, res)
 	return text, nil
+}
+
+// runner is what runs a tool call of the model: the consult tool's runner
+// for a consult_<agent> call, otherwise the executor, read-only while the
+// session is in plan mode (read before the call is recorded).
+func (l *loop) runner(ctx context.Context, tool string) (agents.ToolRunner, error) {
+	if l.p.Consult != nil {
+		if x := l.p.Consult.Runner(l.d, tool); x != nil {
+			return x, nil
+		}
+	}
+	guarded, err := planguard.Wrap(ctx, l.exec, l.p.Plans, l.d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	return guarded, nil
 }
 
 func (l *loop) record(name string, res schemas.ToolResult) {
@@ -365,7 +411,7 @@ func (l *loop) review(v verdict, ok bool, content string) ([]*schemas.Envelope, 
 	passed := ok && *v.Passed
 	summ := strings.TrimSpace(v.Summary)
 	if !ok {
-		summ = "no verdict: the answer was not the JSON verdict: " + cut(strings.TrimSpace(content), 300)
+		summ = "no verdict: the answer was not the JSON verdict: " + toolloop.Cut(strings.TrimSpace(content), 300)
 	}
 	switch {
 	case passed && l.okCalls == 0:
@@ -437,42 +483,6 @@ func lastN(xs []string, n int) []string {
 		return xs[len(xs)-n:]
 	}
 	return xs
-}
-
-// toolText is a tool result as the model reads it.
-func toolText(r schemas.ToolResult) string {
-	var b strings.Builder
-	if r.Summary != "" {
-		b.WriteString(r.Summary + "\n")
-	}
-	if r.Error != "" && !r.OK {
-		b.WriteString("error: " + r.Error + "\n")
-	}
-	for _, s := range []struct{ name, text string }{{"", r.Output}, {"stdout", r.Stdout}, {"stderr", r.Stderr}} {
-		if s.text == "" {
-			continue
-		}
-		if s.name != "" {
-			b.WriteString("--- " + s.name + " ---\n")
-		}
-		b.WriteString(s.text)
-		if !strings.HasSuffix(s.text, "\n") {
-			b.WriteByte('\n')
-		}
-	}
-	if b.Len() == 0 {
-		return fmt.Sprintf("%s: ok=%v exit=%d", r.Tool, r.OK, r.ExitCode)
-	}
-	return b.String()
-}
-
-// cut keeps the head and the tail of s within n bytes.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	half := n / 2
-	return strings.ToValidUTF8(s[:half]+fmt.Sprintf("\n[... %d bytes cut ...]\n", len(s)-2*half)+s[len(s)-half:], "")
 }
 
 // task is the first user message of a node.

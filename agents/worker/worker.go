@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/planguard"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -64,6 +65,8 @@ type Worker struct {
 	Prompter Prompter
 	// LLMHint says how to configure an LLM, for prompt nodes without one.
 	LLMHint string
+	// Plans, when set, keeps a session in plan mode read-only (planguard).
+	Plans planguard.State
 }
 
 // Handle runs one dispatched node.
@@ -76,6 +79,8 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 		// A pipeline's feedback to its Engineer: the Engineer reads it in
 		// its next stage's prompt, which the pipeline writes from it.
 		return nil, nil
+	case schemas.TypeConsultResponse:
+		return nil, nil // the asking loop read it from the consults projection
 	default:
 		return nil, agents.Unhandled(w.Agent, d.Env.Type)
 	}
@@ -114,7 +119,11 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if w.Observe != nil {
 		obs = w.Observe(node)
 	}
-	res, _, err := d.RunToolObserved(runCtx, exec, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
+	guarded, err := planguard.Wrap(ctx, exec, w.Plans, d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	res, _, err := d.RunToolObserved(runCtx, guarded, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@
 //	sylk.api.checkpoint.list     [session, dag]            []Checkpoint
 //	sylk.api.pending.list        [session]                 []PendingRequest
 //	sylk.api.pending.get         [session, id]             PendingRequest
+//	sylk.api.plan.mode           [session]                 PlanMode
 //	sylk.api.replay              [session, from, until, until_time, limit]  LogPage
 //	sylk.api.replay.state        [session, as_of]          SessionView
 //	sylk.api.trace.get           [id]                      Trace
@@ -73,6 +74,7 @@ const (
 	SubjectCheckpointList = Prefix + ".checkpoint.list"
 	SubjectPendingList    = Prefix + ".pending.list"
 	SubjectPendingGet     = Prefix + ".pending.get"
+	SubjectPlanMode       = Prefix + ".plan.mode"
 	SubjectReplay         = Prefix + ".replay"
 	SubjectReplayState    = Prefix + ".replay.state"
 	SubjectTrace          = Prefix + ".trace.get"

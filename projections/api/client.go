@@ -134,6 +134,11 @@ func (c *Client) PendingRequest(ctx context.Context, session, ref string) (*proj
 	return one[projections.PendingRequest](ctx, c, SubjectPendingGet, &Request{Session: session, ID: ref})
 }
 
+// PlanMode returns a session's plan mode.
+func (c *Client) PlanMode(ctx context.Context, session string) (*projections.PlanMode, error) {
+	return one[projections.PlanMode](ctx, c, SubjectPlanMode, &Request{Session: session})
+}
+
 // SessionLog returns a page of one session's events.
 func (c *Client) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
 	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit})

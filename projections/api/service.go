@@ -178,6 +178,12 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.PendingRequest(ctx, r.Session, r.ID)
 		},
+		SubjectPlanMode: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil {
+				return nil, err
+			}
+			return st.PlanMode(ctx, r.Session)
+		},
 		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("session", r.Session); err != nil {
 				return nil, err

@@ -51,7 +51,7 @@ approve, modify and answer go on like 'sylk run': they follow the new plan or
 the DAG until it ends (exit 0 only if it succeeded), unless --detach. With no
 'sylk serve' running they run the agents themselves for that long.`,
 	}
-	cmd.AddCommand(newPlanShowCmd(f), newPlanApproveCmd(f), newPlanRejectCmd(f), newPlanModifyCmd(f), newPlanAnswerCmd(f))
+	cmd.AddCommand(newPlanModeCmd(f), newPlanShowCmd(f), newPlanApproveCmd(f), newPlanRejectCmd(f), newPlanModifyCmd(f), newPlanAnswerCmd(f))
 	return cmd
 }
 
@@ -76,9 +76,15 @@ func newPlanShowCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &PlanOptions{}
 	cmd := &cobra.Command{
 		Use:   "show [PLAN_ID]",
-		Short: "Show a plan that waits for approval: its nodes and why",
+		Short: "Show a plan that waits for approval (its nodes and why), or a plan-mode plan and its progress",
+		Long: `Show the plan that waits for your approval. In a session in plan mode
+(--session, or the focused session) it shows the session's plan whether it
+waits or runs: its files, its steps and todos with their glyphs
+([ ] pending, [~] in progress, [x] completed, [!] failed, [-] skipped) and
+what it considered; --json prints the plan-mode state with every version.`,
 		Example: `  sylk plan show
-  sylk plan show --session s-1a2b3c4d --json | jq '.dag.nodes[].id'`,
+  sylk plan show --session s-1a2b3c4d --json | jq '.dag.nodes[].id'
+  sylk plan show --session s-1a2b3c4d --json | jq '.versions[-1].plan.steps'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -107,6 +113,12 @@ func planShowRun(ctx context.Context, f *cmdutil.Factory, opts *PlanOptions) err
 		return err
 	}
 	defer r.Close()
+	// A session in plan mode shows its plan and how far it got, waiting or not.
+	if opts.ID == "" {
+		if pm := modeOf(ctx, r, opts.Session); pm != nil {
+			return showMode(f, pm, opts.JSON)
+		}
+	}
 	pr, err := openRequest(ctx, r, projections.KindPlan, opts.ID, opts.Session)
 	if err != nil {
 		return err
@@ -114,6 +126,9 @@ func planShowRun(ctx context.Context, f *cmdutil.Factory, opts *PlanOptions) err
 	env, p, err := planOf(ctx, r, pr)
 	if err != nil {
 		return err
+	}
+	if pm, err := r.PlanMode(ctx, pr.Session); p.Mode != nil && err == nil && pm.PlanID == p.PlanID {
+		return showMode(f, pm, opts.JSON)
 	}
 	if opts.JSON {
 		return f.IO.PrintJSON(planJSON{Session: pr.Session, Correlation: pr.Correlation, PlanResponse: *p})
