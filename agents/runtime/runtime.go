@@ -129,7 +129,7 @@ func (c *Config) Pipeline() (*hooks.Pipeline, error) {
 	}
 	domains := map[string][]schemas.Type{}
 	for _, a := range toolAgents {
-		domains[a] = []schemas.Type{schemas.TypeTaskDispatch}
+		domains[a] = worker.Domain
 	}
 	// The store and, with an LLM, the client are there when the agents run;
 	// `sylk hook ls` builds the same pipeline without them, to list it.

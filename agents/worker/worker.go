@@ -66,6 +66,11 @@ type Worker struct {
 	LLMHint string
 }
 
+// Domain are the message types a worker handles (the Step 0 hook reroutes
+// the others): its nodes, the stages of the pipelines it works in, and the
+// pipelines' feedback to the Engineer.
+var Domain = []schemas.Type{schemas.TypeTaskDispatch, schemas.TypePipelineStage, schemas.TypeInspectorFeedback, schemas.TypeTesterFeedback}
+
 // Handle runs one dispatched node.
 func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	switch d.Env.Type {
