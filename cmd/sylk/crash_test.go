@@ -181,8 +181,10 @@ func TestCrashSafety(t *testing.T) {
 		if starts[id] == 0 || ends[id] == 0 {
 			t.Errorf("node %s never ran to the end: %d starts, %d ends", id, starts[id], ends[id])
 		}
+		// A kill between recording a call and the tool's first line leaves a
+		// record without a run; the reverse, a run without a record, is a bug.
 		c := calls[id]
-		if len(c) != starts[id] {
+		if starts[id] > len(c) {
 			t.Errorf("node %s: %d runs but %d tool_call events: a run without its record", id, starts[id], len(c))
 		}
 		for j, recorded := range c {
