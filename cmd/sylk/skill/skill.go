@@ -47,7 +47,7 @@ names them (skills: [name]).`,
 }
 
 // catalogue reads the skills as the agents would for a task run in project.
-func catalogue(project string) (*skills.Catalogue, error) {
+func catalogue(f *cmdutil.Factory, project string) (*skills.Catalogue, error) {
 	if project == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -55,7 +55,7 @@ func catalogue(project string) (*skills.Catalogue, error) {
 		}
 		project = wd
 	}
-	return skills.Discover(skills.SearchPath(project, skills.UserDirs()), 0), nil
+	return f.SkillsCache().Discover(skills.SearchPath(project, skills.UserDirs()), 0), nil
 }
 
 // listed is one skill in `skill ls --json`.
@@ -123,7 +123,7 @@ func listRun(f *cmdutil.Factory, opts *listOptions) error {
 	if opts.Agent != "" && !skills.ValidName(opts.Agent) {
 		return cmdutil.Usagef("--agent %q: not an agent name", opts.Agent)
 	}
-	c, err := catalogue(opts.Project)
+	c, err := catalogue(f, opts.Project)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func newCmdShow(f *cmdutil.Factory) *cobra.Command {
   sylk skill show go-testing --json | jq .load_trigger`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := catalogue(project)
+			c, err := catalogue(f, project)
 			if err != nil {
 				return err
 			}
