@@ -55,6 +55,10 @@ type Reader interface {
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
+	// Loadout returns the skills and tools one agent loaded in a session;
+	// Loadouts lists a session's, by agent.
+	Loadout(ctx context.Context, session, agent string) (*Loadout, error)
+	Loadouts(ctx context.Context, session string) ([]*Loadout, error)
 	// Status reports cursors, lag and sizes.
 	Status(ctx context.Context) (*Status, error)
 	// WaitFor blocks until the projections have applied seq.

@@ -33,6 +33,8 @@
 //	                              until_time, limit]        []HistoryEntry
 //	sylk.api.history.failures    [failures]                []FailureMemory
 //	sylk.api.code.query          [code]                    CodeResult
+//	sylk.api.loadout.get         [session, agent]          Loadout
+//	sylk.api.loadout.list        [session]                 []Loadout
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -78,6 +80,8 @@ const (
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
 	SubjectFailures       = Prefix + ".history.failures"
+	SubjectLoadoutGet     = Prefix + ".loadout.get"
+	SubjectLoadoutList    = Prefix + ".loadout.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -104,6 +108,7 @@ var ErrNoServer = errors.New("no sylk server answers on " + Prefix)
 type Request struct {
 	ID         string           `json:"id,omitempty"`
 	Session    string           `json:"session,omitempty"`
+	Agent      string           `json:"agent,omitempty"`
 	DAG        string           `json:"dag,omitempty"`
 	State      string           `json:"state,omitempty"`
 	Projection string           `json:"projection,omitempty"`

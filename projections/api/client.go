@@ -187,6 +187,16 @@ func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*pr
 	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))
 }
 
+// Loadout returns the skills and tools agent loaded in session.
+func (c *Client) Loadout(ctx context.Context, session, agent string) (*projections.Loadout, error) {
+	return one[projections.Loadout](ctx, c, SubjectLoadoutGet, &Request{Session: session, Agent: agent})
+}
+
+// Loadouts lists the loadouts of a session, by agent.
+func (c *Client) Loadouts(ctx context.Context, session string) ([]*projections.Loadout, error) {
+	return list[projections.Loadout](ctx, c, SubjectLoadoutList, &Request{Session: session})
+}
+
 // Status reports cursors, lag and sizes.
 func (c *Client) Status(ctx context.Context) (*projections.Status, error) {
 	return one[projections.Status](ctx, c, SubjectStatus, nil)

@@ -40,9 +40,10 @@ names them (skills: [name]).`,
 		Example: `  sylk skill ls --agent engineer
   sylk skill show go-testing
   sylk skill new release-notes && $EDITOR .sylk/skills/release-notes/SKILL.md
-  sylk skill validate .sylk/skills`,
+  sylk skill validate .sylk/skills
+  sylk skill loadout s-1a2b3c4d --agent engineer`,
 	}
-	cmd.AddCommand(newCmdList(f), newCmdShow(f), newCmdValidate(f), newCmdNew(f))
+	cmd.AddCommand(newCmdList(f), newCmdShow(f), newCmdValidate(f), newCmdNew(f), newCmdLoadout(f))
 	return cmd
 }
 
