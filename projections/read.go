@@ -46,6 +46,9 @@ type Reader interface {
 	// the sequence of its event.
 	ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error)
 	LLMResponse(ctx context.Context, callID string) (*schemas.LLMResponse, uint64, error)
+	// Embeddings returns the recorded embeddings of keys
+	// (schemas.EmbeddingKey) by key; keys with none are absent.
+	Embeddings(ctx context.Context, keys []string) (map[string]*schemas.Embedding, error)
 	// History lists what the Archivalist recorded, newest first; a query
 	// that contradicts itself is an error wrapping ErrInvalidQuery.
 	History(ctx context.Context, q HistoryQuery) ([]*HistoryEntry, error)

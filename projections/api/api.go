@@ -27,6 +27,7 @@
 //	sylk.api.trace.get           [id]                      Trace
 //	sylk.api.call.tool           [id]                      Call{seq, tool_result}
 //	sylk.api.call.llm            [id]                      Call{seq, llm_response}
+//	sylk.api.embeddings          [keys]                    map[key]Embedding (the recorded ones)
 //	sylk.api.rejection.list      [projection, session, seq, limit]  []Rejection
 //	sylk.api.history.list        [session, session_ids, exclude_sessions, current_only,
 //	                              cross_session, categories, search_text, since_time,
@@ -76,6 +77,7 @@ const (
 	SubjectTrace          = Prefix + ".trace.get"
 	SubjectToolResult     = Prefix + ".call.tool"
 	SubjectLLMResponse    = Prefix + ".call.llm"
+	SubjectEmbeddings     = Prefix + ".embeddings"
 	SubjectRejectionList  = Prefix + ".rejection.list"
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
@@ -128,6 +130,8 @@ type Request struct {
 	Search          string    `json:"search_text,omitempty"`
 	// Failures is a failure memory query.
 	Failures *projections.FailureQuery `json:"failures,omitempty"`
+	// Keys are embedding keys (schemas.EmbeddingKey).
+	Keys []string `json:"keys,omitempty"`
 	// Code is a code index query.
 	Code *projections.CodeQuery `json:"code,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied

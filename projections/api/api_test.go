@@ -106,6 +106,7 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 	f.append(t, "S1", schemas.TypeToolsLoaded, schemas.ToolsLoaded{CallID: "sel-1", Agent: "engineer", NodeID: "a", Via: "start", Loaded: []string{"exec", "read_file"}})
 	f.append(t, "S1", schemas.TypeToolsLoaded, schemas.ToolsLoaded{CallID: "c1", Agent: "tester", NodeID: "b", Via: "request_tools", Tools: []string{"glob", "rm"},
 		Loaded: []string{"glob"}, Rejected: []schemas.SkillNote{{Name: "rm", Reason: "unknown tool"}}})
+	f.append(t, "_", schemas.TypeEmbedding, schemas.Embedding{Key: schemas.EmbeddingKey("m", 0, "t1"), Model: "m", TextHash: "t1", Vector: []float32{0.6, 0.8}})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
@@ -158,6 +159,11 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})
 		}, func() (any, error) {
 			return f.client.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})
+		}},
+		{"embeddings", func() (any, error) {
+			return f.store.Embeddings(ctx, []string{schemas.EmbeddingKey("m", 0, "t1"), "nothere"})
+		}, func() (any, error) {
+			return f.client.Embeddings(ctx, []string{schemas.EmbeddingKey("m", 0, "t1"), "nothere"})
 		}},
 		{"code symbol", func() (any, error) {
 			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSymbol, Text: "Load"})

@@ -167,6 +167,15 @@ func (c *Client) LLMResponse(ctx context.Context, callID string) (*schemas.LLMRe
 	return out.LLMResponse, out.Seq, nil
 }
 
+// Embeddings returns the recorded embeddings of keys by key.
+func (c *Client) Embeddings(ctx context.Context, keys []string) (map[string]*schemas.Embedding, error) {
+	out := map[string]*schemas.Embedding{}
+	if err := c.call(ctx, SubjectEmbeddings, &Request{Keys: keys}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Rejections lists refused events.
 func (c *Client) Rejections(ctx context.Context, f projections.RejectionFilter) ([]*projections.Rejection, error) {
 	return list[projections.Rejection](ctx, c, SubjectRejectionList, &Request{Projection: f.Projection, Session: f.Session, Seq: f.Seq, Limit: f.Limit})

@@ -210,6 +210,9 @@ func (s *Service) handlers() map[string]handler {
 			res, seq, err := st.LLMResponse(ctx, r.ID)
 			return &Call{Seq: seq, LLMResponse: res}, err
 		},
+		SubjectEmbeddings: func(ctx context.Context, r *Request) (any, error) {
+			return st.Embeddings(ctx, r.Keys)
+		},
 		SubjectRejectionList: func(ctx context.Context, r *Request) (any, error) {
 			return st.Rejections(ctx, projections.RejectionFilter{Projection: r.Projection, Session: r.Session, Seq: r.Seq, Limit: r.Limit})
 		},
