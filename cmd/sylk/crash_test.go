@@ -33,9 +33,9 @@ type serveProc struct {
 	done chan error
 }
 
-func startServe(t *testing.T, bin, data, workDir string) *serveProc {
+func startServe(t *testing.T, bin, data, workDir string, flags ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, "--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s")
+	cmd := exec.Command(bin, append([]string{"--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s"}, flags...)...)
 	cmd.Dir = workDir
 	logf, err := os.OpenFile(filepath.Join(data+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
