@@ -21,6 +21,7 @@ const (
 	Code        = "code"
 	Skills      = "skills"
 	Pipelines   = "pipelines"
+	Vectors     = "vectors"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -51,9 +52,10 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
-	{name: Code, version: 1, apply: applyCode},
+	{name: Code, version: 2, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 1, apply: applyPipelines},
+	{name: Vectors, version: 1, apply: applyVectors},
 }
 
 // ProjectionNames lists the projections.
