@@ -29,6 +29,7 @@ type Broker struct {
 	url  string
 
 	tlsCA, tlsFingerprint string // the self-signed certificate clients trust
+	httpURL               string // the HTTP listener server.json advertises
 }
 
 // Start starts an embedded server on opts.DataDir (or, with opts.NATSURL, connects
@@ -264,12 +265,15 @@ func (b *Broker) PublishInfo() error {
 	if b.srv == nil || b.url == "" {
 		return nil
 	}
-	info := Info{URL: b.url, Creds: o.CredsFile, TLSCA: b.tlsCA, TLSFingerprint: b.tlsFingerprint, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
+	info := Info{URL: b.url, Creds: o.CredsFile, TLSCA: b.tlsCA, TLSFingerprint: b.tlsFingerprint, HTTP: b.httpURL, PID: os.Getpid(), DataDir: o.DataDir, StartedAt: time.Now().UTC()}
 	if err := writeInfo(o.DataDir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)
 	}
 	return nil
 }
+
+// AdvertiseHTTP sets the HTTP listener's URL that PublishInfo writes.
+func (b *Broker) AdvertiseHTTP(url string) { b.httpURL = url }
 
 // Conn is the NATS connection. It is owned by the Broker: do not close it.
 func (b *Broker) Conn() *nats.Conn { return b.nc }

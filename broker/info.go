@@ -25,11 +25,13 @@ type Info struct {
 	Token    string `json:"token,omitempty"`
 	Creds    string `json:"creds,omitempty"`
 	// TLSCA is the certificate to trust: the server's self-signed one.
-	TLSCA          string    `json:"tls_ca,omitempty"`
-	TLSFingerprint string    `json:"tls_fingerprint,omitempty"`
-	PID            int       `json:"pid"`
-	DataDir        string    `json:"data_dir"`
-	StartedAt      time.Time `json:"started_at"`
+	TLSCA          string `json:"tls_ca,omitempty"`
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
+	// HTTP is the server's HTTP listener (metrics), when it has one.
+	HTTP      string    `json:"http,omitempty"`
+	PID       int       `json:"pid"`
+	DataDir   string    `json:"data_dir"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 func writeInfo(dataDir string, info Info) error {

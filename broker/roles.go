@@ -15,7 +15,7 @@ import (
 // fetch from one would take work away from the agent.
 var AgentKinds = []string{
 	"guide", "architect", "orchestrator", "engineer", "inspector", "tester",
-	"librarian", "archivalist", "academic",
+	"librarian", "archivalist", "academic", "pipeline",
 }
 
 // Role kinds.

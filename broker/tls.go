@@ -25,9 +25,9 @@ import (
 // TLSDir holds the self-signed certificate of --tls-self-signed.
 const TLSDir = "tls"
 
-// loopback reports whether host (of a --listen address) is reachable from
+// Loopback reports whether host (of a listen address) is reachable from
 // this machine only.
-func loopback(host string) bool {
+func Loopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -47,7 +47,7 @@ func (o *Options) validateTLS() error {
 	if o.Listen == ListenNone || o.TLSCert != "" || o.TLSSelfSigned || o.Insecure {
 		return nil
 	}
-	if host, _, _ := splitListen(o.Listen); !loopback(host) {
+	if host, _, _ := splitListen(o.Listen); !Loopback(host) {
 		return fmt.Errorf("%w: --listen %q is reachable from other machines, and without TLS credentials and events would cross the network in clear text: "+
 			"give --tls-cert FILE --tls-key FILE, or --tls-self-signed (a certificate generated in %s, its fingerprint printed), or --insecure to accept clear text",
 			ErrInvalidOptions, o.Listen, filepath.Join(o.DataDir, TLSDir))

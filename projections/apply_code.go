@@ -233,6 +233,9 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	if err := b.Delete(codeHashKey(rid, pth), nil); err != nil {
 		return err
 	}
+	if err := b.Delete(codeEmbedKey(rid, pth), nil); err != nil {
+		return err
+	}
 	sk := codeSegmentKey(rid, old.Seq)
 	seg, err := load[codeSegment](t, sk)
 	if err != nil {
@@ -294,6 +297,11 @@ func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint
 	if err := t.set(codeHashKey(rid, f.Path), []byte(f.Hash)); err != nil {
 		return err
 	}
+	if f.EmbedHash != "" {
+		if err := t.set(codeEmbedKey(rid, f.Path), []byte(f.EmbedHash)); err != nil {
+			return err
+		}
+	}
 	r.Files++
 	r.Length += int64(length)
 	store(t, codeFileKey(rid, f.Path), cf)
@@ -317,6 +325,8 @@ func codeFileKey(rid, pth string) []byte     { return key("code/f/", rid, pth) }
 func codeFilesPrefix(rid string) []byte      { return under(key("code/f/", rid)) }
 func codeHashKey(rid, pth string) []byte     { return key("code/h/", rid, pth) }
 func codeHashesPrefix(rid string) []byte     { return under(key("code/h/", rid)) }
+func codeEmbedKey(rid, pth string) []byte    { return key("code/e/", rid, pth) }
+func codeEmbedsPrefix(rid string) []byte     { return under(key("code/e/", rid)) }
 func codeSkipKey(rid, pth string) []byte     { return key("code/s/", rid, pth) }
 func codeSkipsPrefix(rid string) []byte      { return under(key("code/s/", rid)) }
 func codeTermPrefix(rid, term string) []byte { return under(key("code/t/", rid, term)) }

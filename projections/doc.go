@@ -57,11 +57,14 @@
 //	             code/i/<root>\0<import>\0<path>   the file imports a package
 //	             code/p/<root>\0<package>\0<path>  the file is in a package
 //	             code/s/<root>\0<path>             why the file was skipped
+//	             code/e/<root>\0<path>             the file's embed hash (the text its vector is of)
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)
 //	skills       skills/a/<sid>\0<agent>          Loadout: skills and tools loaded
 //	pipelines    pipelines/p/<pipeline>            Pipeline (stages, loops, feedback, files)
 //	             pipelines/g/<group>               VariantGroup
 //	             pipelines/n/<dag>\0<node>         the node's variant group
+//	vectors      vectors/e/<key>                   seq + recorded Embedding (key: schemas.EmbeddingKey)
+//	             (the first record of a key stands; a second is refused)
 //	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
 //	consults     consults/c/<sid>\0<request id>    Consult (one consultation)
 //	every one    <name>/rej/<seq>                  Rejection

@@ -531,6 +531,21 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return errOut(err)
 		}
 		return fmt.Sprintf("seq %d call %s content=%q\n", seq, r.CallID, r.Content)
+	case "embeddings":
+		keys := strings.Split(args["keys"], ",")
+		got, err := w.store.Embeddings(ctx, keys)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, k := range keys {
+			if e, ok := got[k]; ok {
+				fmt.Fprintf(&b, "%s model=%s dims=%d text=%s vector=%v\n", k, e.Model, e.Dims, e.TextHash, e.Vector)
+			} else {
+				fmt.Fprintf(&b, "%s (none)\n", k)
+			}
+		}
+		return b.String()
 	case "hook-decision":
 		r, seq, err := w.store.HookDecision(ctx, args["call"])
 		if err != nil {

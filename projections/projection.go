@@ -21,6 +21,7 @@ const (
 	Code        = "code"
 	Skills      = "skills"
 	Pipelines   = "pipelines"
+	Vectors     = "vectors"
 	Plans       = "plans"
 	Consults    = "consults"
 )
@@ -53,9 +54,10 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
-	{name: Code, version: 1, apply: applyCode},
+	{name: Code, version: 2, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 1, apply: applyPipelines},
+	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Plans, version: 1, apply: applyPlans},
 	{name: Consults, version: 1, apply: applyConsults},
 }

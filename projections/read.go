@@ -46,6 +46,9 @@ type Reader interface {
 	// the sequence of its event.
 	ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error)
 	LLMResponse(ctx context.Context, callID string) (*schemas.LLMResponse, uint64, error)
+	// Embeddings returns the recorded embeddings of keys
+	// (schemas.EmbeddingKey) by key; keys with none are absent.
+	Embeddings(ctx context.Context, keys []string) (map[string]*schemas.Embedding, error)
 	// History lists what the Archivalist recorded, newest first; a query
 	// that contradicts itself is an error wrapping ErrInvalidQuery.
 	History(ctx context.Context, q HistoryQuery) ([]*HistoryEntry, error)
@@ -63,6 +66,10 @@ type Reader interface {
 	PlanMode(ctx context.Context, session string) (*PlanMode, error)
 	// Rejections lists refused events.
 	Rejections(ctx context.Context, f RejectionFilter) ([]*Rejection, error)
+	// Loadout returns the skills and tools one agent loaded in a session;
+	// Loadouts lists a session's, by agent.
+	Loadout(ctx context.Context, session, agent string) (*Loadout, error)
+	Loadouts(ctx context.Context, session string) ([]*Loadout, error)
 	// Status reports cursors, lag and sizes.
 	Status(ctx context.Context) (*Status, error)
 	// WaitFor blocks until the projections have applied seq.

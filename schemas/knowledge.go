@@ -71,6 +71,10 @@ type IndexedFile struct {
 	Stubbed bool `json:"stubbed,omitempty"`
 	// Redactions counts the secrets removed before extraction.
 	Redactions int `json:"redactions,omitempty"`
+	// EmbedHash is the TextHash of the text an embedding of this file is
+	// made from (its path and the start of its redacted text); "" for a
+	// stubbed file.
+	EmbedHash string `json:"embed_hash,omitempty"`
 	// ParseError is why a Go file's syntax could not be read in full (its
 	// terms are indexed all the same).
 	ParseError string `json:"parse_error,omitempty"`

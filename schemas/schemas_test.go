@@ -46,7 +46,7 @@ func fill(v reflect.Value) {
 		v.SetInt(7)
 	case reflect.Uint64:
 		v.SetUint(9)
-	case reflect.Float64:
+	case reflect.Float64, reflect.Float32:
 		v.SetFloat(0.5)
 	case reflect.Bool:
 		v.SetBool(true)

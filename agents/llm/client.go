@@ -315,7 +315,7 @@ func (c *Client) record(ctx context.Context, d *agents.Delivery, callID string, 
 		}
 		envs = append(envs, u)
 	}
-	if err := appendPipelined(ctx, d.Log(), envs); err != nil {
+	if _, err := appendPipelined(ctx, d.Log(), envs); err != nil {
 		return agents.Transient(fmt.Errorf("record LLM call %s: %w", callID, err), 0)
 	}
 	return nil
@@ -325,21 +325,25 @@ func (c *Client) record(ctx context.Context, d *agents.Delivery, callID string, 
 // atomic: a crash in between can lose a call's usage record, never its
 // response, which comes first. (An atomic batch of two costs milliseconds
 // here, two pipelined appends tens of microseconds.)
-func appendPipelined(ctx context.Context, log *events.Log, envs []*schemas.Envelope) error {
+// It returns the sequence of the last.
+func appendPipelined(ctx context.Context, log *events.Log, envs []*schemas.Envelope) (uint64, error) {
 	pending := make([]events.PendingAppend, 0, len(envs))
 	for _, e := range envs {
 		p, err := log.AppendAsync(e)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		pending = append(pending, p)
 	}
+	var last uint64
 	for _, p := range pending {
-		if _, err := p.Wait(ctx); err != nil {
-			return err
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			return 0, err
 		}
+		last = max(last, seq)
 	}
-	return nil
+	return last, nil
 }
 
 // appendAll appends envs atomically; if some are in the stream already (an

@@ -48,6 +48,12 @@ type Config struct {
 	BaseURL string `yaml:"base_url" json:"base_url,omitempty"`
 	// Model is the default model; no model means no LLM tier.
 	Model string `yaml:"model" json:"model,omitempty"`
+	// EmbeddingModel is the model of the /embeddings endpoint (same base
+	// URL and key); none means no vectors: search is lexical only.
+	EmbeddingModel string `yaml:"embedding_model" json:"embedding_model,omitempty"`
+	// EmbeddingDims asks for vectors of this many dimensions (0: the
+	// model's own; text-embedding-3 models can shorten theirs).
+	EmbeddingDims int `yaml:"embedding_dims" json:"embedding_dims,omitempty"`
 	// AgentModels chooses another model for some agents ("architect": "gpt-4.1").
 	AgentModels map[string]string `yaml:"agent_models" json:"agent_models,omitempty"`
 	// APIKey is sent as a bearer token; endpoints on this machine need none.
@@ -114,7 +120,8 @@ func (c *Config) Configured() bool { return c.Model != "" }
 
 // FromEnv overrides c with the environment: SYLK_LLM_BASE_URL (or
 // OPENAI_BASE_URL), SYLK_LLM_MODEL, SYLK_LLM_API_KEY (or OPENAI_API_KEY),
-// SYLK_LLM_BUDGET_GLOBAL, SYLK_LLM_BUDGET_SESSION, SYLK_LLM_BUDGET_TASK.
+// SYLK_LLM_EMBEDDING_MODEL, SYLK_LLM_EMBEDDING_DIMS, SYLK_LLM_BUDGET_GLOBAL,
+// SYLK_LLM_BUDGET_SESSION, SYLK_LLM_BUDGET_TASK.
 // Apply it after the config files and before the flags. lookup is
 // os.LookupEnv.
 func (c *Config) FromEnv(lookup func(string) (string, bool)) error {
@@ -131,6 +138,16 @@ func (c *Config) FromEnv(lookup func(string) (string, bool)) error {
 	}
 	if v, ok := first("SYLK_LLM_MODEL"); ok {
 		c.Model = v
+	}
+	if v, ok := first("SYLK_LLM_EMBEDDING_MODEL"); ok {
+		c.EmbeddingModel = v
+	}
+	if v, ok := first("SYLK_LLM_EMBEDDING_DIMS"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: SYLK_LLM_EMBEDDING_DIMS=%q is not a number of dimensions", ErrInvalidConfig, v)
+		}
+		c.EmbeddingDims = n
 	}
 	if v, ok := first("SYLK_LLM_API_KEY", "OPENAI_API_KEY"); ok {
 		c.APIKey = v

@@ -130,7 +130,8 @@ func (c *Config) Pipeline() (*hooks.Pipeline, error) {
 	}
 	domains := map[string][]schemas.Type{}
 	for _, a := range toolAgents {
-		domains[a] = []schemas.Type{schemas.TypeTaskDispatch}
+		// A worker also answers consultations (consult.Wrap).
+		domains[a] = append(slices.Clone(worker.Domain), schemas.TypeConsultRequest)
 	}
 	// The store and, with an LLM, the client are there when the agents run;
 	// `sylk hook ls` builds the same pipeline without them, to list it.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -105,6 +106,14 @@ type Catalogue struct {
 // warned about (0: DefaultMaxBodyChars). The files are parsed in parallel;
 // the result does not depend on it.
 func Discover(locs []Location, maxBody int) *Catalogue {
+	var none *Cache
+	return none.Discover(locs, maxBody)
+}
+
+// Discover is Discover parsing only the SKILL.md files the cache does not
+// hold as they are; the cache file is written when anything changed (a
+// failure to write it is a warning: the next discovery parses again).
+func (cache *Cache) Discover(locs []Location, maxBody int) *Catalogue {
 	c := &Catalogue{Skills: map[string]*Skill{}}
 	type found struct {
 		loc   *Location
@@ -113,9 +122,13 @@ func Discover(locs []Location, maxBody int) *Catalogue {
 		probs []Problem
 	}
 	var all []found
+	var scanned []string // directories listed, or gone
 	for i := range locs {
 		loc := &locs[i]
 		entries, err := fs.ReadDir(loc.FS, ".")
+		if loc.Dir != "" && (err == nil || errors.Is(err, fs.ErrNotExist)) {
+			scanned = append(scanned, loc.Dir)
+		}
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				c.Failed = append(c.Failed, schemas.SkillNote{Path: loc.Name, Reason: "cannot read the skills directory: " + unwrapPath(err).Error()})
@@ -137,11 +150,21 @@ func Discover(locs []Location, maxBody int) *Catalogue {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < len(all); i = int(next.Add(1)) - 1 {
 				f := &all[i]
-				f.skill, f.probs = Parse(f.loc.FS, f.name, maxBody)
+				f.skill, f.probs = cache.parse(f.loc, f.name, maxBody)
 			}
 		}()
 	}
 	wg.Wait()
+	if cache != nil {
+		seen := map[string]bool{}
+		for _, f := range all {
+			seen[filepath.Join(f.loc.Dir, f.name, FileName)] = true
+		}
+		cache.forget(scanned, seen)
+		if err := cache.save(); err != nil {
+			c.Warnings = append(c.Warnings, Problem{Path: cache.path, Msg: fmt.Sprintf("cannot write the skills discovery cache: %v", unwrapPath(err))})
+		}
+	}
 	for _, f := range all {
 		if len(f.probs) == 1 && f.probs[0].missing {
 			continue // a directory without a SKILL.md is not a skill

@@ -40,7 +40,9 @@
 // ~/.agent/skills, ~/.claude/skills), then the skills built into the binary
 // ([Builtin]). The first location that holds a name wins; a later skill of
 // the same name is recorded as shadowed. A broken skill is recorded as failed
-// and skipped.
+// and skipped. A [Cache] (a file in the data directory) keeps the parsed
+// skills between discoveries, keyed by each SKILL.md's path, size and
+// modification time: only changed files are parsed again.
 //
 // # Selection: progressive disclosure
 //

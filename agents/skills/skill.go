@@ -217,19 +217,8 @@ func parseSource(file, dirName string, src []byte, maxBody int) (*Skill, []Probl
 		}
 		parseMeta(s, meta, bad)
 	}
-	if s.Trigger != "" && s.Trigger != TriggerExplicit {
-		m, err := compileTrigger(s.Trigger)
-		if err != nil {
-			bad("metadata.load-trigger", "%q is not a valid pattern: %v", s.Trigger, err)
-		}
-		s.match = m
-	} else if s.Trigger == "" && s.Tier == 2 {
-		// No trigger: the keywords, else the name's words, are the trigger.
-		lits := s.Keywords
-		if len(lits) == 0 {
-			lits = []string{s.Name}
-		}
-		s.match = literalMatcher(lits)
+	if err := s.compile(); err != nil {
+		bad("metadata.load-trigger", "%q is not a valid pattern: %v", s.Trigger, err)
 	}
 	if s.Trigger == TriggerExplicit && s.Tier < 3 {
 		s.Tier = 3
@@ -246,6 +235,25 @@ func parseSource(file, dirName string, src []byte, maxBody int) (*Skill, []Probl
 		}
 	}
 	return s, probs
+}
+
+// compile makes the skill's matcher from its load trigger (or, for a tier 2
+// skill without one, its keywords or name).
+func (s *Skill) compile() error {
+	switch {
+	case s.Trigger != "" && s.Trigger != TriggerExplicit:
+		m, err := compileTrigger(s.Trigger)
+		s.match = m
+		return err
+	case s.Trigger == "" && s.Tier == 2:
+		// No trigger: the keywords, else the name's words, are the trigger.
+		lits := s.Keywords
+		if len(lits) == 0 {
+			lits = []string{s.Name}
+		}
+		s.match = literalMatcher(lits)
+	}
+	return nil
 }
 
 func parseMeta(s *Skill, meta map[string]any, bad func(field, format string, args ...any)) {

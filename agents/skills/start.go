@@ -35,6 +35,9 @@ type Config struct {
 	Bundles []Bundle
 	// MaxToolsPerRequest bounds one request_tools (0: 10).
 	MaxToolsPerRequest int
+	// Cache keeps parsed skills between discoveries (nil: every discovery
+	// parses every file).
+	Cache *Cache
 }
 
 // Loop is what an agent loop starts with: the recorded selection, the tools
@@ -105,7 +108,7 @@ func (c Config) Start(ctx context.Context, d *agents.Delivery, records Records, 
 }
 
 func (c Config) selectNew(ctx context.Context, d *agents.Delivery, records Records, node *schemas.TaskDispatch, project string, set *ToolSet) (*schemas.SkillsSelected, error) {
-	cat := Discover(SearchPath(project, c.UserDirs), c.Limits.MaxBodyChars)
+	cat := c.Cache.Discover(SearchPath(project, c.UserDirs), c.Limits.MaxBodyChars)
 	sel := Select(cat, Request{Agent: d.Agent, Task: node.Prompt, Hints: node.Skills, Limits: c.Limits})
 	sel.DAGID, sel.NodeID, sel.Attempt = node.DAGID, node.NodeID, node.Attempt
 	core := c.Core

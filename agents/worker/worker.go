@@ -69,6 +69,12 @@ type Worker struct {
 	Plans planguard.State
 }
 
+// Domain are the message types a worker handles (the Step 0 hook reroutes
+// the others): its nodes, the stages of the pipelines it works in, the
+// pipelines' feedback to the Engineer, and the answers to its consultations.
+var Domain = []schemas.Type{schemas.TypeTaskDispatch, schemas.TypePipelineStage, schemas.TypeInspectorFeedback, schemas.TypeTesterFeedback,
+	schemas.TypeConsultResponse}
+
 // Handle runs one dispatched node.
 func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	switch d.Env.Type {

@@ -33,9 +33,9 @@ type serveProc struct {
 	done chan error
 }
 
-func startServe(t *testing.T, bin, data, workDir string) *serveProc {
+func startServe(t *testing.T, bin, data, workDir string, flags ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, "--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s")
+	cmd := exec.Command(bin, append([]string{"--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s"}, flags...)...)
 	cmd.Dir = workDir
 	logf, err := os.OpenFile(filepath.Join(data+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -181,8 +181,10 @@ func TestCrashSafety(t *testing.T) {
 		if starts[id] == 0 || ends[id] == 0 {
 			t.Errorf("node %s never ran to the end: %d starts, %d ends", id, starts[id], ends[id])
 		}
+		// A kill between recording a call and the tool's first line leaves a
+		// record without a run; the reverse, a run without a record, is a bug.
 		c := calls[id]
-		if len(c) != starts[id] {
+		if starts[id] > len(c) {
 			t.Errorf("node %s: %d runs but %d tool_call events: a run without its record", id, starts[id], len(c))
 		}
 		for j, recorded := range c {

@@ -28,6 +28,7 @@
 //	sylk.api.trace.get           [id]                      Trace
 //	sylk.api.call.tool           [id]                      Call{seq, tool_result}
 //	sylk.api.call.llm            [id]                      Call{seq, llm_response}
+//	sylk.api.embeddings          [keys]                    map[key]Embedding (the recorded ones)
 //	sylk.api.rejection.list      [projection, session, seq, limit]  []Rejection
 //	sylk.api.history.list        [session, session_ids, exclude_sessions, current_only,
 //	                              cross_session, categories, search_text, since_time,
@@ -38,6 +39,8 @@
 //	sylk.api.pipeline.list       [session, dag, node, state]  []Pipeline
 //	sylk.api.variant.get         [id]                      VariantGroup
 //	sylk.api.variant.list        [session, dag, node]      []VariantGroup
+//	sylk.api.loadout.get         [session, agent]          Loadout
+//	sylk.api.loadout.list        [session]                 []Loadout
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -80,6 +83,7 @@ const (
 	SubjectTrace          = Prefix + ".trace.get"
 	SubjectToolResult     = Prefix + ".call.tool"
 	SubjectLLMResponse    = Prefix + ".call.llm"
+	SubjectEmbeddings     = Prefix + ".embeddings"
 	SubjectRejectionList  = Prefix + ".rejection.list"
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
@@ -88,6 +92,8 @@ const (
 	SubjectPipelineList   = Prefix + ".pipeline.list"
 	SubjectVariantGet     = Prefix + ".variant.get"
 	SubjectVariantList    = Prefix + ".variant.list"
+	SubjectLoadoutGet     = Prefix + ".loadout.get"
+	SubjectLoadoutList    = Prefix + ".loadout.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -114,6 +120,7 @@ var ErrNoServer = errors.New("no sylk server answers on " + Prefix)
 type Request struct {
 	ID         string           `json:"id,omitempty"`
 	Session    string           `json:"session,omitempty"`
+	Agent      string           `json:"agent,omitempty"`
 	DAG        string           `json:"dag,omitempty"`
 	Node       string           `json:"node,omitempty"`
 	State      string           `json:"state,omitempty"`
@@ -134,6 +141,8 @@ type Request struct {
 	Search          string    `json:"search_text,omitempty"`
 	// Failures is a failure memory query.
 	Failures *projections.FailureQuery `json:"failures,omitempty"`
+	// Keys are embedding keys (schemas.EmbeddingKey).
+	Keys []string `json:"keys,omitempty"`
 	// Code is a code index query.
 	Code *projections.CodeQuery `json:"code,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied

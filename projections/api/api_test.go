@@ -101,6 +101,12 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 	f.append(t, "_", schemas.TypeIndexUpdate, schemas.IndexUpdate{Root: "/w", Files: []schemas.IndexedFile{
 		{Path: "a.go", Hash: "h1", Lang: "go", Package: "m/a", Symbols: []schemas.Symbol{{Name: "Load", Kind: "func", Line: 3}}, Terms: "load 2 config 1"},
 	}})
+	f.append(t, "S1", schemas.TypeSkillsSelected, schemas.SkillsSelected{CallID: "sel-1", Agent: "engineer", NodeID: "a", Strategy: "match",
+		Skills: []schemas.SelectedSkill{{Name: "go-testing", Tier: 2, Source: "builtin", Reason: "tier 2: load trigger matched \"test\"", Body: "Run go test."}}})
+	f.append(t, "S1", schemas.TypeToolsLoaded, schemas.ToolsLoaded{CallID: "sel-1", Agent: "engineer", NodeID: "a", Via: "start", Loaded: []string{"exec", "read_file"}})
+	f.append(t, "S1", schemas.TypeToolsLoaded, schemas.ToolsLoaded{CallID: "c1", Agent: "tester", NodeID: "b", Via: "request_tools", Tools: []string{"glob", "rm"},
+		Loaded: []string{"glob"}, Rejected: []schemas.SkillNote{{Name: "rm", Reason: "unknown tool"}}})
+	f.append(t, "_", schemas.TypeEmbedding, schemas.Embedding{Key: schemas.EmbeddingKey("m", 0, "t1"), Model: "m", TextHash: "t1", Vector: []float32{0.6, 0.8}})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
@@ -154,11 +160,18 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		}, func() (any, error) {
 			return f.client.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSearch, Text: "config"})
 		}},
+		{"embeddings", func() (any, error) {
+			return f.store.Embeddings(ctx, []string{schemas.EmbeddingKey("m", 0, "t1"), "nothere"})
+		}, func() (any, error) {
+			return f.client.Embeddings(ctx, []string{schemas.EmbeddingKey("m", 0, "t1"), "nothere"})
+		}},
 		{"code symbol", func() (any, error) {
 			return f.store.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSymbol, Text: "Load"})
 		}, func() (any, error) {
 			return f.client.Code(ctx, projections.CodeQuery{Root: "/w", Kind: projections.CodeSymbol, Text: "Load"})
 		}},
+		{"loadout", func() (any, error) { return f.store.Loadout(ctx, "S1", "engineer") }, func() (any, error) { return f.client.Loadout(ctx, "S1", "engineer") }},
+		{"loadouts", func() (any, error) { return f.store.Loadouts(ctx, "S1") }, func() (any, error) { return f.client.Loadouts(ctx, "S1") }},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})
 			if err != nil {
@@ -214,6 +227,15 @@ func TestErrorsNameTheIDAndMatchTheSentinels(t *testing.T) {
 	}
 	if _, err := f.client.Session(f.ctx, ""); !errors.As(err, &ae) || ae.Code != api.CodeBadRequest {
 		t.Fatalf("no id: %v", err)
+	}
+	if _, err := f.client.Loadout(f.ctx, "A", "engineer"); !errors.Is(err, projections.ErrNotFound) || !strings.Contains(err.Error(), `"engineer"`) {
+		t.Fatalf("no loadout: %v", err)
+	}
+	if _, err := f.client.Loadout(f.ctx, "A", ""); !errors.As(err, &ae) || ae.Code != api.CodeBadRequest || !strings.Contains(err.Error(), "agent is required") {
+		t.Fatalf("loadout without an agent: %v", err)
+	}
+	if l, err := f.client.Loadouts(f.ctx, "A"); err != nil || l == nil || len(l) != 0 {
+		t.Fatalf("loadouts of a session without any: %v %v", l, err)
 	}
 	_, err = f.client.History(f.ctx, projections.HistoryQuery{Session: "A", CurrentOnly: true, CrossSession: true})
 	if !errors.Is(err, projections.ErrInvalidQuery) || !errors.As(err, &ae) || ae.Code != api.CodeBadRequest || !strings.Contains(err.Error(), "current_only and cross_session") {

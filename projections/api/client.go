@@ -172,6 +172,15 @@ func (c *Client) LLMResponse(ctx context.Context, callID string) (*schemas.LLMRe
 	return out.LLMResponse, out.Seq, nil
 }
 
+// Embeddings returns the recorded embeddings of keys by key.
+func (c *Client) Embeddings(ctx context.Context, keys []string) (map[string]*schemas.Embedding, error) {
+	out := map[string]*schemas.Embedding{}
+	if err := c.call(ctx, SubjectEmbeddings, &Request{Keys: keys}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Rejections lists refused events.
 func (c *Client) Rejections(ctx context.Context, f projections.RejectionFilter) ([]*projections.Rejection, error) {
 	return list[projections.Rejection](ctx, c, SubjectRejectionList, &Request{Projection: f.Projection, Session: f.Session, Seq: f.Seq, Limit: f.Limit})
@@ -190,6 +199,16 @@ func (c *Client) Code(ctx context.Context, q projections.CodeQuery) (*projection
 // History lists what the Archivalist recorded, newest first.
 func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*projections.HistoryEntry, error) {
 	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))
+}
+
+// Loadout returns the skills and tools agent loaded in session.
+func (c *Client) Loadout(ctx context.Context, session, agent string) (*projections.Loadout, error) {
+	return one[projections.Loadout](ctx, c, SubjectLoadoutGet, &Request{Session: session, Agent: agent})
+}
+
+// Loadouts lists the loadouts of a session, by agent.
+func (c *Client) Loadouts(ctx context.Context, session string) ([]*projections.Loadout, error) {
+	return list[projections.Loadout](ctx, c, SubjectLoadoutList, &Request{Session: session})
 }
 
 // Status reports cursors, lag and sizes.

@@ -40,7 +40,7 @@ func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src pro
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
-		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history",
+		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history, loadouts",
 	})
 	if err != nil {
 		s.cancel()
@@ -216,6 +216,9 @@ func (s *Service) handlers() map[string]handler {
 			res, seq, err := st.LLMResponse(ctx, r.ID)
 			return &Call{Seq: seq, LLMResponse: res}, err
 		},
+		SubjectEmbeddings: func(ctx context.Context, r *Request) (any, error) {
+			return st.Embeddings(ctx, r.Keys)
+		},
 		SubjectRejectionList: func(ctx context.Context, r *Request) (any, error) {
 			return st.Rejections(ctx, projections.RejectionFilter{Projection: r.Projection, Session: r.Session, Seq: r.Seq, Limit: r.Limit})
 		},
@@ -252,6 +255,18 @@ func (s *Service) handlers() map[string]handler {
 		},
 		SubjectVariantList: func(ctx context.Context, r *Request) (any, error) {
 			return nonNil(st.VariantGroups(ctx, pipelineFilter(r)))
+		},
+		SubjectLoadoutGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := errors.Join(need("session", r.Session), need("agent", r.Agent)); err != nil {
+				return nil, err
+			}
+			return st.Loadout(ctx, r.Session, r.Agent)
+		},
+		SubjectLoadoutList: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil {
+				return nil, err
+			}
+			return st.Loadouts(ctx, r.Session)
 		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already

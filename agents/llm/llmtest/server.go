@@ -1,5 +1,6 @@
 // Package llmtest is a real HTTP server speaking the OpenAI chat-completions
-// API (POST /v1/chat/completions), scripted per test: plain and SSE-streamed
+// API (POST /v1/chat/completions, and /v1/embeddings with deterministic
+// vectors, see Vector), scripted per test: plain and SSE-streamed
 // replies, tool calls, 429 with Retry-After, 500, malformed JSON and replies
 // that never come. It records every request it receives, so a test can prove
 // how many calls were made (none, on a replay).
@@ -174,6 +175,9 @@ type Server struct {
 	requests []Request
 	latency  time.Duration
 	release  chan struct{}
+
+	embeds      []EmbedRequest
+	embedScript []EmbedReply
 }
 
 // New starts a server, closed when the test ends.
@@ -243,6 +247,10 @@ func (s *Server) Pending() int {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/embeddings") {
+		s.embed(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.Error(w, "not found: "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/internal/server"
 )
 
 // ServeOptions are the flags of `sylk serve`.
@@ -24,6 +25,7 @@ type ServeOptions struct {
 	TLSSelfSigned bool
 	Insecure      bool
 	AckWait       time.Duration
+	HTTP          string
 }
 
 func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory, *ServeOptions) error) *cobra.Command {
@@ -53,6 +55,7 @@ the work spreads over processes and machines.`,
 		Example: `  sylk serve
   sylk serve --listen 127.0.0.1:4333 --sync interval
   sylk serve --listen none          # reachable only from this process
+  sylk serve --http 127.0.0.1:9090  # Prometheus scrapes http://127.0.0.1:9090/metrics
   sylk serve --listen 0.0.0.0:4222 --tls-self-signed   # for other machines, over TLS
   sylk serve --listen 0.0.0.0:4222 --tls-cert cert.pem --tls-key key.pem
   sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine`,
@@ -61,6 +64,9 @@ the work spreads over processes and machines.`,
 			flags := cmd.Flags()
 			if !flags.Changed("listen") && f.Cfg.Listen != "" {
 				opts.Listen = f.Cfg.Listen
+			}
+			if !flags.Changed("http") && f.Cfg.HTTP != "" {
+				opts.HTTP = f.Cfg.HTTP
 			}
 			if !flags.Changed("sync") && f.Cfg.Sync != "" {
 				opts.Sync = f.Cfg.Sync
@@ -80,6 +86,7 @@ the work spreads over processes and machines.`,
 	cmd.Flags().StringVar(&opts.TLSKey, "tls-key", "", "TLS private key file (PEM) for --tls-cert")
 	cmd.Flags().BoolVar(&opts.TLSSelfSigned, "tls-self-signed", false, "serve TLS with a self-signed certificate generated once in <data>/tls")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow a listener other machines can reach without TLS (credentials and events in clear text)")
+	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; a non-loopback address needs --insecure)")
 	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", agents.DefaultAckWait, "how soon the work of an agent that died is handed to another (agents working on long tools report in, so this is no time limit)")
 	return cmd
 }
@@ -89,9 +96,12 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 	bopts.Listen, bopts.Sync = opts.Listen, opts.Sync
 	bopts.TLSCert, bopts.TLSKey, bopts.TLSSelfSigned, bopts.Insecure = opts.TLSCert, opts.TLSKey, opts.TLSSelfSigned, opts.Insecure
 	bopts.Name = "sylk-serve"
-	srv, err := f.StartServer(ctx, bopts)
+	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: f.RuntimeConfig(), LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure})
 	if err != nil {
 		return err
+	}
+	if u := srv.HTTPURL(); u != "" {
+		fmt.Fprintf(f.IO.ErrOut, "metrics at %s/metrics\n", u)
 	}
 	if srv.Broker().Embedded() {
 		b := srv.Broker()

@@ -40,14 +40,15 @@ names them (skills: [name]).`,
 		Example: `  sylk skill ls --agent engineer
   sylk skill show go-testing
   sylk skill new release-notes && $EDITOR .sylk/skills/release-notes/SKILL.md
-  sylk skill validate .sylk/skills`,
+  sylk skill validate .sylk/skills
+  sylk skill loadout s-1a2b3c4d --agent engineer`,
 	}
-	cmd.AddCommand(newCmdList(f), newCmdShow(f), newCmdValidate(f), newCmdNew(f))
+	cmd.AddCommand(newCmdList(f), newCmdShow(f), newCmdValidate(f), newCmdNew(f), newCmdLoadout(f))
 	return cmd
 }
 
 // catalogue reads the skills as the agents would for a task run in project.
-func catalogue(project string) (*skills.Catalogue, error) {
+func catalogue(f *cmdutil.Factory, project string) (*skills.Catalogue, error) {
 	if project == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -55,7 +56,7 @@ func catalogue(project string) (*skills.Catalogue, error) {
 		}
 		project = wd
 	}
-	return skills.Discover(skills.SearchPath(project, skills.UserDirs()), 0), nil
+	return f.SkillsCache().Discover(skills.SearchPath(project, skills.UserDirs()), 0), nil
 }
 
 // listed is one skill in `skill ls --json`.
@@ -123,7 +124,7 @@ func listRun(f *cmdutil.Factory, opts *listOptions) error {
 	if opts.Agent != "" && !skills.ValidName(opts.Agent) {
 		return cmdutil.Usagef("--agent %q: not an agent name", opts.Agent)
 	}
-	c, err := catalogue(opts.Project)
+	c, err := catalogue(f, opts.Project)
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func newCmdShow(f *cmdutil.Factory) *cobra.Command {
   sylk skill show go-testing --json | jq .load_trigger`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := catalogue(project)
+			c, err := catalogue(f, project)
 			if err != nil {
 				return err
 			}

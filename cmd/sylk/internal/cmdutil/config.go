@@ -20,10 +20,13 @@ import (
 // .sylk/config.yaml (found from the working directory up), SYLK_* variables,
 // then command-line flags. Unknown keys are errors.
 type Config struct {
-	Data     string `yaml:"data"`
-	NATSURL  string `yaml:"nats_url"`
-	Listen   string `yaml:"listen"`
-	Sync     string `yaml:"sync"`
+	Data    string `yaml:"data"`
+	NATSURL string `yaml:"nats_url"`
+	Listen  string `yaml:"listen"`
+	Sync    string `yaml:"sync"`
+	// HTTP is `sylk serve`'s HTTP listener (/metrics), HOST:PORT; none by
+	// default.
+	HTTP     string `yaml:"http"`
 	LogLevel string `yaml:"log_level"`
 	// AckWait is how long an agent may hold a message without a sign of life
 	// before it is given to another process (a crashed agent's work is retried
@@ -96,7 +99,7 @@ func loadConfig() (Config, error) {
 		}
 	}
 	for env, field := range map[string]*string{
-		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen,
+		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen, "SYLK_HTTP": &cfg.HTTP,
 		"SYLK_SYNC": &cfg.Sync, "SYLK_LOG_LEVEL": &cfg.LogLevel, "SYLK_TOKEN": &cfg.Token, "SYLK_ACK_WAIT": &cfg.AckWait,
 		"SYLK_CREDS": &cfg.Creds,
 	} {

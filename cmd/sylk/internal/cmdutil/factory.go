@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,6 +161,15 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 	return nil
 }
 
+// SkillsCache is the skills discovery cache, a file in the data directory
+// (in memory only without one).
+func (f *Factory) SkillsCache() *skills.Cache {
+	if dir := f.BrokerOptions().DataDir; dir != "" {
+		return skills.OpenCache(filepath.Join(dir, skills.CacheFile))
+	}
+	return skills.OpenCache("")
+}
+
 // BrokerOptions are the broker options the configuration asks for.
 func (f *Factory) BrokerOptions() broker.Options {
 	o := broker.Options{DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync, Name: "sylk-cli"}
@@ -281,7 +291,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		AckWait:        ackWait,
 		Logger:         slog.Default(),
 		LLMHint:        llm.Hint,
-		Skills:         skills.Config{UserDirs: skills.UserDirs()},
+		Skills:         skills.Config{UserDirs: skills.UserDirs(), Cache: f.SkillsCache()},
 	}
 	if f.Cfg.LLM.Configured() {
 		// Plans with prompt nodes validate before the client exists.

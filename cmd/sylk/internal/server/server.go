@@ -35,6 +35,8 @@ type Server struct {
 	group  *errgroup.Group
 	// failed is closed when a component returns an error.
 	failed <-chan struct{}
+	// httpURL is the HTTP listener's URL, "" without one.
+	httpURL string
 }
 
 // serverComponent runs beside the broker until ctx ends.
@@ -56,31 +58,48 @@ type Options struct {
 	// LLM returns the LLM configuration, checked: llm.ErrNotConfigured
 	// means the agents run without one.
 	LLM func() (llm.Config, error)
+	// HTTP, if set, is the address of the HTTP listener serving /metrics.
+	HTTP string
+	// Insecure lets HTTP listen on an address other machines can reach.
+	Insecure bool
 }
 
 // Start starts an embedded broker on the data directory, opens the
 // projections store and runs the server's components over them.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	ln, err := listenHTTP(o.HTTP, o.Insecure)
+	if err != nil {
+		return nil, err
+	}
 	opts := o.Broker
 	opts.DeferInfo = true
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, closeListener(ln))
 	}
 	store, err := projections.Open(ctx, projections.Options{Dir: ProjectionsDir(opts.DataDir), Logger: slog.Default()})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("projections: %w", err), b.Close())
+		return nil, errors.Join(fmt.Errorf("projections: %w", err), b.Close(), closeListener(ln))
 	}
 	// The query API answers before server.json says the server is up: a client
 	// that finds the file finds the API.
 	svc, err := api.Serve(ctx, b.Conn(), store, events.New(b.JetStream()), slog.Default())
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("api: %w", err), store.Close(), b.Close())
+		return nil, errors.Join(fmt.Errorf("api: %w", err), store.Close(), b.Close(), closeListener(ln))
+	}
+	comps := components(o)
+	if ln != nil {
+		b.AdvertiseHTTP("http://" + ln.Addr().String())
+		// Served by a component: it stops with the others.
+		comps = append(comps, httpComponent(ln))
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(cctx)
 	s := &Server{broker: b, store: store, api: svc, cancel: cancel, group: g, failed: gctx.Done()}
-	for _, c := range components(o) {
+	if ln != nil {
+		s.httpURL = "http://" + ln.Addr().String()
+	}
+	for _, c := range comps {
 		g.Go(func() error {
 			err := c.run(gctx, s)
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -127,6 +146,9 @@ func (s *Server) idle(ctx context.Context) bool {
 	}
 	return lister.Err() == nil
 }
+
+// HTTPURL is the HTTP listener's URL ("" without one).
+func (s *Server) HTTPURL() string { return s.httpURL }
 
 // Broker is the server's broker: the connection its components use.
 func (s *Server) Broker() *broker.Broker { return s.broker }

@@ -1,0 +1,310 @@
+// Package metrics is the Prometheus view of a running server, served at
+// /metrics by `sylk serve --http`.
+//
+// Two kinds of figures, both read from the stream and its consumers, never
+// from an agent's memory, so any process attached to the stream reports the
+// whole system's:
+//
+//   - Counters of what happened, folded from the events the stream receives
+//     while this process runs (Prometheus counters start at zero with their
+//     process; rate() and increase() absorb the restarts): events appended by
+//     type, tool runs by tool and outcome with their durations, LLM calls,
+//     tokens and cost by model. Circuit breaker states are gauges folded
+//     from every circuit_change event since the stream began, so a restart
+//     does not forget an open breaker.
+//   - Gauges read from JetStream and the projections store at scrape time:
+//     each consumer's pending and unacknowledged messages, the dead-letter
+//     stream's depth, the stream's size, the projections' lag behind it.
+//
+// Names and labels follow Prometheus conventions (sylk_ prefix, base units,
+// _total counters); the README lists them.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// Cursor is where the projections stand: the last stream sequence folded.
+type Cursor interface {
+	Cursor() uint64
+}
+
+// Metrics holds a server's registry and the counters it folds from the stream.
+type Metrics struct {
+	reg   *prometheus.Registry
+	js    jetstream.JetStream
+	log   *events.Log
+	store Cursor
+
+	appended    *prometheus.CounterVec
+	toolRuns    *prometheus.CounterVec
+	toolSeconds *prometheus.HistogramVec
+	llmCalls    *prometheus.CounterVec
+	llmTokens   *prometheus.CounterVec
+	llmCost     *prometheus.CounterVec
+	breakers    *prometheus.GaugeVec
+	undecodable prometheus.Counter
+}
+
+// New registers Sylk's metrics, the Go runtime's and the process's on a fresh
+// registry. store may be nil (a process without projections).
+func New(js jetstream.JetStream, store Cursor) *Metrics {
+	m := &Metrics{
+		reg:   prometheus.NewRegistry(),
+		js:    js,
+		log:   events.New(js),
+		store: store,
+		appended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sylk_events_appended_total",
+			Help: "Events the stream received while this process ran, by type.",
+		}, []string{"type"}),
+		toolRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sylk_tool_runs_total",
+			Help: "Tool runs that recorded a result, by tool and outcome (ok, failed, timed_out, canceled).",
+		}, []string{"tool", "outcome"}),
+		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sylk_tool_run_duration_seconds",
+			Help:    "How long tool runs took, by tool and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5 ms .. ~22 min
+		}, []string{"tool", "outcome"}),
+		llmCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sylk_llm_calls_total",
+			Help: "LLM calls that recorded their usage, by model.",
+		}, []string{"model"}),
+		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sylk_llm_tokens_total",
+			Help: "LLM tokens, by model and kind (prompt, completion).",
+		}, []string{"model", "kind"}),
+		llmCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sylk_llm_cost_usd_total",
+			Help: "LLM cost in US dollars, by model, as priced when the call was recorded.",
+		}, []string{"model"}),
+		breakers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sylk_circuit_breaker_state",
+			Help: "1 for each agent's breaker's current state (closed, open, half_open) per resource, 0 for the others.",
+		}, []string{"agent", "resource", "state"}),
+		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sylk_events_undecodable_total",
+			Help: "Messages on the stream's subjects that are not a valid envelope.",
+		}),
+	}
+	m.reg.MustRegister(m.appended, m.toolRuns, m.toolSeconds, m.llmCalls, m.llmTokens, m.llmCost, m.breakers, m.undecodable,
+		&scrape{m: m},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus text (or protobuf) format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slogAdapter{}, Registry: m.reg})
+}
+
+// Follow folds the breaker history, then every new event until ctx ends. It
+// returns once it follows the stream; stop ends the fold and waits for it.
+func (m *Metrics) Follow(ctx context.Context) (stop func(), err error) {
+	var last uint64
+	if err := m.log.Scan(ctx, events.Filter{Type: schemas.TypeCircuitChange}.Subject(), events.Cursor{}, 0, func(ev *events.Event) error {
+		m.observe(ev)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("metrics: read circuit breaker history: %w", err)
+	}
+	if last, err = m.log.LastSeq(ctx); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	tail, err := m.log.Tail(ctx, events.Prefix+".>", events.Cursor{Seq: last + 1})
+	if err != nil {
+		return nil, fmt.Errorf("metrics: follow the stream: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer tail.Stop()
+		for {
+			ev, err := tail.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					slog.Warn("metrics: the stream's tail ended", "err", err)
+				}
+				return
+			}
+			if ev.Err != nil || ev.Env == nil {
+				m.undecodable.Inc()
+				continue
+			}
+			m.appended.WithLabelValues(string(ev.Env.Type)).Inc()
+			m.observe(ev)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// observe folds the events that carry measures.
+func (m *Metrics) observe(ev *events.Event) {
+	switch ev.Env.Type {
+	case schemas.TypeToolResult:
+		r, err := schemas.PayloadAs[schemas.ToolResult](ev.Env)
+		if err != nil {
+			return
+		}
+		outcome := toolOutcome(r)
+		m.toolRuns.WithLabelValues(r.Tool, outcome).Inc()
+		m.toolSeconds.WithLabelValues(r.Tool, outcome).Observe(float64(r.DurationMS) / 1000)
+	case schemas.TypeLLMUsage:
+		u, err := schemas.PayloadAs[schemas.LLMUsage](ev.Env)
+		if err != nil {
+			return
+		}
+		m.llmCalls.WithLabelValues(u.Model).Inc()
+		m.llmTokens.WithLabelValues(u.Model, "prompt").Add(float64(u.Usage.PromptTokens))
+		m.llmTokens.WithLabelValues(u.Model, "completion").Add(float64(u.Usage.CompletionTokens))
+		m.llmCost.WithLabelValues(u.Model).Add(u.CostUSD)
+	case schemas.TypeCircuitChange:
+		c, err := schemas.PayloadAs[schemas.CircuitChange](ev.Env)
+		if err != nil {
+			return
+		}
+		for _, s := range breakerStates {
+			v := 0.0
+			if s == c.To {
+				v = 1
+			}
+			m.breakers.WithLabelValues(ev.Env.Source, c.Resource, s).Set(v)
+		}
+	}
+}
+
+var breakerStates = []string{"closed", "open", "half_open"}
+
+func toolOutcome(r *schemas.ToolResult) string {
+	switch {
+	case r.TimedOut:
+		return "timed_out"
+	case r.Canceled:
+		return "canceled"
+	case r.OK:
+		return "ok"
+	default:
+		return "failed"
+	}
+}
+
+// scrape reads JetStream and the store when Prometheus asks.
+type scrape struct{ m *Metrics }
+
+var (
+	consumerPending = prometheus.NewDesc("sylk_consumer_pending_messages",
+		"Messages on the stream a consumer has not been delivered yet (its lag).", []string{"consumer"}, nil)
+	consumerAckPending = prometheus.NewDesc("sylk_consumer_ack_pending_messages",
+		"Messages delivered to a consumer and not acknowledged yet: in work, held while their session is paused, or lost with a process until redelivered.", []string{"consumer"}, nil)
+	consumerRedelivered = prometheus.NewDesc("sylk_consumer_redelivered_messages",
+		"Messages a consumer has been delivered more than once and not yet acknowledged.", []string{"consumer"}, nil)
+	streamMessages = prometheus.NewDesc("sylk_stream_messages", "Messages a stream holds.", []string{"stream"}, nil)
+	streamBytes    = prometheus.NewDesc("sylk_stream_bytes", "Bytes a stream holds.", []string{"stream"}, nil)
+	streamLastSeq  = prometheus.NewDesc("sylk_stream_last_sequence", "The sequence of a stream's last message.", []string{"stream"}, nil)
+	projectionLag  = prometheus.NewDesc("sylk_projection_lag_events",
+		"Events the stream holds that this process's projections have not folded yet.", nil, nil)
+	scrapeErrors = prometheus.NewDesc("sylk_metrics_scrape_errors",
+		"1 if this scrape could not read a part of JetStream (the log says which), else 0.", nil, nil)
+)
+
+func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{consumerPending, consumerAckPending, consumerRedelivered, streamMessages, streamBytes, streamLastSeq, projectionLag, scrapeErrors} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds a scrape's JetStream requests.
+const scrapeTimeout = 5 * time.Second
+
+func (s *scrape) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	var last uint64
+	for _, name := range []string{broker.Stream, broker.DLQStream} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.m.js.Stream(ctx, name)
+			if err != nil {
+				fail(fmt.Errorf("stream %s: %w", name, err))
+				return
+			}
+			info, err := st.Info(ctx)
+			if err != nil {
+				fail(fmt.Errorf("stream %s: %w", name, err))
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(streamMessages, prometheus.GaugeValue, float64(info.State.Msgs), name)
+			ch <- prometheus.MustNewConstMetric(streamBytes, prometheus.GaugeValue, float64(info.State.Bytes), name)
+			ch <- prometheus.MustNewConstMetric(streamLastSeq, prometheus.GaugeValue, float64(info.State.LastSeq), name)
+			if name != broker.Stream {
+				return
+			}
+			mu.Lock()
+			last = info.State.LastSeq
+			mu.Unlock()
+			lister := st.ListConsumers(ctx)
+			for c := range lister.Info() {
+				// Ephemeral readers (tails, scans, this very tail) come
+				// and go: only durable consumers are work.
+				if c.Config.Durable == "" {
+					continue
+				}
+				ch <- prometheus.MustNewConstMetric(consumerPending, prometheus.GaugeValue, float64(c.NumPending), c.Name)
+				ch <- prometheus.MustNewConstMetric(consumerAckPending, prometheus.GaugeValue, float64(c.NumAckPending), c.Name)
+				ch <- prometheus.MustNewConstMetric(consumerRedelivered, prometheus.GaugeValue, float64(c.NumRedelivered), c.Name)
+			}
+			if err := lister.Err(); err != nil {
+				fail(fmt.Errorf("consumers of %s: %w", name, err))
+			}
+		}()
+	}
+	wg.Wait()
+	if s.m.store != nil && last > 0 {
+		lag := float64(0)
+		if c := s.m.store.Cursor(); c < last {
+			lag = float64(last - c)
+		}
+		ch <- prometheus.MustNewConstMetric(projectionLag, prometheus.GaugeValue, lag)
+	}
+	failed := 0.0
+	if len(errs) > 0 {
+		failed = 1
+		slog.Warn("metrics: scrape", "err", errors.Join(errs...))
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeErrors, prometheus.GaugeValue, failed)
+}
+
+// slogAdapter reports promhttp's errors on the server's log.
+type slogAdapter struct{}
+
+func (slogAdapter) Println(v ...any) { slog.Warn("metrics: " + fmt.Sprint(v...)) }

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
+)
+
+// listenHTTP binds the HTTP listener before anything starts, so a taken or
+// refused address fails the server at once. "" is no listener.
+func listenHTTP(addr string, insecure bool) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:9090 (port 0 picks a free one): %w", addr, err)
+	}
+	if !insecure && !broker.Loopback(host) {
+		return nil, fmt.Errorf("--http %q is reachable from other machines over plain HTTP: listen on 127.0.0.1 (and scrape through a proxy or tunnel), or give --insecure", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	return ln, nil
+}
+
+func closeListener(ln net.Listener) error {
+	if ln == nil {
+		return nil
+	}
+	return ln.Close()
+}
+
+// httpComponent serves /metrics on ln until ctx ends.
+func httpComponent(ln net.Listener) serverComponent {
+	return serverComponent{"http", func(ctx context.Context, s *Server) error {
+		m := metrics.New(s.broker.JetStream(), s.store)
+		stop, err := m.Follow(ctx)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		select {
+		case err := <-done:
+			return fmt.Errorf("http: %w", err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}}
+}
