@@ -159,10 +159,12 @@ func (p *PromptLoop) newLoop(ctx context.Context, d *agents.Delivery, node *sche
 			core = skills.DefaultCore
 		}
 		cfg.Core = maps.Clone(core)
+		mine := slices.Clone(core[d.Agent])
 		for _, s := range consults {
 			known = append(known, s.Name)
-			cfg.Core[d.Agent] = append(slices.Clone(cfg.Core[d.Agent]), s.Name)
+			mine = append(mine, s.Name)
 		}
+		cfg.Core[d.Agent] = mine
 	}
 	sk, err := cfg.Start(ctx, d, records, node, exec.WorkDir(), permitted, known)
 	if err != nil {
