@@ -485,10 +485,13 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 				fmt.Fprintf(&b, "  skill %s tier=%d node=%s seq=%d: %s\n", s.Name, s.Tier, s.Node, s.Seq, s.Reason)
 			}
 			for _, t := range l.Tools {
-				fmt.Fprintf(&b, "  tool %s via=%s node=%s seq=%d\n", t.Name, t.Via, t.Node, t.Seq)
+				fmt.Fprintf(&b, "  tool %s via=%s node=%s seq=%d used=%s\n", t.Name, t.Via, t.Node, t.Seq, t.Used.Format("15:04:05"))
 			}
 			for _, r := range l.Refused {
 				fmt.Fprintf(&b, "  refused %q seq=%d: %s\n", r.Name, r.Seq, r.Reason)
+			}
+			for _, u := range l.Unloaded {
+				fmt.Fprintf(&b, "  unloaded %s node=%s seq=%d: %s\n", u.Name, u.Node, u.Seq, u.Reason)
 			}
 		}
 		if b.Len() == 0 {
