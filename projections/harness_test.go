@@ -498,6 +498,51 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(nothing loaded)\n"
 		}
 		return b.String()
+	case "permits":
+		ps, err := w.store.Permits(ctx, projections.PermitFilter{Session: args["session"], State: args["state"]})
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, p := range ps {
+			fmt.Fprintf(&b, "%s %s %s by %s: %s %q (grant %q) at seq %d", p.Session, p.ID, p.State, p.Agent, p.Action, p.Target, p.Grant, p.Seq)
+			if p.State != projections.PermitOpen {
+				fmt.Fprintf(&b, "; %s by %s at seq %d", p.Scope, p.DecidedBy, p.DecisionSeq)
+			}
+			b.WriteByte('\n')
+		}
+		if b.Len() == 0 {
+			return "(no permission requests)\n"
+		}
+		return b.String()
+	case "permit":
+		p, err := w.store.Permit(ctx, args["id"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("%s %s %s scope=%s reason=%q\n", p.Session, p.ID, p.State, p.Scope, p.DecisionReason)
+	case "grants", "grant":
+		var gs []*projections.PermitGrant
+		if cmd == "grant" {
+			g, err := w.store.PermitGrant(ctx, args["session"], args["action"], args["grant"])
+			if err != nil {
+				return errOut(err)
+			}
+			gs = append(gs, g)
+		} else {
+			var err error
+			if gs, err = w.store.PermitGrants(ctx); err != nil {
+				return errOut(err)
+			}
+		}
+		var b strings.Builder
+		for _, g := range gs {
+			fmt.Fprintf(&b, "%s session=%q %s %q allow=%v from %s at seq %d\n", g.Scope, g.Session, g.Action, g.Grant, g.Allow, g.RequestID, g.Seq)
+		}
+		if b.Len() == 0 {
+			return "(nothing remembered)\n"
+		}
+		return b.String()
 	case "skill-selection":
 		r, seq, err := w.store.SkillSelection(ctx, args["call"])
 		if err != nil {

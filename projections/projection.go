@@ -21,6 +21,7 @@ const (
 	Code        = "code"
 	Skills      = "skills"
 	Vectors     = "vectors"
+	Permits     = "permits"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -54,6 +55,7 @@ var projectionList = []*projection{
 	{name: Code, version: 2, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Vectors, version: 1, apply: applyVectors},
+	{name: Permits, version: 1, apply: applyPermits},
 }
 
 // ProjectionNames lists the projections.
