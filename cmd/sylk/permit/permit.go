@@ -202,17 +202,8 @@ func answerRun(ctx context.Context, f *cmdutil.Factory, opts *AnswerOptions, dec
 	// The waiting agent reads the decision from the permits projection: no
 	// agent consumes it, so it is addressed to the user's own log.
 	env.Target = "user"
-	seq, err := r.Log.Append(ctx, env)
-	if err != nil {
+	if _, err := r.AppendApplied(ctx, env); err != nil {
 		return err
-	}
-	if err := r.Sync(ctx, seq); err != nil {
-		return err
-	}
-	if rej, err := r.Rejected(ctx, seq); err != nil {
-		return err
-	} else if rej != nil {
-		return fmt.Errorf("the decision was refused: %s", rej.Reason)
 	}
 	if opts.Scope == schemas.PermitAlways {
 		if err := materialise(ctx, r); err != nil {
