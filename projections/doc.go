@@ -65,6 +65,9 @@
 //	             pipelines/n/<dag>\0<node>         the node's variant group
 //	vectors      vectors/e/<key>                   seq + recorded Embedding (key: schemas.EmbeddingKey)
 //	             (the first record of a key stands; a second is refused)
+//	permits      permits/r/<sid>\0<id>             Permit: a permission request and its decision
+//	             permits/id/<id>                   the request's session
+//	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

@@ -190,3 +190,12 @@ func getUint64(b []byte) uint64 {
 	}
 	return binary.BigEndian.Uint64(b)
 }
+
+func permitKey(sid, id string) []byte { return key("permits/r/", sid, id) }
+func permitAliasKey(id string) []byte { return key("permits/id/", id) }
+
+// permitGrantKey is a remembered answer: of one session, or (session "")
+// of every session.
+func permitGrantKey(sid, action, grant string) []byte {
+	return key("permits/g/", sid, action, grant)
+}

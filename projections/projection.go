@@ -22,6 +22,7 @@ const (
 	Skills      = "skills"
 	Pipelines   = "pipelines"
 	Vectors     = "vectors"
+	Permits     = "permits"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -56,6 +57,7 @@ var projectionList = []*projection{
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 1, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
+	{name: Permits, version: 1, apply: applyPermits},
 }
 
 // ProjectionNames lists the projections.

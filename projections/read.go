@@ -36,6 +36,11 @@ type Reader interface {
 	// PendingRequest returns a request, open or answered, by correlation id or
 	// by the request event's id.
 	PendingRequest(ctx context.Context, session, ref string) (*PendingRequest, error)
+	// Permits lists permission requests; Permit returns one by id;
+	// PermitGrants lists the remembered answers.
+	Permits(ctx context.Context, f PermitFilter) ([]*Permit, error)
+	Permit(ctx context.Context, id string) (*Permit, error)
+	PermitGrants(ctx context.Context) ([]*PermitGrant, error)
 	// SessionLog returns a page of one session's events in stream order.
 	SessionLog(ctx context.Context, q LogQuery) (*LogPage, error)
 	// SessionAsOf folds one session's events up to a point.

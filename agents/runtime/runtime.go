@@ -26,6 +26,7 @@ import (
 	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
+	"github.com/sylk/sylk/agents/permit"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/skills"
@@ -161,11 +162,20 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits()}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
 	}
+}
+
+// permits is the gate of exec calls outside an agent's command list: the
+// safe list, the remembered answers, then the user (nil without a store).
+func (c *Config) permits() *permit.Gate {
+	if c.Store == nil {
+		return nil
+	}
+	return &permit.Gate{Policy: c.Tools.Permissions, Store: c.Store}
 }
 
 func (c *Config) records() agents.ToolRecords {

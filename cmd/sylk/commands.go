@@ -12,6 +12,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/permit"
 	"github.com/sylk/sylk/cmd/sylk/pipeline"
 	"github.com/sylk/sylk/cmd/sylk/plan"
 	"github.com/sylk/sylk/cmd/sylk/projections"
@@ -37,6 +38,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		serve.NewCmdServe(f, nil),
 		runcmd.NewCmdRun(f),
 		plan.NewCmdPlan(f),
+		permit.NewCmdPermit(f),
 		usage.NewCmdUsage(f),
 		publish.NewCmdPublish(f, nil),
 		tail.NewCmdTail(f, nil),

@@ -57,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"waitidle":     cmdWaitIdle,
 			"waitsub":      cmdWaitSub,
 			"jsonfield":    cmdJSONField,
+			"filemode":     cmdFileMode,
 			"extpubas":     cmdExtPubAs,
 		},
 		RequireExplicitExec: true,
@@ -78,6 +79,18 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s has no string %q", args[0], args[1])
 	}
 	ts.Setenv(args[2], v)
+}
+
+// filemode FILE MODE: FILE's permission bits are MODE (octal).
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: filemode FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fmt.Sprintf("%04o", fi.Mode().Perm()); got != args[1] {
+		ts.Fatalf("%s has mode %s, want %s", args[0], got, args[1])
+	}
 }
 
 func firstLineOf(s string) string {

@@ -22,6 +22,9 @@
 //	sylk.api.checkpoint.list     [session, dag]            []Checkpoint
 //	sylk.api.pending.list        [session]                 []PendingRequest
 //	sylk.api.pending.get         [session, id]             PendingRequest
+//	sylk.api.permit.list         [session, state]          []Permit
+//	sylk.api.permit.get          [id]                      Permit
+//	sylk.api.permit.grants       []                        []PermitGrant
 //	sylk.api.replay              [session, from, until, until_time, limit]  LogPage
 //	sylk.api.replay.state        [session, as_of]          SessionView
 //	sylk.api.trace.get           [id]                      Trace
@@ -76,6 +79,9 @@ const (
 	SubjectCheckpointList = Prefix + ".checkpoint.list"
 	SubjectPendingList    = Prefix + ".pending.list"
 	SubjectPendingGet     = Prefix + ".pending.get"
+	SubjectPermitList     = Prefix + ".permit.list"
+	SubjectPermitGet      = Prefix + ".permit.get"
+	SubjectPermitGrants   = Prefix + ".permit.grants"
 	SubjectReplay         = Prefix + ".replay"
 	SubjectReplayState    = Prefix + ".replay.state"
 	SubjectTrace          = Prefix + ".trace.get"

@@ -134,6 +134,21 @@ func (c *Client) PendingRequest(ctx context.Context, session, ref string) (*proj
 	return one[projections.PendingRequest](ctx, c, SubjectPendingGet, &Request{Session: session, ID: ref})
 }
 
+// Permits lists permission requests.
+func (c *Client) Permits(ctx context.Context, f projections.PermitFilter) ([]*projections.Permit, error) {
+	return list[projections.Permit](ctx, c, SubjectPermitList, &Request{Session: f.Session, State: f.State})
+}
+
+// Permit returns a permission request by id.
+func (c *Client) Permit(ctx context.Context, id string) (*projections.Permit, error) {
+	return one[projections.Permit](ctx, c, SubjectPermitGet, &Request{ID: id})
+}
+
+// PermitGrants lists the remembered permission answers.
+func (c *Client) PermitGrants(ctx context.Context) ([]*projections.PermitGrant, error) {
+	return list[projections.PermitGrant](ctx, c, SubjectPermitGrants, &Request{})
+}
+
 // SessionLog returns a page of one session's events.
 func (c *Client) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
 	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit})

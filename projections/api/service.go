@@ -178,6 +178,18 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.PendingRequest(ctx, r.Session, r.ID)
 		},
+		SubjectPermitList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Permits(ctx, projections.PermitFilter{Session: r.Session, State: r.State})
+		},
+		SubjectPermitGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
+				return nil, err
+			}
+			return st.Permit(ctx, r.ID)
+		},
+		SubjectPermitGrants: func(ctx context.Context, _ *Request) (any, error) {
+			return st.PermitGrants(ctx)
+		},
 		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("session", r.Session); err != nil {
 				return nil, err

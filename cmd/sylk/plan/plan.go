@@ -285,17 +285,9 @@ func planAnswerRun(ctx context.Context, f *cmdutil.Factory, opts *PlanOptions, t
 	if err != nil {
 		return err
 	}
-	seq, err := r.Log.Append(ctx, e)
+	seq, err := r.AppendApplied(ctx, e)
 	if err != nil {
 		return err
-	}
-	if err := r.Sync(ctx, seq); err != nil {
-		return err
-	}
-	if rej, err := r.Rejected(ctx, seq); err != nil {
-		return err
-	} else if rej != nil {
-		return fmt.Errorf("the %s was refused: %s", t, rej.Reason)
 	}
 	ref := pr.PlanID
 	if kind == projections.KindClarification {

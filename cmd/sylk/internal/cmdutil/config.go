@@ -48,6 +48,12 @@ type Config struct {
 	LLM llm.Config `yaml:"llm"`
 	// Permissions maps an agent to the tools it may use, over the defaults.
 	Permissions map[string][]string `yaml:"permissions"`
+	// Commands maps an agent to the commands it runs without asking (words
+	// of the command's start: "go test"). Another command is allowed when
+	// it is on the safe list or a remembered answer covers it; otherwise it
+	// waits for the user's `sylk permit allow|deny`. An agent with no entry
+	// runs any command.
+	Commands map[string][]string `yaml:"commands"`
 	// Hooks are the user hooks (hooks.Config: name, point, trigger, agents,
 	// priority, command, timeout, fail); a file that has the key replaces
 	// the list of the files before it.
@@ -79,6 +85,24 @@ func configFiles() []string {
 		}
 	}
 	return files
+}
+
+// ProjectDir is the project the working directory is in: the nearest
+// directory, from the working directory up, that holds a .sylk directory,
+// else the working directory.
+func ProjectDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(filepath.Join(dir, ".sylk")); err == nil && fi.IsDir() {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return wd
+		}
+	}
 }
 
 // loadConfig reads the config files, then the SYLK_* variables (the LLM's

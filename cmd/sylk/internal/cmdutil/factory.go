@@ -283,6 +283,11 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	for agent, allowed := range f.Cfg.Permissions {
 		policy.Agents[agent] = tools.AgentPolicy{Tools: allowed}
 	}
+	for agent, cmds := range f.Cfg.Commands {
+		ap := policy.Agents[agent]
+		ap.Commands = cmds
+		policy.Agents[agent] = ap
+	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
 	cfg := runtime.Config{
 		Tools:          tools.Options{Permissions: policy},
