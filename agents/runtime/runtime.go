@@ -58,6 +58,9 @@ type Config struct {
 	// (worker.PromptLoop), unless Classifier, Prompter or PromptAgents say
 	// otherwise. Without one, each of them answers with LLMHint.
 	LLM *llm.Client
+	// Embedder makes the Librarian's searches hybrid (BM25 and vectors);
+	// nil: BM25 only.
+	Embedder *llm.Embedder
 	// Classifier and Prompter plug in the LLM tier (default: from LLM).
 	Classifier guide.Classifier
 	Prompter   worker.Prompter
@@ -213,7 +216,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
-		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
+		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {

@@ -189,10 +189,30 @@ func components(o Options) []serverComponent {
 				return err
 			}
 			cfg.LLM = client
+			if cfg.Embedder, err = embedder(o.LLM); err != nil {
+				return errors.Join(err, closeLLM())
+			}
 			err = runtime.Run(ctx, cfg)
 			return errors.Join(err, closeLLM())
 		}},
 	}
+}
+
+// embedder is the embedder the configuration names (with or without a chat
+// model), nil when it names none: the Librarian's search is then BM25 only.
+func embedder(llmConfig func() (llm.Config, error)) (*llm.Embedder, error) {
+	cfg, err := llmConfig()
+	if err != nil && !errors.Is(err, llm.ErrNotConfigured) {
+		return nil, err
+	}
+	e, err := llm.NewEmbedder(cfg, nil)
+	if errors.Is(err, llm.ErrNoEmbeddings) {
+		return nil, nil
+	}
+	if err == nil {
+		slog.Info("embeddings", "model", e.Model(), "dims", e.Dims())
+	}
+	return e, err
 }
 
 // startLLM makes the LLM client the agents share, when an LLM is configured:
