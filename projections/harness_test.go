@@ -763,12 +763,12 @@ func (w *world) code(args map[string]string) string {
 		b.WriteString("(not indexed)\n")
 	}
 	if res.Ranking == projections.RankHybrid {
-		fmt.Fprintf(&b, "ranking %s over %d vectors\n", res.Ranking, res.Vectors)
+		fmt.Fprintf(&b, "%s over %d vectors\n", res.Ranking, res.Vectors)
 	}
 	for _, h := range res.Hits {
 		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
 		if res.Ranking == projections.RankHybrid {
-			fmt.Fprintf(&b, " bm25=%.3f cos=%.3f", h.Lexical, h.Similarity)
+			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
 		}
 		for _, s := range h.Symbols {
 			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
