@@ -40,6 +40,11 @@ var toolAgents = []string{"engineer", "inspector", "tester"}
 // ToolAgents are the agents that run tool nodes, and prompt nodes with an LLM.
 func ToolAgents() []string { return slices.Clone(toolAgents) }
 
+// AgentNames are the agents Run can start, among which Config.Agents chooses.
+func AgentNames() []string {
+	return append([]string{guide.Name, architect.Name, orchestrator.Name, archivalist.Name, librarian.Name}, toolAgents...)
+}
+
 // Config configures the runtime.
 type Config struct {
 	JetStream jetstream.JetStream

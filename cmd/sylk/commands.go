@@ -24,6 +24,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/session"
 	"github.com/sylk/sylk/cmd/sylk/signal"
 	"github.com/sylk/sylk/cmd/sylk/skill"
+	"github.com/sylk/sylk/cmd/sylk/stream"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
 	"github.com/sylk/sylk/cmd/sylk/user"
@@ -57,5 +58,6 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		skill.NewCmdSkill(f),
 		user.NewCmdUser(f),
 		auditcmd.NewCmdAudit(f),
+		stream.NewCmdStream(f),
 	}
 }
