@@ -198,6 +198,21 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fewer than 5 cluster members") {
 		t.Fatalf("replicas 5 on 3 members: %v", err)
 	}
+
+	// A member left alone (the minority of a split) refuses appends, saying
+	// why, and stores nothing.
+	for i, b := range members {
+		if i != leader {
+			b.Close()
+		}
+	}
+	alone := back
+	minority, cancelMinority := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelMinority()
+	env, _ := schemas.New(schemas.TypeSignal, "s-cluster", "user", "engineer", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession})
+	if _, err := events.New(alone.JetStream()).Append(minority, env); !errors.Is(err, events.ErrNoLeader) {
+		t.Fatalf("append on a lone member: %v, want ErrNoLeader", err)
+	}
 }
 
 func TestReplicasOnASingleServerAreExplained(t *testing.T) {

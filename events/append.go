@@ -102,11 +102,20 @@ func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error)
 		// another) is asked for again with the same message: the stream keeps
 		// one copy of a Nats-Msg-Id, so a first copy that was stored is not
 		// stored twice.
-		if ctx.Err() != nil || attempt == lostAckRetries || !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		unanswered := errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		if unanswered && (ctx.Err() != nil || attempt == lostAckRetries) {
+			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, errors.Join(err, ErrNoLeader))
+		}
+		if !unanswered || ctx.Err() != nil {
 			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
 		}
 	}
 }
+
+// ErrNoLeader is wrapped by an append that no server stored: the stream had
+// no leader all along.
+var ErrNoLeader = errors.New("the stream has no leader to store it: the server is down, too few cluster members are up, " +
+	"or this side of a split cluster is the minority (nothing was stored; try again once the members see each other)")
 
 // failover are the publish options that carry an append over a cluster's
 // failover: while the stream has no leader (an election takes a few
