@@ -749,6 +749,13 @@ func (w *world) code(args map[string]string) string {
 	if v := args["limit"]; v != "" {
 		q.Limit, _ = strconv.Atoi(v)
 	}
+	if m := args["model"]; m != "" {
+		q.Embedding = &projections.CodeEmbedding{Model: m}
+		for _, x := range strings.Split(args["vector"], ",") {
+			f, _ := strconv.ParseFloat(x, 32)
+			q.Embedding.Vector = append(q.Embedding.Vector, float32(f))
+		}
+	}
 	res, err := w.store.Code(w.ctx, q)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
@@ -757,8 +764,14 @@ func (w *world) code(args map[string]string) string {
 	if !res.Indexed {
 		b.WriteString("(not indexed)\n")
 	}
+	if res.Ranking == projections.RankHybrid {
+		fmt.Fprintf(&b, "%s over %d vectors\n", res.Ranking, res.Vectors)
+	}
 	for _, h := range res.Hits {
 		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
+		if res.Ranking == projections.RankHybrid {
+			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
+		}
 		for _, s := range h.Symbols {
 			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
@@ -551,19 +552,40 @@ func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolRe
 // files say today. A selection the recording lacks is made anew (the new
 // run's divergence shows in the events it appends).
 func (e *engine) SkillSelection(ctx context.Context, callID string) (*schemas.SkillsSelected, uint64, error) {
-	if r, seq, err := e.store.SkillSelection(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+	return served(ctx, e, callID, "skill selection", e.store.SkillSelection, e.rec.skills, true)
+}
+
+// HookDecision answers the hooks of one point from the recording (see
+// hooks.Records): the recorded decision is applied, its events derived again,
+// and no hook runs, hook programs included. A point the recording has no
+// decision for (its hooks changed nothing, or today's configuration has
+// hooks the recorded run did not) runs today's hooks.
+func (e *engine) HookDecision(ctx context.Context, callID string) (*schemas.HookDecision, uint64, error) {
+	return served(ctx, e, callID, "hook decision", e.store.HookDecision, e.rec.hooks, false)
+}
+
+// served answers a look-up of a call record: the new run's own, else a copy
+// of the recording's (counted as served). The recording lacking it is a
+// call missing if missing says so.
+func served[T any](ctx context.Context, e *engine, callID, what string, own func(context.Context, string) (*T, uint64, error),
+	recorded map[string]*T, missing bool) (*T, uint64, error) {
+	if r, seq, err := own(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
 		return r, seq, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r := e.rec.skills[callID]; r != nil {
+	if r := recorded[callID]; r != nil {
 		e.served[callID] = true
 		cp := *r
 		return &cp, 0, nil
 	}
-	e.missing = append(e.missing, "skill selection "+callID)
-	return nil, 0, fmt.Errorf("skill selection %s: %w", callID, projections.ErrNotFound)
+	if missing {
+		e.missing = append(e.missing, what+" "+callID)
+	}
+	return nil, 0, fmt.Errorf("%s %s: %w", what, callID, projections.ErrNotFound)
 }
+
+var _ hooks.Records = (*engine)(nil)
 
 // Loadout reads the new run's loadouts.
 func (e *engine) Loadout(ctx context.Context, session, agent string) (*projections.Loadout, error) {

@@ -3,8 +3,9 @@
 // user input, sessions, plans submitted, plan decisions, answers, signals), in
 // order, to a fresh runtime of its own (an embedded server and projections in
 // a scratch directory, the current build's agents and configuration), answers
-// every tool and LLM call the agents make from the recording by call id (no
-// subprocess runs, no request leaves), and compares every event the agents
+// every tool and LLM call, skill selection and hook decision the agents make
+// from the recording by call id (no subprocess runs, hook programs included,
+// no request leaves), and compares every event the agents
 // produce with the recorded one in the same causal position.
 //
 // Call ids are derived from the message being handled (schemas.DeriveID,
@@ -50,7 +51,7 @@ var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engi
 var callRecords = map[schemas.Type]bool{
 	schemas.TypeToolCall: true, schemas.TypeToolResult: true,
 	schemas.TypeLLMRequest: true, schemas.TypeLLMResponse: true, schemas.TypeLLMUsage: true,
-	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true,
+	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true, schemas.TypeHookDecision: true,
 }
 
 // Kind says what a recorded event is to a re-execution.
@@ -103,6 +104,7 @@ type Recording struct {
 
 	tools    map[string]*schemas.ToolResult
 	skills   map[string]*schemas.SkillsSelected
+	hooks    map[string]*schemas.HookDecision
 	llm      map[string]*schemas.LLMResponse
 	requests map[string]*schemas.LLMRequest
 }
@@ -110,7 +112,7 @@ type Recording struct {
 // Load reads a session's history (through its lineage, for a fork) up to
 // until (0: its end) from r.
 func Load(ctx context.Context, r projections.Reader, session string, until uint64) (*Recording, error) {
-	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
+	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, hooks: map[string]*schemas.HookDecision{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
 	q := projections.LogQuery{Session: session}
 	var last uint64
 	for {
@@ -175,6 +177,12 @@ func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
 		if p, err := schemas.PayloadAs[schemas.SkillsSelected](env); err == nil {
 			if _, dup := rec.skills[p.CallID]; !dup {
 				rec.skills[p.CallID] = p
+			}
+		}
+	case schemas.TypeHookDecision:
+		if p, err := schemas.PayloadAs[schemas.HookDecision](env); err == nil {
+			if _, dup := rec.hooks[p.CallID]; !dup {
+				rec.hooks[p.CallID] = p
 			}
 		}
 	case schemas.TypeLLMResponse:

@@ -43,6 +43,11 @@ var toolAgents = []string{"engineer", "inspector", "tester"}
 // ToolAgents are the agents that run tool nodes, and prompt nodes with an LLM.
 func ToolAgents() []string { return slices.Clone(toolAgents) }
 
+// AgentNames are the agents Run can start, among which Config.Agents chooses.
+func AgentNames() []string {
+	return append([]string{guide.Name, architect.Name, orchestrator.Name, archivalist.Name, librarian.Name, pipeline.Name}, toolAgents...)
+}
+
 // Config configures the runtime.
 type Config struct {
 	JetStream jetstream.JetStream
@@ -61,6 +66,9 @@ type Config struct {
 	// (worker.PromptLoop), unless Classifier, Prompter or PromptAgents say
 	// otherwise. Without one, each of them answers with LLMHint.
 	LLM *llm.Client
+	// Embedder makes the Librarian's searches hybrid (BM25 and vectors);
+	// nil: BM25 only.
+	Embedder *llm.Embedder
 	// Classifier and Prompter plug in the LLM tier (default: from LLM).
 	Classifier guide.Classifier
 	Prompter   worker.Prompter
@@ -222,7 +230,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }), &archivalist.Archivalist{Store: c.Store}},
-		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}},
+		{base(librarian.Name), &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/session"
 	"github.com/sylk/sylk/cmd/sylk/signal"
 	"github.com/sylk/sylk/cmd/sylk/skill"
+	"github.com/sylk/sylk/cmd/sylk/stream"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
 	"github.com/sylk/sylk/cmd/sylk/user"
@@ -61,5 +62,6 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		auditcmd.NewCmdAudit(f),
 		pipeline.NewCmdPipeline(f),
 		variant.NewCmdVariant(f),
+		stream.NewCmdStream(f),
 	}
 }

@@ -54,6 +54,7 @@ func TestScripts(t *testing.T) {
 			"waitdlq":      cmdWaitDLQ,
 			"llmserve":     cmdLLMServe,
 			"llmcalls":     cmdLLMCalls,
+			"embedcalls":   cmdEmbedCalls,
 			"waitidle":     cmdWaitIdle,
 			"waitsub":      cmdWaitSub,
 			"jsonfield":    cmdJSONField,

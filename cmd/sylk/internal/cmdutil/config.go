@@ -13,6 +13,7 @@ import (
 
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/broker"
 )
 
 // Config is Sylk's configuration. Layers, each over the one before: built-in
@@ -39,6 +40,15 @@ type Config struct {
 	Token    string `yaml:"token"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
+	// Cluster makes `sylk serve`'s embedded server a member of a cluster
+	// (name, listen, routes), and Replicas is how many copies of the streams
+	// it keeps; see `sylk serve --help`.
+	Cluster  broker.Cluster `yaml:"cluster"`
+	Replicas int            `yaml:"replicas"`
+	// Roles are what `sylk serve` runs (broker, projections, agents), and
+	// Agents which agents it runs; empty: all.
+	Roles  []string `yaml:"roles"`
+	Agents []string `yaml:"agents"`
 	// LLM is the LLM tier: an OpenAI-compatible endpoint, the model (per
 	// agent if wanted), token budgets and the call policy (llm.Config: base_url,
 	// model, agent_models, budgets {global, session, task}, prices,
