@@ -474,6 +474,23 @@ func TestReexecuteLLMSession(t *testing.T) {
 		t.Fatalf("a changed request went out without --live: %d calls, %d before", srv.Calls(), calls)
 	}
 
+	// Today's Engineer has another prompt: the divergence is its first
+	// call, after the approval, with the system message side by side.
+	opts := reexec.Options{LLM: &conf, Runtime: r.cfg, Idle: 300 * time.Millisecond}
+	opts.Runtime.Prompts = map[string]string{"engineer": "You are the Engineer. Change nothing."}
+	rep = r.reexecute("S1", opts)
+	d = rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "request" || d.Request.Agent != "engineer" || d.Request.Message == nil {
+		t.Fatalf("divergence %+v, want the Engineer's first call", d)
+	}
+	if m := d.Request.Message; m.Index != 0 || m.Role != "system" || !strings.HasPrefix(m.Recorded, "You are the Engineer of Sylk.") ||
+		!strings.HasPrefix(m.New, "You are the Engineer. Change nothing.") {
+		t.Fatalf("message change %+v, want the system prompt", m)
+	}
+	if d.Input == nil || d.Input.ID != approve.ID {
+		t.Fatalf("divergence follows %+v, want the approval", d.Input)
+	}
+
 	// A fork just before the approval: the plan waits in the fork, is
 	// approved there too, and the fork's DAG runs to the end with calls of
 	// its own; the parent's stays as it was and both verify clean.
@@ -527,4 +544,74 @@ func BenchmarkReexecuteSlowLLM(b *testing.B) {
 	b.ReportMetric(per.Seconds(), "reexecuted-s")
 	b.ReportMetric(recorded.Seconds()/per.Seconds(), "ratio")
 	b.ReportMetric(float64(calls), "llm-calls")
+}
+
+// A prompt node whose three tool calls in a row fail stops with a task_help
+// (the 3-strike rule), and its DAG fails: the session re-executes
+// identically, with the model never called and no tool run.
+func TestReexecuteThreeStrikeTaskHelp(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Script(
+		llmtest.Tools(llmtest.Call("c1", "exec", `{"argv": ["sh", "-c", "echo ran >> runs.txt; exit 1"]}`)),
+		llmtest.Tools(llmtest.Call("c2", "exec", `{"argv": ["sh", "-c", "echo ran >> runs.txt; exit 2"]}`)),
+		llmtest.Tools(llmtest.Call("c3", "exec", `not json`)),
+	)
+	r := newLLMRig(t, llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: true, Timeout: 5 * time.Second})
+	id := r.submit("S1", "name: stuck\nnodes:\n  - {id: fix, agent: engineer, prompt: make the build pass, retry: {max: 0}}\n")
+	if dag := r.wait("S1", id); dag.State != projections.DAGFailed {
+		t.Fatalf("recorded DAG %s: %+v", dag.State, dag.Node("fix"))
+	}
+	r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeTaskHelp })
+	calls := srv.Calls()
+	runs := filepath.Join(r.dir, "runs.txt")
+	if b, _ := os.ReadFile(runs); string(b) != "ran\nran\n" || calls != 3 {
+		t.Fatalf("recording: %d model calls, runs.txt %q; want 3 calls and two runs", calls, b)
+	}
+
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.CallsMade != 0 || rep.Events != rep.Recorded {
+		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+	}
+	// Served: three model calls, the two tool runs (the third call's
+	// arguments never reached a tool) and the skill selection.
+	if rep.CallsServed != 6 || srv.Calls() != calls {
+		t.Fatalf("%d calls served, model called %d times after the recording's %d", rep.CallsServed, srv.Calls(), calls)
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "ran\nran\n" {
+		t.Fatalf("runs.txt = %q: a tool ran during the re-execution", b)
+	}
+}
+
+// Today's routing table sends a type elsewhere: the divergence is the
+// Guide's routed copy, with its target changed.
+func TestReexecuteReportsAChangedRoute(t *testing.T) {
+	r := newRig(t)
+	p, err := plan.Parse([]byte("name: one\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [\"true\"]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DAG.ID = "routed"
+	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	r.append(create, resume, exec)
+	if d := r.wait("S1", "routed"); d.State != projections.DAGSucceeded {
+		t.Fatalf("recorded DAG %s", d.State)
+	}
+	routed := r.seqOf("S1", func(env *schemas.Envelope) bool {
+		return env.Type == schemas.TypeDAGExecute && env.Metadata[agents.MetaRoutedBy] != ""
+	})
+	opts := reexec.Options{Runtime: r.cfg, Idle: 300 * time.Millisecond}
+	opts.Runtime.Routes = map[schemas.Type]string{schemas.TypeDAGExecute: "architect"}
+	rep := r.reexecute("S1", opts)
+	d := rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "differs" || d.Recorded == nil || d.Recorded.Seq != routed {
+		t.Fatalf("divergence %+v, want the routed dag_execute at seq %d", d, routed)
+	}
+	if len(d.Fields) != 1 || d.Fields[0].Path != "target" || d.Fields[0].Recorded != "orchestrator" || d.Fields[0].New != "architect" {
+		t.Fatalf("fields %+v, want target: orchestrator -> architect", d.Fields)
+	}
+	if d.Input == nil || d.Input.ID != exec.ID {
+		t.Fatalf("divergence follows %+v, want the unaddressed dag_execute", d.Input)
+	}
 }
