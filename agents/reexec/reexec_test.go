@@ -615,3 +615,49 @@ func TestReexecuteReportsAChangedRoute(t *testing.T) {
 		t.Fatalf("divergence follows %+v, want the unaddressed dag_execute", d.Input)
 	}
 }
+
+// Signals to every session (scope all, in the system session) are inputs
+// too, fed at their recorded positions: a pause in force before the session
+// began holds its DAG, a cancel ends it unrun, a resume lets the held
+// dispatch go. Without them the re-execution would run the DAG.
+func TestReexecuteFeedsGlobalSignals(t *testing.T) {
+	r := newRig(t)
+	global := func(action string) *schemas.Envelope {
+		env, _ := schemas.New(schemas.TypeSignal, schemas.SystemSession, "user", "orchestrator", time.Now(), schemas.Signal{Action: action, Scope: schemas.ScopeAll})
+		return env
+	}
+	p, err := plan.Parse([]byte("name: held\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [sh, -c, \"echo ran >> runs.txt\"]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DAG.ID = "held"
+	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	r.append(global(schemas.SignalPause), create, resume, exec)
+	brokertest.Eventually(t, 20*time.Second, "the Orchestrator holding the DAG", func() bool {
+		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(r.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
+	})
+	r.append(global(schemas.SignalCancel))
+	brokertest.Eventually(t, 20*time.Second, "the DAG cancelled", func() bool {
+		d, err := r.store.SessionDAG(r.ctx, "S1", "held")
+		return err == nil && d.State != projections.DAGRunning
+	})
+	r.append(global(schemas.SignalResume))
+	if d := r.wait("S1", "held"); d.State != projections.DAGCancelled {
+		t.Fatalf("recorded DAG %s", d.State)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "runs.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the cancelled node ran: %v", err)
+	}
+
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.Inputs != 6 || rep.CallsServed != 0 || len(rep.CallsMissing) != 0 {
+		t.Fatalf("re-execution: %+v, divergence %+v; want 6 inputs (three global signals) and no call", rep, rep.Divergence)
+	}
+}
