@@ -95,16 +95,28 @@ func (r *rig) append(envs ...*schemas.Envelope) {
 // DAG id.
 func (r *rig) submit(session, src string) string {
 	r.t.Helper()
+	exec := r.execute(session, "dag-"+session, "orchestrator", src)
+	r.append(append(r.open(session), exec)...)
+	return "dag-" + session
+}
+
+// open is the creation of session and its resume.
+func (r *rig) open(session string) []*schemas.Envelope {
+	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	return []*schemas.Envelope{create, resume}
+}
+
+// execute is the dag_execute of the plan src as DAG id, sent to target.
+func (r *rig) execute(session, id, target, src string) *schemas.Envelope {
+	r.t.Helper()
 	p, err := plan.Parse([]byte(src))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p.DAG.ID = "dag-" + session
-	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
-	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
-	r.append(create, resume, exec)
-	return p.DAG.ID
+	p.DAG.ID = id
+	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", target, time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	return exec
 }
 
 // wait returns the session's DAG once it is no longer running and the
@@ -318,25 +330,32 @@ nodes:
 	}
 }
 
+// orchestratorHolds waits until the Orchestrator holds a message of a paused
+// session: delivered to it, not acked.
+func (r *rig) orchestratorHolds() {
+	r.t.Helper()
+	brokertest.Eventually(r.t, 20*time.Second, "the Orchestrator holding a paused session's message", func() bool {
+		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(r.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
+	})
+}
+
 // A session paused before its DAG and resumed later: the DAG waits for the
 // resume in the recording and in the re-execution alike.
 func TestReexecutePausedAndResumedSession(t *testing.T) {
 	r := newRig(t)
-	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
 	pause, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession})
-	r.append(create, resume, pause)
-	p, err := plan.Parse([]byte(`
+	r.append(append(r.open("S1"), pause)...)
+	exec := r.execute("S1", "held", "orchestrator", `
 name: held
 nodes:
   - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
   - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.DAG.ID = "held"
-	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+`)
 	seq, err := r.log.Append(r.ctx, exec)
 	if err != nil {
 		t.Fatal(err)
@@ -347,14 +366,7 @@ nodes:
 	if d, err := r.store.SessionDAG(r.ctx, "S1", "held"); err != nil || d.Node("a").State != projections.NodeReady {
 		t.Fatalf("paused session's DAG: %+v, %v; want node a held ready", d, err)
 	}
-	brokertest.Eventually(t, 20*time.Second, "the Orchestrator holding the paused session's DAG", func() bool {
-		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(r.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
-	})
+	r.orchestratorHolds()
 	goOn, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalResume, Scope: schemas.ScopeSession})
 	r.append(goOn)
 	if d := r.wait("S1", "held"); d.State != projections.DAGSucceeded {
@@ -586,15 +598,8 @@ func TestReexecuteThreeStrikeTaskHelp(t *testing.T) {
 // Guide's routed copy, with its target changed.
 func TestReexecuteReportsAChangedRoute(t *testing.T) {
 	r := newRig(t)
-	p, err := plan.Parse([]byte("name: one\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [\"true\"]}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.DAG.ID = "routed"
-	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
-	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
-	r.append(create, resume, exec)
+	exec := r.execute("S1", "routed", "", "name: one\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [\"true\"]}}\n")
+	r.append(append(r.open("S1"), exec)...)
 	if d := r.wait("S1", "routed"); d.State != projections.DAGSucceeded {
 		t.Fatalf("recorded DAG %s", d.State)
 	}
@@ -626,23 +631,9 @@ func TestReexecuteFeedsGlobalSignals(t *testing.T) {
 		env, _ := schemas.New(schemas.TypeSignal, schemas.SystemSession, "user", "orchestrator", time.Now(), schemas.Signal{Action: action, Scope: schemas.ScopeAll})
 		return env
 	}
-	p, err := plan.Parse([]byte("name: held\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [sh, -c, \"echo ran >> runs.txt\"]}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.DAG.ID = "held"
-	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
-	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
-	r.append(global(schemas.SignalPause), create, resume, exec)
-	brokertest.Eventually(t, 20*time.Second, "the Orchestrator holding the DAG", func() bool {
-		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(r.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
-	})
+	exec := r.execute("S1", "held", "orchestrator", "name: held\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [sh, -c, \"echo ran >> runs.txt\"]}}\n")
+	r.append(append(append([]*schemas.Envelope{global(schemas.SignalPause)}, r.open("S1")...), exec)...)
+	r.orchestratorHolds()
 	r.append(global(schemas.SignalCancel))
 	brokertest.Eventually(t, 20*time.Second, "the DAG cancelled", func() bool {
 		d, err := r.store.SessionDAG(r.ctx, "S1", "held")
