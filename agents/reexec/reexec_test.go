@@ -652,3 +652,73 @@ func TestReexecuteFeedsGlobalSignals(t *testing.T) {
 		t.Fatalf("re-execution: %+v, divergence %+v; want 6 inputs (three global signals) and no call", rep, rep.Divergence)
 	}
 }
+
+// With Live, a run that diverged goes on for real and is kept as a fork of
+// the session: its history is the recording's up to the Engineer's dispatch,
+// then the what-if's own events (the changed prompt's calls, the node's and
+// the DAG's outcome), and no agent of the real runtime handles them again.
+func TestLiveReexecutionIsKeptAsAFork(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Respond(model)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newLLMRig(t, conf)
+	planID, _ := r.requestAndApprove()
+	parent, err := r.store.SessionDAG(r.ctx, "S1", planID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.Calls()
+	dispatch := r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeTaskDispatch })
+
+	opts := reexec.Options{LLM: &conf, Runtime: r.cfg, Live: true, Keep: r.log, KeepAs: "W1", Idle: 300 * time.Millisecond}
+	opts.Runtime.Prompts = map[string]string{"engineer": "You are the Engineer. Change nothing."}
+	rep := r.reexecute("S1", opts)
+	w := rep.WhatIf
+	if rep.Identical || rep.Divergence.Kind != "request" || w == nil || w.Session != "W1" || w.Parent != "S1" || w.ParentSeq != dispatch {
+		t.Fatalf("report %+v, what-if %+v: want a fork W1 of S1 at the Engineer's dispatch (seq %d)", rep, w, dispatch)
+	}
+	if srv.Calls() != calls+2 || rep.CallsMade != 2 {
+		t.Fatalf("%d model calls after the recording's %d, %d made: want the Engineer's two, live", srv.Calls(), calls, rep.CallsMade)
+	}
+	r.idle()
+	s, err := r.store.Session(r.ctx, "W1")
+	if err != nil || s.Fork == nil || s.Fork.Parent != "S1" || s.Fork.ParentSeq != dispatch {
+		t.Fatalf("session W1: %+v, %v", s, err)
+	}
+	dag, err := r.store.SessionDAG(r.ctx, "W1", planID)
+	if err != nil || dag.State != projections.DAGSucceeded || dag.Node("impl").Result == nil || dag.Node("impl").Result.Seq <= dispatch {
+		t.Fatalf("the what-if's DAG: %+v, %v", dag, err)
+	}
+	page, err := r.store.SessionLog(r.ctx, projections.LogQuery{Session: "W1", Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, asked := 0, false
+	for _, e := range page.Entries {
+		if e.From != "" {
+			continue
+		}
+		own++
+		env, err := schemas.Unmarshal(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Type != schemas.TypeSessionFork && env.Metadata[agents.MetaWhatIf] != "S1" {
+			t.Fatalf("seq %d %s in W1 is not marked as the what-if's: handled by today's agents?", e.Seq, env.Type)
+		}
+		if p, err := schemas.PayloadAs[schemas.LLMRequest](env); err == nil && env.Type == schemas.TypeLLMRequest {
+			asked = asked || strings.HasPrefix(p.Messages[0].Content, "You are the Engineer. Change nothing.")
+		}
+	}
+	if own != 1+w.Events || !asked {
+		t.Fatalf("W1 has %d events of its own, want the fork and the %d of the what-if, with the changed prompt's request (%v)", own, w.Events, asked)
+	}
+	if srv.Calls() != calls+2 {
+		t.Fatalf("the what-if's events were handled again: %d model calls", srv.Calls())
+	}
+	again, err := r.store.SessionDAG(r.ctx, "S1", planID)
+	if err != nil || again.Outcome.Seq != parent.Outcome.Seq {
+		t.Fatalf("the parent's DAG changed: %+v, %v", again.Outcome, err)
+	}
+	r.verify()
+}
