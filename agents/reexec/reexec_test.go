@@ -439,17 +439,24 @@ func (r *rig) requestAndApprove() (string, *schemas.Envelope) {
 	return planID, approve
 }
 
+// recordLLM records session S1 through the scripted model (see
+// requestAndApprove), returning the model's server and configuration too.
+func recordLLM(t *testing.T) (*rig, *llmtest.Server, llm.Config, string, *schemas.Envelope) {
+	srv := llmtest.New(t)
+	srv.Respond(model)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newLLMRig(t, conf)
+	planID, approve := r.requestAndApprove()
+	return r, srv, conf, planID, approve
+}
+
 // A request in plain words through the scripted model: the Guide classifies
 // it, the Architect plans, the user approves, an Engineer prompt node writes a
 // file with a tool call. Re-executed against the same server, it makes no
 // call (the server's counter does not move) and writes nothing; with another
 // model configured, it diverges at the first LLM call, naming the change.
 func TestReexecuteLLMSession(t *testing.T) {
-	srv := llmtest.New(t)
-	srv.Respond(model)
-	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
-	r := newLLMRig(t, conf)
-	planID, approve := r.requestAndApprove()
+	r, srv, conf, planID, approve := recordLLM(t)
 	calls := srv.Calls()
 	if calls != 4 {
 		t.Fatalf("%d LLM calls recorded, want 4 (classify, plan, two engineer steps)", calls)
@@ -658,11 +665,7 @@ func TestReexecuteFeedsGlobalSignals(t *testing.T) {
 // then the what-if's own events (the changed prompt's calls, the node's and
 // the DAG's outcome), and no agent of the real runtime handles them again.
 func TestLiveReexecutionIsKeptAsAFork(t *testing.T) {
-	srv := llmtest.New(t)
-	srv.Respond(model)
-	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
-	r := newLLMRig(t, conf)
-	planID, _ := r.requestAndApprove()
+	r, srv, conf, planID, _ := recordLLM(t)
 	parent, err := r.store.SessionDAG(r.ctx, "S1", planID)
 	if err != nil {
 		t.Fatal(err)
