@@ -298,6 +298,10 @@ func (r *Runner) process(ctx context.Context, j *job) {
 		msg.Term()
 		return
 	}
+	if j.env.Metadata[MetaWhatIf] != "" {
+		msg.Ack()
+		return
+	}
 	if o.SkipCancelled && r.signals.cancelled(j.env.SessionID, j.md.Sequence.Stream) {
 		o.Logger.Info("skipping cancelled work", "agent", o.Agent, "session", j.env.SessionID, "type", j.env.Type, "seq", j.md.Sequence.Stream)
 		msg.Ack()

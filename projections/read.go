@@ -450,22 +450,32 @@ func (s *Store) SessionLog(ctx context.Context, q LogQuery) (*LogPage, error) {
 	return sessionLog(snap, q)
 }
 
-func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) { return lineageLog(r, q) }
+func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
+	if q.Global {
+		page, _, err := logPage(r, globalLogPrefix, globalLogKey, q)
+		return page, err
+	}
+	return lineageLog(r, q)
+}
 
 // sessionLogPage reads a page of one session's own log; stop says an event
 // after q.UntilTime ended it.
 func sessionLogPage(r pebble.Reader, q LogQuery) (*LogPage, bool, error) {
+	return logPage(r, logPrefix(q.Session), func(seq uint64) []byte { return logKey(q.Session, seq) }, q)
+}
+
+// logPage reads a page of the log under prefix, whose keys keyOf makes.
+func logPage(r pebble.Reader, prefix []byte, keyOf func(uint64) []byte, q LogQuery) (*LogPage, bool, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	p := logPrefix(q.Session)
-	lo, hi := p, prefixEnd(p)
+	lo, hi := prefix, prefixEnd(prefix)
 	if q.From > 0 {
-		lo = logKey(q.Session, q.From)
+		lo = keyOf(q.From)
 	}
 	if q.Until > 0 {
-		hi = prefixEnd(logKey(q.Session, q.Until))
+		hi = prefixEnd(keyOf(q.Until))
 	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

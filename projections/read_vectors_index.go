@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -137,13 +136,35 @@ func (v *vectorIndex) search(vec []float32, k int) ([]vectorHit, error) {
 
 // scanNearest is the exact scan: the k unit vectors of vecs nearest to q.
 func scanNearest(vecs map[string][]float32, q []float32, k int) []vectorHit {
-	q = unit(q)
-	hits := make([]vectorHit, 0, len(vecs))
-	for p, x := range vecs {
-		hits = append(hits, vectorHit{p, dot(q, x)})
+	if k <= 0 {
+		return nil
 	}
-	sortNearest(hits)
-	return hits[:min(k, len(hits))]
+	q = unit(q)
+	// The k best so far, best first: most vectors fall below the last and
+	// cost a comparison, not a place in a sort of them all.
+	top := make([]vectorHit, 0, k+1)
+	for p, x := range vecs {
+		h := vectorHit{p, dot(q, x)}
+		if len(top) == k && nearer(top[k-1], h) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, h, func(a, b vectorHit) int {
+			if nearer(a, b) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, h)
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
+}
+
+// nearer: a ranks before b (more similar, then by path).
+func nearer(a, b vectorHit) bool {
+	return a.sim > b.sim || (a.sim == b.sim && a.path < b.path)
 }
 
 // unit is v scaled to length 1 (a copy); a zero vector stays zero.
@@ -178,10 +199,4 @@ func dot(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return s0 + s1 + s2 + s3
-}
-
-func sortNearest(hits []vectorHit) {
-	slices.SortFunc(hits, func(a, b vectorHit) int {
-		return cmp.Or(cmp.Compare(b.sim, a.sim), cmp.Compare(a.path, b.path))
-	})
 }

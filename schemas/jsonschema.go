@@ -48,18 +48,7 @@ func DecodePayloadJSON(t Type, raw []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("payload is not JSON: %w", err)
 	}
-	if verr, ok := s.Validate(inst).(*jsonschema.ValidationError); ok && verr != nil {
-		var probs []string
-		var walk func(u jsonschema.OutputUnit)
-		walk = func(u jsonschema.OutputUnit) {
-			if u.Error != nil && len(u.Errors) == 0 {
-				probs = append(probs, "payload"+strings.ReplaceAll(u.InstanceLocation, "/", ".")+": "+u.Error.String())
-			}
-			for _, e := range u.Errors {
-				walk(e)
-			}
-		}
-		walk(*verr.BasicOutput())
+	if probs := SchemaProblems(s.Validate(inst), "payload"); len(probs) > 0 {
 		return nil, fmt.Errorf("%s (see 'sylk schema %s')", strings.Join(probs, "; "), t)
 	}
 	p, err := NewPayload(t)
@@ -72,6 +61,28 @@ func DecodePayloadJSON(t Type, raw []byte) (any, error) {
 		return nil, fmt.Errorf("payload: %w (see 'sylk schema %s')", err, t)
 	}
 	return p, nil
+}
+
+// SchemaProblems lists what a JSON Schema validation error (of
+// santhosh-tekuri/jsonschema) found, one problem per leaf, each
+// "ROOT.path.to.field: what is wrong"; nil for a nil error or another one.
+func SchemaProblems(err error, root string) []string {
+	verr, ok := err.(*jsonschema.ValidationError)
+	if !ok || verr == nil {
+		return nil
+	}
+	var out []string
+	var walk func(u jsonschema.OutputUnit)
+	walk = func(u jsonschema.OutputUnit) {
+		if u.Error != nil && len(u.Errors) == 0 {
+			out = append(out, root+strings.ReplaceAll(u.InstanceLocation, "/", ".")+": "+u.Error.String())
+		}
+		for _, e := range u.Errors {
+			walk(e)
+		}
+	}
+	walk(*verr.BasicOutput())
+	return out
 }
 
 func payloadSchema(t Type) (*jsonschema.Schema, error) {

@@ -80,6 +80,12 @@ type Config struct {
 	Records agents.ToolRecords
 	// Skills configures the prompt loops' skills and lazy tool loading.
 	Skills skills.Config
+	// Routes override entries of the Guide's routing table (guide.Guide.Routes)
+	// and Prompts the system prompts of the prompt nodes' agents
+	// (worker.PromptLoop.Prompts): a re-execution checks such a change
+	// against recorded sessions.
+	Routes  map[schemas.Type]string
+	Prompts map[string]string
 	// Hooks are the user hooks (the configuration's `hooks:`), after the
 	// built-in hooks of the same priority.
 	Hooks []hooks.Config
@@ -170,7 +176,7 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits()}
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
@@ -225,7 +231,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		arch.LLM = c.LLM
 	}
 	all := []agent{
-		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint}},
+		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint, Routes: c.Routes}},
 		{base(architect.Name), arch},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,7 @@ func TestScripts(t *testing.T) {
 			"waitsub":      cmdWaitSub,
 			"jsonfield":    cmdJSONField,
 			"filemode":     cmdFileMode,
+			"greptree":     cmdGrepTree,
 			"extpubas":     cmdExtPubAs,
 		},
 		RequireExplicitExec: true,
@@ -91,6 +93,33 @@ func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if got := fmt.Sprintf("%04o", fi.Mode().Perm()); got != args[1] {
 		ts.Fatalf("%s has mode %s, want %s", args[0], got, args[1])
+	}
+}
+
+// greptree DIR TEXT: some file under DIR holds TEXT (with !: none does).
+func cmdGrepTree(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: greptree DIR TEXT")
+	}
+	var found []string
+	ts.Check(filepath.WalkDir(ts.MkAbs(args[0]), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(args[1])) {
+			found = append(found, path)
+		}
+		return nil
+	}))
+	switch {
+	case neg && len(found) > 0:
+		ts.Fatalf("%q is in %v", args[1], found)
+	case !neg && len(found) == 0:
+		ts.Fatalf("no file under %s holds %q", args[0], args[1])
 	}
 }
 

@@ -122,19 +122,21 @@ var ErrNoServer = errors.New("no sylk server answers on " + Prefix)
 // Request is the body of every request; each endpoint reads the fields it
 // documents and ignores the others.
 type Request struct {
-	ID         string           `json:"id,omitempty"`
-	Session    string           `json:"session,omitempty"`
-	Agent      string           `json:"agent,omitempty"`
-	DAG        string           `json:"dag,omitempty"`
-	Node       string           `json:"node,omitempty"`
-	State      string           `json:"state,omitempty"`
-	Projection string           `json:"projection,omitempty"`
-	Seq        uint64           `json:"seq,omitempty"`
-	Limit      int              `json:"limit,omitempty"`
-	From       uint64           `json:"from,omitempty"`
-	Until      uint64           `json:"until,omitempty"`
-	UntilTime  time.Time        `json:"until_time,omitzero"`
-	AsOf       projections.AsOf `json:"as_of,omitzero"`
+	ID         string    `json:"id,omitempty"`
+	Session    string    `json:"session,omitempty"`
+	Agent      string    `json:"agent,omitempty"`
+	DAG        string    `json:"dag,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	State      string    `json:"state,omitempty"`
+	Projection string    `json:"projection,omitempty"`
+	Seq        uint64    `json:"seq,omitempty"`
+	Limit      int       `json:"limit,omitempty"`
+	From       uint64    `json:"from,omitempty"`
+	Until      uint64    `json:"until,omitempty"`
+	UntilTime  time.Time `json:"until_time,omitzero"`
+	// Global asks for the global log (projections.LogQuery.Global).
+	Global bool             `json:"global,omitempty"`
+	AsOf   projections.AsOf `json:"as_of,omitzero"`
 	// History queries (projections.HistoryQuery has the same JSON names).
 	SinceTime       time.Time `json:"since_time,omitzero"`
 	Sessions        []string  `json:"session_ids,omitempty"`

@@ -114,6 +114,9 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.append(t, "S2", schemas.TypePermissionDecision, schemas.PermissionDecision{RequestID: req.Env.ID, Decision: schemas.DecisionAllow, Scope: schemas.PermitAlways})
+	for _, a := range []string{schemas.SignalPause, schemas.SignalResume} {
+		f.append(t, "_", schemas.TypeSignal, schemas.Signal{Action: a, Scope: schemas.ScopeAll})
+	}
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
@@ -144,6 +147,11 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		{"log", func() (any, error) {
 			return f.store.SessionLog(ctx, projections.LogQuery{Session: "S1", Limit: 2})
 		}, func() (any, error) { return f.client.SessionLog(ctx, projections.LogQuery{Session: "S1", Limit: 2}) }},
+		{"global log", func() (any, error) {
+			return f.store.SessionLog(ctx, projections.LogQuery{Global: true, From: 2, Limit: 1})
+		}, func() (any, error) {
+			return f.client.SessionLog(ctx, projections.LogQuery{Global: true, From: 2, Limit: 1})
+		}},
 		{"as of", func() (any, error) { return f.store.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7}) }, func() (any, error) {
 			return f.client.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7})
 		}},

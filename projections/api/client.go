@@ -151,7 +151,7 @@ func (c *Client) PermitGrants(ctx context.Context) ([]*projections.PermitGrant, 
 
 // SessionLog returns a page of one session's events.
 func (c *Client) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
-	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit})
+	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit, Global: q.Global})
 }
 
 // SessionAsOf folds one session's events up to a point.

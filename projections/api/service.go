@@ -191,10 +191,10 @@ func (s *Service) handlers() map[string]handler {
 			return st.PermitGrants(ctx)
 		},
 		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
-			if err := need("session", r.Session); err != nil {
+			if err := need("session", r.Session); err != nil && !r.Global {
 				return nil, err
 			}
-			return st.SessionLog(ctx, projections.LogQuery{Session: r.Session, From: r.From, Until: r.Until, UntilTime: r.UntilTime, Limit: r.Limit})
+			return st.SessionLog(ctx, projections.LogQuery{Session: r.Session, From: r.From, Until: r.Until, UntilTime: r.UntilTime, Limit: r.Limit, Global: r.Global})
 		},
 		SubjectReplayState: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("session", r.Session); err != nil {

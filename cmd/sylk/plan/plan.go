@@ -281,6 +281,9 @@ func planAnswerRun(ctx context.Context, f *cmdutil.Factory, opts *PlanOptions, t
 	if local && llmErr != nil && !opts.Detach && opts.Text != "" {
 		return conversation.ErrNeedsLLM("planning again with your " + map[bool]string{true: "answer", false: "feedback"}[kind == projections.KindClarification])
 	}
+	if err := conversation.RefuseSecrets(ctx, f, r.Log, pr.Session, "your "+map[bool]string{true: "answer", false: "feedback"}[kind == projections.KindClarification], opts.Text); err != nil {
+		return err
+	}
 	e, err := conversation.UserEvent(f, pr.Session, t, p, env.Env)
 	if err != nil {
 		return err

@@ -62,6 +62,9 @@ func runRequest(ctx context.Context, f *cmdutil.Factory, opts *RunOptions) error
 		return errDetachNeedsServer(f)
 	}
 	log := events.New(srv.JetStream())
+	if err := conversation.RefuseSecrets(ctx, f, log, opts.Session, "the request", opts.Request); err != nil {
+		return err
+	}
 	session := opts.Session
 	var submit []*schemas.Envelope
 	if session == "" {

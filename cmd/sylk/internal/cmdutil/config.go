@@ -14,6 +14,7 @@ import (
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/schemas"
 )
 
 // Config is Sylk's configuration. Layers, each over the one before: built-in
@@ -68,6 +69,12 @@ type Config struct {
 	// priority, command, timeout, fail); a file that has the key replaces
 	// the list of the files before it.
 	Hooks []hooks.Config `yaml:"hooks"`
+	// Routes override entries of the Guide's routing table (a message type to
+	// the agent that owns it), Prompts the system prompt of a prompt node's
+	// agent (engineer, inspector, tester). Check such a change against
+	// recorded work first: sylk replay --reexecute --all.
+	Routes  map[schemas.Type]string `yaml:"routes"`
+	Prompts map[string]string       `yaml:"prompts"`
 }
 
 // configFiles returns the config files that exist, lowest precedence first.
