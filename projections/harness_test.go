@@ -543,6 +543,30 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(nothing remembered)\n"
 		}
 		return b.String()
+	case "schedules":
+		scs, err := w.store.Schedules(ctx)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, sc := range scs {
+			fmt.Fprintf(&b, "%s %s spec=%+v fired=%d failures=%d last_due=%s", sc.Name, sc.State, sc.Spec, sc.Fired, sc.Failures, sc.LastDue.Format("01-02 15:04"))
+			if sc.Reason != "" {
+				fmt.Fprintf(&b, " reason=%q", sc.Reason)
+			}
+			b.WriteString("\n")
+			for _, r := range sc.Runs {
+				fmt.Fprintf(&b, "  run due=%s session=%s missed=%d seq=%d %s", r.Due.Format("01-02 15:04"), r.Session, r.Missed, r.Seq, r.Outcome)
+				if r.Reason != "" {
+					fmt.Fprintf(&b, ": %s", r.Reason)
+				}
+				b.WriteString("\n")
+			}
+		}
+		if b.Len() == 0 {
+			return "(no schedules)\n"
+		}
+		return b.String()
 	case "skill-selection":
 		r, seq, err := w.store.SkillSelection(ctx, args["call"])
 		if err != nil {

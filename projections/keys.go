@@ -134,6 +134,8 @@ func skillsCallKey(call string) []byte {
 }
 
 func loadoutKey(sid, agent string) []byte { return key("skills/a/", sid, agent) }
+func scheduleKey(name string) []byte      { return key("schedules/s/", name) }
+func scheduleRunKey(sid string) []byte    { return key("schedules/r/", sid) }
 
 func hookCallKey(call string) []byte { return key("calls/hook/", call) }
 

@@ -23,6 +23,7 @@ const (
 	Pipelines   = "pipelines"
 	Vectors     = "vectors"
 	Permits     = "permits"
+	Schedules   = "schedules"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -58,6 +59,7 @@ var projectionList = []*projection{
 	{name: Pipelines, version: 1, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Permits, version: 1, apply: applyPermits},
+	{name: Schedules, version: 1, apply: applySchedules},
 }
 
 // ProjectionNames lists the projections.
