@@ -57,9 +57,9 @@ type Compiled struct {
 	at    time.Time
 }
 
-// Compile validates s (normalized) as of now: an error names the field, the
-// value and what is wrong. An At in the past is refused.
-func Compile(s Spec, now time.Time) (*Compiled, error) {
+// Compile validates s (normalized): an error names the field, the value and
+// what is wrong.
+func Compile(s Spec) (*Compiled, error) {
 	s = Normalize(s)
 	set := 0
 	for _, v := range []string{s.Cron, s.Every, s.At} {
@@ -99,9 +99,6 @@ func Compile(s Spec, now time.Time) (*Compiled, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !at.After(now) {
-			return nil, fmt.Errorf("--at %q is in the past (now %s): give a time to come", s.At, now.In(c.loc).Format(time.RFC3339))
-		}
 		c.at = at
 	}
 	return c, nil
@@ -119,6 +116,15 @@ func ParseAt(s string, loc *time.Location) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("--at %q: not a time: use RFC 3339 (2026-12-01T09:00:00Z) or \"2026-12-01 09:00\" in --tz", s)
+}
+
+// CheckNew refuses what a new schedule may not be: a one-shot time already
+// past.
+func (c *Compiled) CheckNew(now time.Time) error {
+	if c.OneShot() && !c.at.After(now) {
+		return fmt.Errorf("--at %q is in the past (now %s): give a time to come", c.At, now.In(c.loc).Format(time.RFC3339))
+	}
+	return nil
 }
 
 // OneShot reports whether the schedule fires once.
