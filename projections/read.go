@@ -73,6 +73,10 @@ type Reader interface {
 	// Loadouts lists a session's, by agent.
 	Loadout(ctx context.Context, session, agent string) (*Loadout, error)
 	Loadouts(ctx context.Context, session string) ([]*Loadout, error)
+	// Schedule returns a schedule by name (a removed one too); Schedules
+	// lists them by name.
+	Schedule(ctx context.Context, name string) (*Schedule, error)
+	Schedules(ctx context.Context) ([]*Schedule, error)
 	// Status reports cursors, lag and sizes.
 	Status(ctx context.Context) (*Status, error)
 	// WaitFor blocks until the projections have applied seq.

@@ -26,6 +26,8 @@ const DefaultTick = time.Second
 // Schedules reads the schedules projection.
 type Schedules interface {
 	Schedules(ctx context.Context) ([]*projections.Schedule, error)
+	// WaitFor blocks until the projections have applied seq.
+	WaitFor(ctx context.Context, seq uint64) error
 }
 
 // Scheduler fires due schedules. Any number may run, on any servers: a due
@@ -41,8 +43,17 @@ type Scheduler struct {
 	Logger  *slog.Logger
 }
 
-// Run steps every Tick until ctx ends.
+// Run steps every Tick until ctx ends, once the projections hold what the
+// stream held when it started (a firing they have not folded yet would look
+// due again).
 func (s *Scheduler) Run(ctx context.Context) error {
+	last, err := s.Log.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if err := s.Store.WaitFor(ctx, last); err != nil {
+		return fmt.Errorf("scheduler: wait for the projections: %w", err)
+	}
 	tick := s.Tick
 	if tick <= 0 {
 		tick = DefaultTick

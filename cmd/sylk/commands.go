@@ -19,6 +19,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/publish"
 	"github.com/sylk/sylk/cmd/sylk/replay"
 	runcmd "github.com/sylk/sylk/cmd/sylk/run"
+	"github.com/sylk/sylk/cmd/sylk/schedule"
 	"github.com/sylk/sylk/cmd/sylk/schema"
 	"github.com/sylk/sylk/cmd/sylk/search"
 	"github.com/sylk/sylk/cmd/sylk/serve"
@@ -63,5 +64,6 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		pipeline.NewCmdPipeline(f),
 		variant.NewCmdVariant(f),
 		stream.NewCmdStream(f),
+		schedule.NewCmdSchedule(f),
 	}
 }

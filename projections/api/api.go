@@ -43,6 +43,8 @@
 //	sylk.api.variant.list        [session, dag, node]      []VariantGroup
 //	sylk.api.loadout.get         [session, agent]          Loadout
 //	sylk.api.loadout.list        [session]                 []Loadout
+//	sylk.api.schedule.get        name                      Schedule
+//	sylk.api.schedule.list                                 []Schedule
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -98,6 +100,8 @@ const (
 	SubjectVariantList    = Prefix + ".variant.list"
 	SubjectLoadoutGet     = Prefix + ".loadout.get"
 	SubjectLoadoutList    = Prefix + ".loadout.list"
+	SubjectScheduleGet    = Prefix + ".schedule.get"
+	SubjectScheduleList   = Prefix + ".schedule.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -122,9 +126,11 @@ var ErrNoServer = errors.New("no sylk server answers on " + Prefix)
 // Request is the body of every request; each endpoint reads the fields it
 // documents and ignores the others.
 type Request struct {
-	ID         string    `json:"id,omitempty"`
-	Session    string    `json:"session,omitempty"`
-	Agent      string    `json:"agent,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	// Name is a schedule's name.
+	Name       string    `json:"name,omitempty"`
 	DAG        string    `json:"dag,omitempty"`
 	Node       string    `json:"node,omitempty"`
 	State      string    `json:"state,omitempty"`

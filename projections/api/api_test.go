@@ -117,6 +117,8 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 	for _, a := range []string{schemas.SignalPause, schemas.SignalResume} {
 		f.append(t, "_", schemas.TypeSignal, schemas.Signal{Action: a, Scope: schemas.ScopeAll})
 	}
+	f.append(t, "_", schemas.TypeScheduleAdd, schemas.ScheduleAdd{Name: "nightly", Spec: schemas.ScheduleSpec{Cron: "0 3 * * *"}, Request: "check"})
+	f.append(t, "_", schemas.TypeScheduleFire, schemas.ScheduleFire{Name: "nightly", Due: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), Session: "S9"})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
@@ -198,6 +200,8 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		}},
 		{"loadout", func() (any, error) { return f.store.Loadout(ctx, "S1", "engineer") }, func() (any, error) { return f.client.Loadout(ctx, "S1", "engineer") }},
 		{"loadouts", func() (any, error) { return f.store.Loadouts(ctx, "S1") }, func() (any, error) { return f.client.Loadouts(ctx, "S1") }},
+		{"schedule", func() (any, error) { return f.store.Schedule(ctx, "nightly") }, func() (any, error) { return f.client.Schedule(ctx, "nightly") }},
+		{"schedules", func() (any, error) { return f.store.Schedules(ctx) }, func() (any, error) { return f.client.Schedules(ctx) }},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})
 			if err != nil {

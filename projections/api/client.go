@@ -221,6 +221,16 @@ func (c *Client) Loadouts(ctx context.Context, session string) ([]*projections.L
 	return list[projections.Loadout](ctx, c, SubjectLoadoutList, &Request{Session: session})
 }
 
+// Schedule returns a schedule by name.
+func (c *Client) Schedule(ctx context.Context, name string) (*projections.Schedule, error) {
+	return one[projections.Schedule](ctx, c, SubjectScheduleGet, &Request{Name: name})
+}
+
+// Schedules lists the schedules by name.
+func (c *Client) Schedules(ctx context.Context) ([]*projections.Schedule, error) {
+	return list[projections.Schedule](ctx, c, SubjectScheduleList, nil)
+}
+
 // Status reports cursors, lag and sizes.
 func (c *Client) Status(ctx context.Context) (*projections.Status, error) {
 	return one[projections.Status](ctx, c, SubjectStatus, nil)

@@ -40,7 +40,7 @@ func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src pro
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
-		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history, loadouts",
+		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history, loadouts, schedules",
 	})
 	if err != nil {
 		s.cancel()
@@ -273,6 +273,15 @@ func (s *Service) handlers() map[string]handler {
 				return nil, err
 			}
 			return st.Loadouts(ctx, r.Session)
+		},
+		SubjectScheduleGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("name", r.Name); err != nil {
+				return nil, err
+			}
+			return st.Schedule(ctx, r.Name)
+		},
+		SubjectScheduleList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Schedules(ctx)
 		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/agents/schedule"
 	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
@@ -68,6 +69,9 @@ type Options struct {
 	// Roles are what this process runs (RoleBroker, RoleProjections,
 	// RoleAgents; see CheckRoles); nil runs them all.
 	Roles []string
+	// Scheduler fires due schedules (`sylk serve`; not the servers commands
+	// start for their own duration).
+	Scheduler bool
 }
 
 // The roles of a server process.
@@ -235,8 +239,9 @@ func (s *Server) Stop() error {
 }
 
 // components lists what runs beside the broker: the projector folding the
-// stream into the store, the agents, and the audit chain's signer (on the
-// server that owns the data directory, whose key signs).
+// stream into the store, the agents, the scheduler (`sylk serve`), and the
+// audit chain's signer (on the server that owns the data directory, whose
+// key signs).
 func components(o Options) []serverComponent {
 	all := []serverComponent{
 		{"audit", func(ctx context.Context, s *Server) error {
@@ -247,6 +252,17 @@ func components(o Options) []serverComponent {
 		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
+		}},
+		{"scheduler", func(ctx context.Context, s *Server) error {
+			if !o.Scheduler {
+				return nil
+			}
+			cfg := o.Runtime
+			cat := cfg.Catalog()
+			if _, err := o.LLM(); err == nil {
+				cat.PromptAgents = runtime.ToolAgents()
+			}
+			return (&schedule.Scheduler{Log: events.New(s.broker.JetStream()), Store: s.store, Catalog: cat, Now: time.Now, Logger: slog.Default()}).Run(ctx)
 		}},
 		{"agents", func(ctx context.Context, s *Server) error {
 			cfg := o.Runtime
@@ -263,7 +279,7 @@ func components(o Options) []serverComponent {
 			return errors.Join(err, closeLLM())
 		}},
 	}
-	role := map[string]string{"audit": RoleBroker, "projector": RoleProjections, "agents": RoleAgents}
+	role := map[string]string{"audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
 	return slices.DeleteFunc(all, func(c serverComponent) bool { return !o.runs(role[c.name]) })
 }
 
