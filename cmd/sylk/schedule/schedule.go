@@ -136,17 +136,8 @@ func appendAndRead(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateRead
 	if err != nil {
 		return nil, err
 	}
-	seq, err := r.Log.Append(ctx, env)
-	if err != nil {
+	if _, err := r.AppendApplied(ctx, env); err != nil {
 		return nil, err
-	}
-	if err := r.Sync(ctx, seq); err != nil {
-		return nil, err
-	}
-	if rej, err := r.Rejected(ctx, seq); err != nil {
-		return nil, err
-	} else if rej != nil {
-		return nil, cmdutil.Usagef("%s", rej.Reason)
 	}
 	return r.Schedule(ctx, name)
 }
