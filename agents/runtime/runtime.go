@@ -98,6 +98,9 @@ type Config struct {
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
+	// OnRunner, if set, sees each agent's runner before it starts (metrics
+	// read what it holds).
+	OnRunner func(*agents.Runner)
 }
 
 // Catalog is what DAGs are validated against: which agents run nodes, the
@@ -331,6 +334,9 @@ func Run(ctx context.Context, cfg Config) error {
 		runner, err := agents.NewRunner(cfg.JetStream, a.handler, a.opts)
 		if err != nil {
 			return err
+		}
+		if cfg.OnRunner != nil {
+			cfg.OnRunner(runner)
 		}
 		wg.Add(1)
 		go func() {

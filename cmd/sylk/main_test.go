@@ -24,9 +24,22 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removingBinary{m}, map[string]func(){
 		"sylk": func() { os.Exit(run(os.Args[1:], cmdutil.DefaultIO())) },
 	})
+}
+
+// removingBinary runs the tests, then removes the binary sylkBinary built
+// (each run builds its own: left behind, they fill the disk).
+type removingBinary struct{ *testing.M }
+
+func (m removingBinary) Run() int {
+	defer func() {
+		if sylkBin != "" {
+			os.RemoveAll(filepath.Dir(sylkBin))
+		}
+	}()
+	return m.M.Run()
 }
 
 // TestScripts runs the CLI acceptance scripts in testdata/script: each reads like

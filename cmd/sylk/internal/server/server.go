@@ -16,11 +16,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/schedule"
 	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
@@ -37,10 +39,12 @@ type Server struct {
 	group  *errgroup.Group
 	// failed is closed when a component returns an error.
 	failed <-chan struct{}
-	// httpURL is the HTTP listener's URL, "" without one.
+	// httpURL is the HTTP listener's URL, "" without one; metrics are
+	// what it serves.
 	httpURL string
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
+	metrics *metrics.Metrics
 }
 
 // serverComponent runs beside the broker until ctx ends.
@@ -154,6 +158,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s.cancel, s.group, s.failed = cancel, g, gctx.Done()
 	if ln != nil {
 		s.httpURL = "http://" + ln.Addr().String()
+		s.metrics = metrics.New(b.JetStream(), s.store)
 	}
 	for _, c := range comps {
 		g.Go(func() error {
@@ -267,6 +272,9 @@ func components(o Options) []serverComponent {
 		{"agents", func(ctx context.Context, s *Server) error {
 			cfg := o.Runtime
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
+			if s.metrics != nil {
+				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
+			}
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
