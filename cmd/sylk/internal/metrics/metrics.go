@@ -237,7 +237,7 @@ var (
 	streamMessages = prometheus.NewDesc("sylk_stream_messages", "Messages a stream holds.", []string{"stream"}, nil)
 	streamBytes    = prometheus.NewDesc("sylk_stream_bytes", "Bytes a stream holds.", []string{"stream"}, nil)
 	streamLastSeq  = prometheus.NewDesc("sylk_stream_last_sequence", "The sequence of a stream's last message.", []string{"stream"}, nil)
-	heldMessages = prometheus.NewDesc("sylk_agent_held_messages",
+	heldMessages   = prometheus.NewDesc("sylk_agent_held_messages",
 		"Messages this process's agents hold unstarted because their session, or everything, is paused.", []string{"agent"}, nil)
 	projectionLag = prometheus.NewDesc("sylk_projection_lag_events",
 		"Events the stream holds that this process's projections have not folded yet.", nil, nil)
