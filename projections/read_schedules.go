@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -73,18 +71,14 @@ func (s *Store) Schedule(ctx context.Context, name string) (*Schedule, error) {
 
 // Schedules lists the schedules by name, removed ones included.
 func (s *Store) Schedules(ctx context.Context) ([]*Schedule, error) {
-	p := []byte("schedules/s/")
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
 	out := []*Schedule{}
-	for valid := it.First(); valid; valid = it.Next() {
+	err := scanPrefix(s.db, []byte("schedules/s/"), func(k, v []byte) error {
 		sc := &Schedule{}
-		if err := json.Unmarshal(it.Value(), sc); err != nil {
-			return nil, errorsJoin(fmt.Errorf("decode schedule at %q: %w", it.Key(), err), it.Close())
+		if err := json.Unmarshal(v, sc); err != nil {
+			return fmt.Errorf("decode schedule at %q: %w", k, err)
 		}
 		out = append(out, sc)
-	}
-	return out, errorsJoin(it.Error(), it.Close())
+		return nil
+	})
+	return out, err
 }
