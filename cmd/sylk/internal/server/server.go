@@ -44,7 +44,7 @@ type Server struct {
 	httpURL string
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
-	metrics *metrics.Metrics
+	metrics  *metrics.Metrics
 }
 
 // serverComponent runs beside the broker until ctx ends.
