@@ -113,6 +113,23 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	// members keep the stream up), verified against the cluster, restarted.
 	log := events.New(client.JetStream())
 	for i := range procs {
+		// Stop a member only once every copy is current: with a follower
+		// still catching up (the restarted one), stopping another leaves
+		// the streams without a quorum.
+		brokertest.Eventually(t, time.Minute, "every copy of both streams current", func() bool {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			reps, err := broker.Replicas(rctx, client.JetStream())
+			if err != nil {
+				return false
+			}
+			for _, r := range reps {
+				if r.Leader == "" || len(r.Current) != len(procs)-1 {
+					return false
+				}
+			}
+			return true
+		})
 		procs[i].stop(t)
 		verifyStore(t, dirs[i], log)
 		if i < len(procs)-1 {
