@@ -182,7 +182,7 @@ func (s *Scheduler) firing(sc *projections.Schedule, due time.Time, count int) (
 
 // disable appends the schedule_disable event and a notice for the user.
 func (s *Scheduler) disable(ctx context.Context, sc *projections.Schedule) error {
-	key := fmt.Sprintf("%s\x00%d\x00disable\x00%d", sc.Name, sc.Seq, sc.Fired)
+	key := hash(fmt.Sprintf("%s\x00%d\x00disable\x00%d", sc.Name, sc.Seq, sc.Fired))
 	d, err := schemas.New(schemas.TypeScheduleDisable, schemas.SystemSession, Source, "user", s.Now(),
 		schemas.ScheduleControl{Name: sc.Name, Failures: sc.Failures, Reason: fmt.Sprintf("%d consecutive failures, the last: %s", sc.Failures, sc.Reason)})
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *Scheduler) disable(ctx context.Context, sc *projections.Schedule) error
 	if err != nil {
 		return err
 	}
-	d.ID, n.ID = derivedID(hash(key), 0), derivedID(hash(key), 1)
+	d.ID, n.ID = derivedID(key, 0), derivedID(key, 1)
 	if _, err := s.Log.AppendBatch(ctx, []*schemas.Envelope{d, n}); err != nil && !errors.Is(err, events.ErrDuplicate) {
 		return err
 	}
