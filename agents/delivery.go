@@ -14,6 +14,11 @@ import (
 // routes: the original is the same message, already seen.
 const MetaRoutedBy = "routed_by"
 
+// MetaWhatIf marks the events a live re-execution kept as a fork (its value:
+// the session re-executed). They were handled in the re-execution and are
+// history now: the runners ack them unhandled.
+const MetaWhatIf = "what_if"
+
 // Delivery is one message handed to an agent's handler.
 type Delivery struct {
 	// Env is the decoded envelope.

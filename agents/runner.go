@@ -265,6 +265,21 @@ func (r *Runner) keepAlive(ctx context.Context) {
 	}
 }
 
+// Held counts the messages this process holds unstarted because their
+// session (or everything) is paused.
+func (r *Runner) Held() int {
+	n := 0
+	for _, j := range r.sched.queued() {
+		if r.signals.holds(j) {
+			n++
+		}
+	}
+	return n
+}
+
+// Agent is the agent kind the runner consumes for.
+func (r *Runner) Agent() string { return r.opts.Agent }
+
 func (r *Runner) onSignal(s signalEvent) {
 	// Only workers stop what they are doing: the orchestrator must finish
 	// handling a cancel (the signal itself is in flight there).
@@ -296,6 +311,10 @@ func (r *Runner) process(ctx context.Context, j *job) {
 	if err := events.CheckSource(msg.Subject(), j.env); err != nil {
 		r.deadLetter(ctx, msg, j.md, err.Error(), nil)
 		msg.Term()
+		return
+	}
+	if j.env.Metadata[MetaWhatIf] != "" {
+		msg.Ack()
 		return
 	}
 	if o.SkipCancelled && r.signals.cancelled(j.env.SessionID, j.md.Sequence.Stream) {

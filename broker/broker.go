@@ -180,7 +180,7 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 		JetStream:    true,
 		StoreDir:     filepath.Join(o.DataDir, "jetstream"),
 		NoSigs:       true,
-		NoLog:        true,
+		NoLog:        os.Getenv("SYLK_NATS_LOG") == "",
 		SyncAlways:   o.Sync == SyncAlways,
 		SyncInterval: o.SyncInterval,
 		// Sylk's envelopes are small, but a tool result may not be.
@@ -193,6 +193,11 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 			return err
 		}
 		o = b.opts
+	}
+	if o.Cluster.Enabled() {
+		if err := b.clusterOptions(sopts); err != nil {
+			return err
+		}
 	}
 	if o.Listen == ListenNone {
 		sopts.DontListen = true
@@ -211,6 +216,9 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 		return fmt.Errorf("embedded NATS server: %w", err)
 	}
 	b.srv = srv
+	if !sopts.NoLog {
+		srv.ConfigureLogger()
+	}
 	srv.Start()
 	if !srv.ReadyForConnections(o.ConnectTimeout) {
 		return fmt.Errorf("embedded NATS server on %s not ready after %s", o.DataDir, o.ConnectTimeout)
@@ -255,7 +263,10 @@ func (b *Broker) setup(ctx context.Context) error {
 		return err
 	}
 	b.js = js
-	return ProvisionStreams(ctx, js, b.opts.DuplicateWindow)
+	if b.srv != nil && b.opts.Cluster.Enabled() {
+		return b.provisionInCluster(ctx)
+	}
+	return ProvisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas)
 }
 
 // PublishInfo writes server.json, which tells clients the server is up and how

@@ -71,6 +71,12 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Name identifies this process's connection in server monitoring.
 	Name string
+	// Cluster makes the embedded server a member of a cluster.
+	Cluster Cluster
+	// Replicas is the number of copies of SYLK and SYLK_DLQ a cluster keeps:
+	// streams are created with it, and an existing stream is changed to it.
+	// 0 creates streams with one copy and leaves existing ones as they are.
+	Replicas int
 	// DeferInfo holds server.json back until PublishInfo: for a server whose
 	// clients need more than the broker (the query API) to be up first.
 	DeferInfo bool
@@ -123,6 +129,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: --sync %q: use %q (fsync before every ack) or %q (flush every %s)", ErrInvalidOptions, o.Sync, SyncAlways, SyncInterval, o.SyncInterval)
 	}
 	if o.NATSURL != "" {
+		if o.Cluster.Enabled() {
+			return fmt.Errorf("%w: --nats-url %s runs no server here, so --cluster-listen and --routes have nothing to configure: drop them, or drop --nats-url", ErrInvalidOptions, o.NATSURL)
+		}
 		return o.validateClientAuth()
 	}
 	if o.DataDir == "" {
@@ -134,6 +143,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := o.validateTLS(); err != nil {
+		return err
+	}
+	if err := o.validateCluster(); err != nil {
 		return err
 	}
 	if o.Token != "" || o.User != "" || o.Password != "" || o.CredsFile != "" {

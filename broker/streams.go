@@ -51,9 +51,11 @@ func DLQStreamConfig() jetstream.StreamConfig {
 }
 
 // ProvisionStreams creates the streams, or brings existing ones to the expected
-// configuration. Running it again changes nothing.
-func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration) error {
+// configuration. Running it again changes nothing. replicas is the number of
+// copies a cluster keeps; 0 creates one and leaves an existing stream's.
+func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int) error {
 	for _, cfg := range []jetstream.StreamConfig{StreamConfig(dupWindow), DLQStreamConfig()} {
+		cfg.Replicas = replicas
 		if err := provision(ctx, js, cfg); err != nil {
 			return err
 		}
@@ -65,16 +67,19 @@ func provision(ctx context.Context, js jetstream.JetStream, want jetstream.Strea
 	s, err := js.Stream(ctx, want.Name)
 	if err == nil {
 		have := s.CachedInfo().Config
+		if want.Replicas == 0 {
+			want.Replicas = have.Replicas
+		}
 		if sameStreamConfig(have, want) {
 			return nil
 		}
 		if _, err := js.UpdateStream(ctx, want); err != nil {
-			return fmt.Errorf("update stream %s: %w", want.Name, err)
+			return fmt.Errorf("update stream %s: %w", want.Name, explainReplicas(err, want.Replicas))
 		}
 		return nil
 	}
 	if _, err := js.CreateStream(ctx, want); err != nil {
-		return fmt.Errorf("create stream %s: %w", want.Name, err)
+		return fmt.Errorf("create stream %s: %w", want.Name, explainReplicas(err, want.Replicas))
 	}
 	return nil
 }
@@ -85,5 +90,6 @@ func sameStreamConfig(have, want jetstream.StreamConfig) bool {
 		have.Storage == want.Storage && have.Retention == want.Retention &&
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
 		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish &&
-		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge
+		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge &&
+		max(have.Replicas, 1) == max(want.Replicas, 1)
 }

@@ -91,12 +91,43 @@ func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error)
 	if err != nil {
 		return 0, err
 	}
-	ack, err := l.js.PublishMsg(ctx, m)
-	if err != nil {
-		return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, ackWait)
+		ack, err := l.js.PublishMsg(actx, m, failover...)
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		// An ack lost with a server that died (the client fails over to
+		// another) is asked for again with the same message: the stream keeps
+		// one copy of a Nats-Msg-Id, so a first copy that was stored is not
+		// stored twice.
+		unanswered := errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		if unanswered && (ctx.Err() != nil || attempt == lostAckRetries) {
+			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, errors.Join(err, ErrNoLeader))
+		}
+		if !unanswered || ctx.Err() != nil {
+			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
+		}
 	}
-	return ack.Sequence, nil
 }
+
+// ErrNoLeader is wrapped by an append that no server stored: the stream had
+// no leader all along.
+var ErrNoLeader = errors.New("the stream has no leader to store it: the server is down, too few cluster members are up, " +
+	"or this side of a split cluster is the minority (nothing was stored; try again once the members see each other)")
+
+// failover are the publish options that carry an append over a cluster's
+// failover: while the stream has no leader (an election takes a few
+// seconds) the publish finds no responder and is sent again.
+var failover = []jetstream.PublishOpt{jetstream.WithRetryAttempts(60), jetstream.WithRetryWait(250 * time.Millisecond)}
+
+// An append whose ack does not come within ackWait (the server died with
+// it) is sent again, at most lostAckRetries times in all.
+const (
+	ackWait        = 5 * time.Second
+	lostAckRetries = 4
+)
 
 // AppendBatch appends envs atomically: all are stored, in order, or none. It
 // costs one round trip and, with --sync always, one fsync for the whole batch.
@@ -195,7 +226,7 @@ func (l *Log) AppendAsync(env *schemas.Envelope) (PendingAppend, error) {
 	if err != nil {
 		return PendingAppend{}, err
 	}
-	f, err := l.js.PublishMsgAsync(m, jetstream.WithStallWait(asyncStallWait))
+	f, err := l.js.PublishMsgAsync(m, append(failover, jetstream.WithStallWait(asyncStallWait))...)
 	if err != nil {
 		return PendingAppend{}, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
 	}

@@ -179,6 +179,22 @@ var ErrNotFound = errors.New("no such event")
 // Get returns the event at stream sequence seq with a direct get: one message
 // block read, no consumer.
 func (l *Log) Get(ctx context.Context, seq uint64) (*Event, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, getAttempt)
+		ev, err := l.get(actx, seq)
+		cancel()
+		// A request sent while a cluster elects a new leader (a member just
+		// stopped) is never answered: it is asked again, until ctx ends.
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return ev, err
+		}
+	}
+}
+
+// getAttempt bounds one attempt of Get.
+const getAttempt = 5 * time.Second
+
+func (l *Log) get(ctx context.Context, seq uint64) (*Event, error) {
 	s, err := l.js.Stream(ctx, broker.Stream)
 	if err != nil {
 		return nil, err

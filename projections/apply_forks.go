@@ -237,7 +237,8 @@ func forkSession(t *tx, ev *event) error {
 }
 
 // forkDAGs gives the fork the parent's DAGs as of the fork point. Nodes that
-// were dispatched or running are ready again in the fork.
+// were dispatched or running are ready again in the fork, unless the fork
+// continues them.
 func forkDAGs(t *tx, ev *event) error {
 	f, err := forkFor(t, ev, DAGs)
 	if f == nil {
@@ -259,7 +260,7 @@ func forkDAGs(t *tx, ev *event) error {
 		}
 		d.Session = sid
 		for _, n := range d.Nodes {
-			if n.State == NodeDispatched || n.State == NodeRunning {
+			if (n.State == NodeDispatched || n.State == NodeRunning) && !f.p.Continued {
 				n.State, n.DispatchedAt, n.StartedAt = NodeReady, nil, nil
 			}
 		}

@@ -67,6 +67,11 @@
 //	             (the first record of a key stands; a second is refused)
 //	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
 //	consults     consults/c/<sid>\0<request id>    Consult (one consultation)
+//	permits      permits/r/<sid>\0<id>             Permit: a permission request and its decision
+//	             permits/id/<id>                   the request's session
+//	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)
+//	schedules    schedules/s/<name>                Schedule: spec, state, failures, newest runs
+//	             schedules/r/<sid>                 a firing's session -> its schedule
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //

@@ -505,14 +505,86 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 				fmt.Fprintf(&b, "  skill %s tier=%d node=%s seq=%d: %s\n", s.Name, s.Tier, s.Node, s.Seq, s.Reason)
 			}
 			for _, t := range l.Tools {
-				fmt.Fprintf(&b, "  tool %s via=%s node=%s seq=%d\n", t.Name, t.Via, t.Node, t.Seq)
+				fmt.Fprintf(&b, "  tool %s via=%s node=%s seq=%d used=%s\n", t.Name, t.Via, t.Node, t.Seq, t.Used.Format("15:04:05"))
 			}
 			for _, r := range l.Refused {
 				fmt.Fprintf(&b, "  refused %q seq=%d: %s\n", r.Name, r.Seq, r.Reason)
 			}
+			for _, u := range l.Unloaded {
+				fmt.Fprintf(&b, "  unloaded %s node=%s seq=%d: %s\n", u.Name, u.Node, u.Seq, u.Reason)
+			}
 		}
 		if b.Len() == 0 {
 			return "(nothing loaded)\n"
+		}
+		return b.String()
+	case "permits":
+		ps, err := w.store.Permits(ctx, projections.PermitFilter{Session: args["session"], State: args["state"]})
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, p := range ps {
+			fmt.Fprintf(&b, "%s %s %s by %s: %s %q (grant %q) at seq %d", p.Session, p.ID, p.State, p.Agent, p.Action, p.Target, p.Grant, p.Seq)
+			if p.State != projections.PermitOpen {
+				fmt.Fprintf(&b, "; %s by %s at seq %d", p.Scope, p.DecidedBy, p.DecisionSeq)
+			}
+			b.WriteByte('\n')
+		}
+		if b.Len() == 0 {
+			return "(no permission requests)\n"
+		}
+		return b.String()
+	case "permit":
+		p, err := w.store.Permit(ctx, args["id"])
+		if err != nil {
+			return errOut(err)
+		}
+		return fmt.Sprintf("%s %s %s scope=%s reason=%q\n", p.Session, p.ID, p.State, p.Scope, p.DecisionReason)
+	case "grants", "grant":
+		var gs []*projections.PermitGrant
+		if cmd == "grant" {
+			g, err := w.store.PermitGrant(ctx, args["session"], args["action"], args["grant"])
+			if err != nil {
+				return errOut(err)
+			}
+			gs = append(gs, g)
+		} else {
+			var err error
+			if gs, err = w.store.PermitGrants(ctx); err != nil {
+				return errOut(err)
+			}
+		}
+		var b strings.Builder
+		for _, g := range gs {
+			fmt.Fprintf(&b, "%s session=%q %s %q allow=%v from %s at seq %d\n", g.Scope, g.Session, g.Action, g.Grant, g.Allow, g.RequestID, g.Seq)
+		}
+		if b.Len() == 0 {
+			return "(nothing remembered)\n"
+		}
+		return b.String()
+	case "schedules":
+		scs, err := w.store.Schedules(ctx)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, sc := range scs {
+			fmt.Fprintf(&b, "%s %s spec=%+v fired=%d failures=%d last_due=%s", sc.Name, sc.State, sc.Spec, sc.Fired, sc.Failures, sc.LastDue.Format("01-02 15:04"))
+			if sc.Reason != "" {
+				fmt.Fprintf(&b, " reason=%q", sc.Reason)
+			}
+			b.WriteString("\n")
+			for _, r := range sc.Runs {
+				fmt.Fprintf(&b, "  run due=%s session=%s missed=%d seq=%d %s", r.Due.Format("01-02 15:04"), r.Session, r.Missed, r.Seq, r.Outcome)
+				if r.Reason != "" {
+					fmt.Fprintf(&b, ": %s", r.Reason)
+				}
+				b.WriteString("\n")
+			}
+		}
+		if b.Len() == 0 {
+			return "(no schedules)\n"
 		}
 		return b.String()
 	case "skill-selection":
@@ -721,6 +793,13 @@ func (w *world) code(args map[string]string) string {
 	if v := args["limit"]; v != "" {
 		q.Limit, _ = strconv.Atoi(v)
 	}
+	if m := args["model"]; m != "" {
+		q.Embedding = &projections.CodeEmbedding{Model: m}
+		for _, x := range strings.Split(args["vector"], ",") {
+			f, _ := strconv.ParseFloat(x, 32)
+			q.Embedding.Vector = append(q.Embedding.Vector, float32(f))
+		}
+	}
 	res, err := w.store.Code(w.ctx, q)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
@@ -729,8 +808,14 @@ func (w *world) code(args map[string]string) string {
 	if !res.Indexed {
 		b.WriteString("(not indexed)\n")
 	}
+	if res.Ranking == projections.RankHybrid {
+		fmt.Fprintf(&b, "%s over %d vectors\n", res.Ranking, res.Vectors)
+	}
 	for _, h := range res.Hits {
 		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
+		if res.Ranking == projections.RankHybrid {
+			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
+		}
 		for _, s := range h.Symbols {
 			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
 		}

@@ -137,6 +137,8 @@ func skillsCallKey(call string) []byte {
 }
 
 func loadoutKey(sid, agent string) []byte { return key("skills/a/", sid, agent) }
+func scheduleKey(name string) []byte      { return key("schedules/s/", name) }
+func scheduleRunKey(sid string) []byte    { return key("schedules/r/", sid) }
 
 func hookCallKey(call string) []byte { return key("calls/hook/", call) }
 
@@ -192,4 +194,13 @@ func getUint64(b []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(b)
+}
+
+func permitKey(sid, id string) []byte { return key("permits/r/", sid, id) }
+func permitAliasKey(id string) []byte { return key("permits/id/", id) }
+
+// permitGrantKey is a remembered answer: of one session, or (session "")
+// of every session.
+func permitGrantKey(sid, action, grant string) []byte {
+	return key("permits/g/", sid, action, grant)
 }

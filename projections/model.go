@@ -326,6 +326,10 @@ type LogQuery struct {
 	UntilTime time.Time `json:"until_time,omitzero"`
 	// Limit is the most entries returned (0: DefaultLogLimit).
 	Limit int `json:"limit,omitempty"`
+	// Global reads the global log instead of a session's: the signals of
+	// scope all, which pause, resume or cancel every session (Session is not
+	// read).
+	Global bool `json:"global,omitempty"`
 }
 
 // DefaultLogLimit is the page size of SessionLog.

@@ -24,6 +24,8 @@ const (
 	Vectors     = "vectors"
 	Plans       = "plans"
 	Consults    = "consults"
+	Permits     = "permits"
+	Schedules   = "schedules"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -60,6 +62,8 @@ var projectionList = []*projection{
 	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Plans, version: 1, apply: applyPlans},
 	{name: Consults, version: 1, apply: applyConsults},
+	{name: Permits, version: 1, apply: applyPermits},
+	{name: Schedules, version: 1, apply: applySchedules},
 }
 
 // ProjectionNames lists the projections.

@@ -36,6 +36,11 @@ type Reader interface {
 	// PendingRequest returns a request, open or answered, by correlation id or
 	// by the request event's id.
 	PendingRequest(ctx context.Context, session, ref string) (*PendingRequest, error)
+	// Permits lists permission requests; Permit returns one by id;
+	// PermitGrants lists the remembered answers.
+	Permits(ctx context.Context, f PermitFilter) ([]*Permit, error)
+	Permit(ctx context.Context, id string) (*Permit, error)
+	PermitGrants(ctx context.Context) ([]*PermitGrant, error)
 	// SessionLog returns a page of one session's events in stream order.
 	SessionLog(ctx context.Context, q LogQuery) (*LogPage, error)
 	// SessionAsOf folds one session's events up to a point.
@@ -70,6 +75,10 @@ type Reader interface {
 	// Loadouts lists a session's, by agent.
 	Loadout(ctx context.Context, session, agent string) (*Loadout, error)
 	Loadouts(ctx context.Context, session string) ([]*Loadout, error)
+	// Schedule returns a schedule by name (a removed one too); Schedules
+	// lists them by name.
+	Schedule(ctx context.Context, name string) (*Schedule, error)
+	Schedules(ctx context.Context) ([]*Schedule, error)
 	// Status reports cursors, lag and sizes.
 	Status(ctx context.Context) (*Status, error)
 	// WaitFor blocks until the projections have applied seq.
@@ -447,22 +456,32 @@ func (s *Store) SessionLog(ctx context.Context, q LogQuery) (*LogPage, error) {
 	return sessionLog(snap, q)
 }
 
-func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) { return lineageLog(r, q) }
+func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
+	if q.Global {
+		page, _, err := logPage(r, globalLogPrefix, globalLogKey, q)
+		return page, err
+	}
+	return lineageLog(r, q)
+}
 
 // sessionLogPage reads a page of one session's own log; stop says an event
 // after q.UntilTime ended it.
 func sessionLogPage(r pebble.Reader, q LogQuery) (*LogPage, bool, error) {
+	return logPage(r, logPrefix(q.Session), func(seq uint64) []byte { return logKey(q.Session, seq) }, q)
+}
+
+// logPage reads a page of the log under prefix, whose keys keyOf makes.
+func logPage(r pebble.Reader, prefix []byte, keyOf func(uint64) []byte, q LogQuery) (*LogPage, bool, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	p := logPrefix(q.Session)
-	lo, hi := p, prefixEnd(p)
+	lo, hi := prefix, prefixEnd(prefix)
 	if q.From > 0 {
-		lo = logKey(q.Session, q.From)
+		lo = keyOf(q.From)
 	}
 	if q.Until > 0 {
-		hi = prefixEnd(logKey(q.Session, q.Until))
+		hi = prefixEnd(keyOf(q.Until))
 	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

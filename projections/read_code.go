@@ -27,9 +27,21 @@ const (
 	CodeHealth     = "health"     // maturity, debt, tests under the path prefix Text
 	CodeStatus     = "status"     // what is indexed, what was skipped and why
 	CodeHashes     = "hashes"     // path -> content hash of every indexed file
+	CodeEmbeds     = "embeds"     // path -> embed hash of every file with one
 )
 
-var codeKinds = []string{CodeSearch, CodeSymbol, CodeCallers, CodeCallees, CodeDeps, CodeDependents, CodeHealth, CodeStatus, CodeHashes}
+var codeKinds = []string{CodeSearch, CodeSymbol, CodeCallers, CodeCallees, CodeDeps, CodeDependents, CodeHealth, CodeStatus, CodeHashes, CodeEmbeds}
+
+// How a search ranked its hits (CodeResult.Ranking).
+const (
+	RankLexical = "bm25"
+	// RankHybrid fuses the BM25 ranking with the vector ranking by
+	// reciprocal rank (each file scores the sum of 1/(60+rank) over both).
+	RankHybrid = "hybrid"
+)
+
+// rrfK is reciprocal rank fusion's constant (Cormack et al.: 60).
+const rrfK = 60
 
 // DefaultCodeLimit is how many results a code query returns when it sets no
 // limit.
@@ -43,6 +55,8 @@ type CodeQuery struct {
 	Text string `json:"text,omitempty"`
 	// Limit bounds hits, symbols, calls and skipped files (0: DefaultCodeLimit).
 	Limit int `json:"limit,omitempty"`
+	// Embedding, for a search, ranks by vector similarity too (hybrid).
+	Embedding *CodeEmbedding `json:"embedding,omitempty"`
 }
 
 // Validate reports what is wrong with q, wrapping ErrInvalidQuery.
@@ -57,8 +71,12 @@ func (q *CodeQuery) Validate() error {
 		return bad("kind %q is not one of %s", q.Kind, strings.Join(codeKinds, ", "))
 	case q.Limit < 0:
 		return bad("limit %d is negative", q.Limit)
-	case strings.TrimSpace(q.Text) == "" && q.Kind != CodeHealth && q.Kind != CodeStatus && q.Kind != CodeHashes:
+	case strings.TrimSpace(q.Text) == "" && q.Kind != CodeHealth && q.Kind != CodeStatus && q.Kind != CodeHashes && q.Kind != CodeEmbeds:
 		return bad("a %s query needs text", q.Kind)
+	case q.Embedding != nil && q.Kind != CodeSearch:
+		return bad("an embedding goes with a search, not a %s query", q.Kind)
+	case q.Embedding != nil && (q.Embedding.Model == "" || len(q.Embedding.Vector) == 0):
+		return bad("the embedding needs its model and its vector")
 	}
 	return nil
 }
@@ -80,6 +98,10 @@ type CodeResult struct {
 	Skipped map[string]string `json:"skipped,omitempty"`
 	// Unknown lists query terms no file contains.
 	Unknown []string `json:"unknown,omitempty"`
+	// Ranking is how a search ranked: RankLexical or RankHybrid.
+	Ranking string `json:"ranking,omitempty"`
+	// Vectors is how many files a hybrid search had vectors of.
+	Vectors int `json:"vectors,omitempty"`
 }
 
 // CodeHit is one file a search found, with the declarations in it whose
@@ -89,6 +111,10 @@ type CodeHit struct {
 	Score   float64         `json:"score"`
 	Lang    string          `json:"lang"`
 	Symbols []CodeSymbolHit `json:"symbols,omitempty"`
+	// Lexical is the BM25 score and Similarity the cosine similarity to
+	// the query's vector, of a hybrid search (Score is then the fused one).
+	Lexical    float64 `json:"lexical,omitempty"`
+	Similarity float64 `json:"similarity,omitempty"`
 }
 
 // CodeSymbolHit is a declaration and where it is.
@@ -157,7 +183,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, segments: map[uint64]*segment{}}
+	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, segments: map[uint64]*segment{}, vectors: &s.vectors}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
@@ -183,6 +209,8 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		out.Status, err = c.status(root, q.Limit)
 	case CodeHashes:
 		out.Hashes, out.Skipped, err = c.hashes()
+	case CodeEmbeds:
+		out.Hashes, err = c.embeds()
 	}
 	if err != nil {
 		return nil, err
@@ -197,6 +225,7 @@ type codeReader struct {
 	rid      string
 	files    map[string]*CodeFile
 	segments map[uint64]*segment
+	vectors  *vectorIndexes
 }
 
 func (c *codeReader) root() (*codeRoot, error) {
@@ -316,12 +345,24 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 	for p, sc := range scores {
 		hits = append(hits, CodeHit{Path: p, Score: sc})
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	sortHits(hits)
+	out.Ranking = RankLexical
+	if q.Embedding != nil {
+		ix := c.vectors.get(c.rid, q.Embedding)
+		ix.mu.Lock()
+		err := ix.sync(c.r, root.Seq)
+		var near []vectorHit
+		if err == nil {
+			near, err = ix.search(q.Embedding.Vector, max(5*q.Limit, 50))
 		}
-		return hits[i].Path < hits[j].Path
-	})
+		out.Vectors = len(ix.vecs)
+		ix.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		hits = fuse(hits, near)
+		out.Ranking = RankHybrid
+	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
 	}
@@ -344,6 +385,38 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 	}
 	out.Hits = hits
 	return nil
+}
+
+func sortHits(hits []CodeHit) {
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Path < hits[j].Path
+	})
+}
+
+// fuse merges the BM25 ranking (lexical, best first) with the vector
+// ranking (near, nearest first) by reciprocal rank.
+func fuse(lexical []CodeHit, near []vectorHit) []CodeHit {
+	// The capacity holds every hit, so the pointers in byPath stay valid.
+	out := make([]CodeHit, 0, len(lexical)+len(near))
+	byPath := make(map[string]*CodeHit, len(lexical)+len(near))
+	for i, h := range lexical {
+		out = append(out, CodeHit{Path: h.Path, Lexical: h.Score, Score: 1 / float64(rrfK+i+1)})
+		byPath[h.Path] = &out[len(out)-1]
+	}
+	for i, n := range near {
+		h := byPath[n.path]
+		if h == nil {
+			out = append(out, CodeHit{Path: n.path})
+			h = &out[len(out)-1]
+		}
+		h.Similarity = float64(n.sim)
+		h.Score += 1 / float64(rrfK+i+1)
+	}
+	sortHits(out)
+	return out
 }
 
 // splitSymbol splits "Recv.Method" or "pkg/path.Name" into the qualifier
@@ -596,18 +669,26 @@ func (c *codeReader) status(root *codeRoot, limit int) (*CodeIndexStatus, error)
 	return st, err
 }
 
+// embeds is each file's embed hash.
+func (c *codeReader) embeds() (map[string]string, error) {
+	return readMap(c.r, codeEmbedsPrefix(c.rid))
+}
+
+// readMap reads the keys under prefix as a map from the rest of the key to
+// the value.
+func readMap(r pebble.Reader, prefix []byte) (map[string]string, error) {
+	out := map[string]string{}
+	err := scanPrefix(r, prefix, func(k, v []byte) error {
+		out[string(k[len(prefix):])] = string(v)
+		return nil
+	})
+	return out, err
+}
+
 func (c *codeReader) hashes() (hashes, skipped map[string]string, err error) {
-	read := func(prefix []byte) (map[string]string, error) {
-		out := map[string]string{}
-		err := scanPrefix(c.r, prefix, func(k, v []byte) error {
-			out[string(k[len(prefix):])] = string(v)
-			return nil
-		})
-		return out, err
-	}
-	if hashes, err = read(codeHashesPrefix(c.rid)); err != nil {
+	if hashes, err = readMap(c.r, codeHashesPrefix(c.rid)); err != nil {
 		return nil, nil, err
 	}
-	skipped, err = read(codeSkipsPrefix(c.rid))
+	skipped, err = readMap(c.r, codeSkipsPrefix(c.rid))
 	return hashes, skipped, err
 }

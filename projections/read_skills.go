@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -18,6 +19,8 @@ type Loadout struct {
 	Skills  []LoadedSkill `json:"skills,omitempty"`
 	Tools   []LoadedTool  `json:"tools,omitempty"`
 	Refused []RefusedTool `json:"refused,omitempty"`
+	// Unloaded are the newest tools that expired (tools_unloaded).
+	Unloaded []UnloadedTool `json:"unloaded,omitempty"`
 }
 
 // LoadedSkill is a skill a selection chose.
@@ -30,12 +33,22 @@ type LoadedSkill struct {
 }
 
 // LoadedTool is a tool whose schema was loaded, and how ("start" or
-// "request_tools").
+// "request_tools"); Used is the time of its last load or call, from which
+// it expires.
 type LoadedTool struct {
-	Name string `json:"name"`
-	Via  string `json:"via"`
-	Node string `json:"node,omitempty"`
-	Seq  uint64 `json:"seq"`
+	Name string    `json:"name"`
+	Via  string    `json:"via"`
+	Node string    `json:"node,omitempty"`
+	Seq  uint64    `json:"seq"`
+	Used time.Time `json:"used,omitzero"`
+}
+
+// UnloadedTool is a tool that expired: Seq is the tools_unloaded event.
+type UnloadedTool struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	Node   string `json:"node,omitempty"`
+	Seq    uint64 `json:"seq"`
 }
 
 // RefusedTool is a tool load refused; Name is empty when the whole request

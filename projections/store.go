@@ -46,6 +46,10 @@ type Store struct {
 	// once instead of waiting out BatchDelay for more events.
 	wanted atomic.Uint64
 	poke   chan struct{}
+
+	// vectors are the nearest-neighbour indexes searches built, derived
+	// from the projections and kept up to date by the searches.
+	vectors vectorIndexes
 }
 
 // Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open

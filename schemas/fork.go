@@ -15,6 +15,10 @@ type SessionFork struct {
 	// Reason says why the fork was made ("what-if: reject the plan",
 	// "re-execution of S1 went live at seq 42").
 	Reason string `json:"reason,omitempty"`
+	// Continued: the fork's own events continue the parent's work in flight
+	// at the point (a live re-execution kept as a fork): its nodes
+	// dispatched or running then stay so, not dispatched again.
+	Continued bool `json:"continued,omitempty"`
 }
 
 var forkTypes = map[Type]typeInfo{

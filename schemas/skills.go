@@ -10,6 +10,7 @@ const (
 	TypeSkillLoadFailed Type = "skill_load_failed"
 	TypeSkillTruncated  Type = "skill_truncated"
 	TypeToolsLoaded     Type = "tools_loaded"
+	TypeToolsUnloaded   Type = "tools_unloaded"
 )
 
 var skillTypes = map[Type]typeInfo{
@@ -17,6 +18,7 @@ var skillTypes = map[Type]typeInfo{
 	TypeSkillLoadFailed: entry[SkillLoadFailed]("A skill that could not be used (bad SKILL.md, unknown hinted name, bad load trigger), and why."),
 	TypeSkillTruncated:  entry[SkillTruncated]("A skill body cut to the size cap before it went into a prompt."),
 	TypeToolsLoaded:     entry[ToolsLoaded]("Tool schemas an agent loaded into its prompt (at the start of a node or by request_tools), and the names it was refused."),
+	TypeToolsUnloaded:   entry[ToolsUnloaded]("Tool schemas an agent loaded earlier in the session that expired (unused for longer than the TTL): not carried into its next node."),
 }
 
 // SkillsSelected is the outcome of one skill selection: the skills whose
@@ -53,6 +55,9 @@ type SkillsSelected struct {
 	// RefusedTools are initial tools the agent may not use (a skill's
 	// allowed-tools never widen its permissions).
 	RefusedTools []SkillNote `json:"refused_tools,omitempty"`
+	// Unloaded are tools loaded earlier in the session that expired (unused
+	// for longer than the TTL) and are not carried into this node.
+	Unloaded []SkillNote `json:"unloaded,omitempty"`
 	// MaxBodyChars is the body cap the selection applied.
 	MaxBodyChars int `json:"max_body_chars,omitempty"`
 }
@@ -125,4 +130,19 @@ type ToolsLoaded struct {
 	// Error is why the whole request was refused (not exactly one of tools,
 	// bundle, intent; too many tools).
 	Error string `json:"error,omitempty"`
+}
+
+// ToolsUnloaded records tool schemas dropped from an agent's loadout when a
+// node starts: loaded earlier in the session (by request_tools or a skill),
+// unused (neither called nor loaded again) for longer than the TTL. The
+// agent can load them again with request_tools.
+type ToolsUnloaded struct {
+	// CallID is the node's selection.
+	CallID  string `json:"call_id"`
+	Agent   string `json:"agent"`
+	DAGID   string `json:"dag_id,omitempty"`
+	NodeID  string `json:"node_id,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Tools are the names unloaded, each with the reason.
+	Tools []SkillNote `json:"tools,omitempty"`
 }

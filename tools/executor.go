@@ -170,6 +170,9 @@ func (e *Executor) Run(ctx context.Context, agent string, call Call) (Result, er
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("tools: call %s (%s) not started: %w", call.ID, call.Tool, err)
 	}
+	if call.Permitted {
+		ctx = context.WithValue(ctx, permittedKey{}, true)
+	}
 	start := time.Now()
 	res, err := t.run(ctx, e, agent, call.Args)
 	if err != nil && !isInterrupted(err) {
@@ -183,6 +186,11 @@ func (e *Executor) Run(ctx context.Context, agent string, call Call) (Result, er
 	}
 	return res, nil
 }
+
+// permittedKey marks the context of a call the user permitted (Call.Permitted).
+type permittedKey struct{}
+
+func permitted(ctx context.Context) bool { return ctx.Value(permittedKey{}) != nil }
 
 // interruptedError marks a call stopped by its context.
 type interruptedError struct{ err error }

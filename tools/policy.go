@@ -150,8 +150,10 @@ func (p Policy) AllowedTools(agent string) []string {
 	return out
 }
 
-// allowsCommand checks an exec call against the agent's command list.
-func (p Policy) allowsCommand(agent string, argv []string, shell bool) error {
+// AllowsCommand checks an exec call against the agent's command list: nil
+// when the agent has none or argv starts with one of its entries, else an
+// error wrapping ErrPermissionDenied that names the list.
+func (p Policy) AllowsCommand(agent string, argv []string, shell bool) error {
 	ap := p.Agents[agent]
 	if len(ap.Commands) == 0 {
 		return nil

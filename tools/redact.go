@@ -74,7 +74,56 @@ func (r *Redactor) Redact(s string) string {
 	if len(s) == 0 {
 		return s
 	}
+	sp := r.find(s)
+	if len(sp.s) == 0 {
+		return s
+	}
+	return sp.apply(s, r.replacement)
+}
+
+// Finding is one secret found in text: the kind of secret and the text
+// around it with the secret masked, never the secret itself.
+type Finding struct {
+	Pattern string
+	Context string
+}
+
+// findingContext is how many bytes of text a Finding keeps on each side.
+const findingContext = 20
+
+// Find returns the secrets Redact would remove from s, in order, each as a
+// Finding: for refusing text that must not be stored at all (a user prompt)
+// rather than storing it redacted.
+func (r *Redactor) Find(s string) []Finding {
+	sp := r.find(s)
+	sort.Slice(sp.s, func(i, j int) bool { return sp.s[i][0] < sp.s[j][0] })
+	var out []Finding
+	end := 0
+	for i, x := range sp.s {
+		a, b := x[0], x[1]
+		if a < end {
+			continue // inside a secret already found
+		}
+		// The context stops at the neighbouring secrets, so it shows none
+		// of theirs.
+		lo, hi := max(end, a-findingContext), min(len(s), b+findingContext)
+		for _, y := range sp.s[i+1:] {
+			if y[0] >= b {
+				hi = min(hi, y[0])
+				break
+			}
+		}
+		end = b
+		ctx := strings.ToValidUTF8(s[lo:a]+"[***]"+s[b:hi], "")
+		out = append(out, Finding{Pattern: spanKinds[x[2]], Context: ctx})
+	}
+	return out
+}
+
+// find collects the spans of every secret in s.
+func (r *Redactor) find(s string) spans {
 	sp := spans{}
+	sp.kind = kindValue
 	for _, v := range r.values {
 		for i := 0; ; {
 			j := strings.Index(s[i:], v)
@@ -85,9 +134,13 @@ func (r *Redactor) Redact(s string) string {
 			i += j + len(v)
 		}
 	}
+	sp.kind = kindToken
 	scanAnchors(s, &sp)
+	sp.kind = kindPrivateKey
 	scanPrivateKeys(s, &sp)
+	sp.kind = kindAssignment
 	r.scanSeparators(s, &sp)
+	sp.kind = kindPattern
 	for _, re := range r.extra {
 		for _, m := range re.FindAllStringIndex(s, -1) {
 			if m[1] > m[0] {
@@ -95,16 +148,34 @@ func (r *Redactor) Redact(s string) string {
 			}
 		}
 	}
-	if len(sp.s) == 0 {
-		return s
-	}
-	return sp.apply(s, r.replacement)
+	return sp
 }
 
-// spans collects [start, end) ranges to replace.
-type spans struct{ s [][2]int }
+// The kinds of secret spans, as Find names them.
+const (
+	kindValue = iota
+	kindToken
+	kindPrivateKey
+	kindAssignment
+	kindPattern
+)
 
-func (sp *spans) add(a, b int) { sp.s = append(sp.s, [2]int{a, b}) }
+var spanKinds = []string{
+	kindValue:      "configured_secret",
+	kindToken:      "credential_token",
+	kindPrivateKey: "private_key",
+	kindAssignment: "secret_assignment",
+	kindPattern:    "configured_pattern",
+}
+
+// spans collects [start, end) ranges to replace, each with the kind of
+// secret the scanner that found it looks for.
+type spans struct {
+	s    [][3]int
+	kind int
+}
+
+func (sp *spans) add(a, b int) { sp.s = append(sp.s, [3]int{a, b, sp.kind}) }
 
 func (sp *spans) apply(s, repl string) string {
 	sort.Slice(sp.s, func(i, j int) bool { return sp.s[i][0] < sp.s[j][0] })

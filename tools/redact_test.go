@@ -193,3 +193,29 @@ func BenchmarkRedact1MB(b *testing.B) {
 		}
 	}
 }
+
+// Find names each secret once, by kind, with its surroundings masked; text
+// without secrets has no findings.
+func TestRedactorFind(t *testing.T) {
+	r, err := NewRedactor(SecretOptions{Values: []string{"hunter2-configured"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "use ghp_" + strings.Repeat("a", 36) + " then password=hunter2-configured and done"
+	got := r.Find(text)
+	want := []Finding{
+		{Pattern: "credential_token", Context: "use [***] then password="},
+		{Pattern: "configured_secret", Context: " then password=[***] and done"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("finding %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if f := r.Find("go test ./... passed in 3s"); len(f) != 0 {
+		t.Fatalf("findings in plain text: %+v", f)
+	}
+}

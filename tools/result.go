@@ -13,6 +13,10 @@ type Call struct {
 	ID   string          `json:"id" msgpack:"id"`
 	Tool string          `json:"tool" msgpack:"tool"`
 	Args json.RawMessage `json:"args,omitempty" msgpack:"args,omitempty"`
+	// Permitted: the user allowed this exec call outside the agent's
+	// command list (a permission decision), so that list is not checked.
+	// The tool list still is.
+	Permitted bool `json:"permitted,omitempty" msgpack:"permitted,omitempty"`
 }
 
 // Result is the outcome of a call that ran. It is plain data, meant to be

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -36,4 +37,14 @@ func SensitiveFile(p string) (rule string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// SensitiveStub is what the file tools show instead of a sensitive file's
+// content (seed L12553-12709): its name, that it is not shown, and its type.
+func SensitiveStub(p, rule string) string {
+	ext := path.Ext(p)
+	if ext == "" {
+		ext = "(none)"
+	}
+	return fmt.Sprintf("# %s\n(contents not shown for security: the file matches %q, a kind that holds secrets)\n\nFile type: %s\n", path.Base(p), rule, ext)
 }

@@ -77,6 +77,8 @@ type readData struct {
 	TotalLines    int    `json:"total_lines,omitempty"`
 	Truncated     bool   `json:"truncated,omitempty"`
 	NextStartLine int    `json:"next_start_line,omitempty"`
+	// Stubbed: a sensitive file (SensitiveFile), shown as SensitiveStub.
+	Stubbed bool `json:"stubbed,omitempty"`
 }
 
 func (e *Executor) readFileTool() builtin {
@@ -137,6 +139,10 @@ func (e *Executor) readFile(a readArgs) (Result, error) {
 	}
 	if fi.IsDir() {
 		return failed("read_file: %s is a directory; use list to see its entries", a.Path), nil
+	}
+	if rule, ok := SensitiveFile(relSlash(rel)); ok {
+		return Result{OK: true, Output: SensitiveStub(relSlash(rel), rule), Summary: fmt.Sprintf("%s: a sensitive file (%s), its content is not shown", relSlash(rel), rule),
+			Data: dataOf(readData{Path: relSlash(rel), Size: fi.Size(), Stubbed: true})}, nil
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if head, _ := br.Peek(binarySniffBytes); bytes.IndexByte(head, 0) >= 0 {

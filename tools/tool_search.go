@@ -363,7 +363,10 @@ type grepData struct {
 	Matches       []grepMatch `json:"matches"`
 	FilesSearched int         `json:"files_searched"`
 	FilesSkipped  int         `json:"files_skipped,omitempty"`
-	Truncated     bool        `json:"truncated,omitempty"`
+	// Sensitive are the files not searched because they hold secrets
+	// (SensitiveFile).
+	Sensitive []string `json:"sensitive,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 func (e *Executor) grepTool() builtin {
@@ -448,6 +451,10 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 				return nil
 			}
 		}
+		if _, ok := SensitiveFile(q); ok {
+			d.Sensitive = append(d.Sensitive, q)
+			return nil
+		}
 		if fi, err := de.Info(); err != nil || fi.Size() > e.opts.Files.MaxGrepFileBytes {
 			d.FilesSkipped++
 			return nil
@@ -498,6 +505,9 @@ func (e *Executor) grep(ctx context.Context, a grepArgs) (Result, error) {
 		Summary: fmt.Sprintf("grep %q: %d matches in %d files searched", a.Pattern, len(d.Matches), d.FilesSearched)}
 	if d.FilesSkipped > 0 {
 		r.Summary += fmt.Sprintf(" (%d binary, large or unreadable files skipped)", d.FilesSkipped)
+	}
+	if n := len(d.Sensitive); n > 0 {
+		r.Summary += fmt.Sprintf(" (%d sensitive files not searched: %s)", n, strings.Join(d.Sensitive[:min(n, 5)], ", "))
 	}
 	if d.Truncated {
 		r.Summary += "; truncated: narrow the pattern or path, or raise max_matches"

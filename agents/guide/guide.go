@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sylk/sylk/agents"
@@ -54,6 +56,9 @@ type Guide struct {
 	Classifier Classifier
 	// LLMHint tells the user how to configure an LLM.
 	LLMHint string
+	// Routes override entries of the routing table: a message type to the
+	// agent that owns it (CheckRoutes checks them).
+	Routes map[schemas.Type]string
 }
 
 // routes is the deterministic routing table: message type to owner (seed
@@ -92,6 +97,29 @@ var routes = map[schemas.Type]string{
 // "" when no single agent does.
 func Owner(t schemas.Type) string { return routes[t] }
 
+// CheckRoutes checks overrides of the routing table: each a message type the
+// table routes, to an agent it routes to.
+func CheckRoutes(r map[schemas.Type]string) error {
+	types, owners := []string{}, []string{}
+	for t, a := range routes {
+		types = append(types, string(t))
+		if !slices.Contains(owners, a) {
+			owners = append(owners, a)
+		}
+	}
+	slices.Sort(types)
+	slices.Sort(owners)
+	for _, t := range slices.Sorted(maps.Keys(r)) {
+		switch {
+		case routes[t] == "":
+			return fmt.Errorf("routes: %q is not a type the Guide routes by type (those are %s)", t, strings.Join(types, ", "))
+		case !slices.Contains(owners, r[t]):
+			return fmt.Errorf("routes: %s -> %q: want one of the agents %s", t, r[t], strings.Join(owners, ", "))
+		}
+	}
+	return nil
+}
+
 // replies go back to whoever sent the request they answer (seed I3).
 var replies = map[schemas.Type]bool{
 	schemas.TypeResearchResponse: true, schemas.TypeContextResponse: true, schemas.TypeHistoryResponse: true,
@@ -123,7 +151,10 @@ func (g *Guide) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 	case replies[env.Type]:
 		return g.reply(ctx, d)
 	}
-	target, ok := routes[env.Type]
+	target, ok := g.Routes[env.Type]
+	if !ok {
+		target, ok = routes[env.Type]
+	}
 	if !ok {
 		target = "user"
 	}

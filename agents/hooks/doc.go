@@ -70,6 +70,17 @@
 //	{"decision": "continue", "args": {"argv": ["rm", "-ri", "build"]}}
 //	{"decision": "answer", "answer": "cached: 42 tests pass"}
 //	{"decision": "continue", "redact": ["internal.example.com"]}
+//	{"decision": "continue", "events": [{"type": "history_entry", "target": "archivalist",
+//	  "payload": {"category": "decision", "summary": "exec ran under review"}}]}
+//
+// Events (at most [MaxProgramEvents]) are a hook program's only side effect:
+// each must have a type of the message catalogue that records no call (not
+// tool_result, llm_response, skills_selected, hook_decision, ...), an agent
+// or "user" (the default) as target, and a payload that satisfies the type's
+// published JSON Schema with no unknown field ([schemas.DecodePayloadJSON]);
+// otherwise the hook has failed, naming the event and the field. They are
+// recorded in the hook_decision and appended with the agent's outputs under
+// ids derived from it, so a redelivery appends the same events again.
 //
 // Empty output continues. A program that cannot start, exits non-zero,
 // crashes, is killed at its timeout, prints anything but one decision

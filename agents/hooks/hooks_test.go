@@ -474,3 +474,83 @@ esac
 		t.Fatalf("post_message saw %s", out)
 	}
 }
+
+// A hook program returns events: each is checked against the message
+// catalogue and the type's published schema, recorded in the decision, and
+// appended with the agent's outputs under an id derived from the decision's
+// record, so a redelivery appends it again as the same event (a duplicate
+// the stream drops) without running the program.
+func TestHookProgramReturnsEvents(t *testing.T) {
+	f := newFixture(t)
+	note := f.script("note.sh", `in=$(cat)
+echo run >> runs.log
+echo '{"decision": "continue", "events": [{"type": "history_entry", "target": "archivalist",
+  "payload": {"category": "decision", "summary": "exec ran under review", "tags": ["audit"]}}]}'
+`)
+	p := f.pipeline(nil, hooks.Config{Name: "audit", Point: "post_tool", Trigger: []string{"exec"}, Command: []string{note}})
+	f.srv.Script(llmtest.Tools(llmtest.Call("c1", "exec", `{"argv": ["true"]}`)), llmtest.Text("done"))
+	deliveries := f.run("engineer", p, true)
+	dispatch := f.Send("S1", "orchestrator", "engineer", schemas.TypeTaskDispatch, schemas.TaskDispatch{
+		DAGID: "d1", NodeID: "n1", Attempt: 1, Agent: "engineer", Prompt: "run true", WorkDir: f.dir})
+	f.done("engineer")
+	if deliveries.Load() != 2 {
+		t.Fatalf("%d deliveries, want 2", deliveries.Load())
+	}
+	if runs, _ := os.ReadFile(filepath.Join(f.dir, "runs.log")); string(runs) != "run\n" {
+		t.Fatalf("the hook program ran %q, want once", runs)
+	}
+	ds := f.decisions()
+	if len(ds) != 1 || len(ds[0].Events) != 1 || ds[0].Events[0].Type != schemas.TypeHistoryEntry {
+		t.Fatalf("decisions %+v", ds)
+	}
+	evs := f.Events(schemas.TypeHistoryEntry)
+	if len(evs) != 1 {
+		t.Fatalf("%d history entries appended, want 1", len(evs))
+	}
+	e := evs[0]
+	h, err := schemas.PayloadAs[schemas.HistoryEntry](e)
+	if err != nil || h.Summary != "exec ran under review" || h.Tags[0] != "audit" || e.Source != "engineer" || e.Target != "archivalist" {
+		t.Fatalf("appended %+v %+v %v", e, h, err)
+	}
+	if want := schemas.DeriveID(dispatch, "engineer/"+ds[0].Events[0].Key); e.ID != want {
+		t.Fatalf("event id %s, want %s derived from the record", e.ID, want)
+	}
+}
+
+// Events a hook program may not return: the hook fails with a reason naming
+// the event and the field, the failure is recorded, nothing is appended, and
+// failing open the tool runs.
+func TestHookProgramEventsRefused(t *testing.T) {
+	cases := map[string]struct{ events, want string }{
+		"unknown type":  {`[{"type": "teleport", "payload": {}}]`, `its events[0] (teleport): not a message type`},
+		"missing field": {`[{"type": "history_entry", "payload": {"category": "decision"}}]`, `its events[0] (history_entry): payload: missing property 'summary'`},
+		"wrong type":    {`[{"type": "history_entry", "payload": {"category": "decision", "summary": 7}}]`, `payload.summary: got number, want string`},
+		"unknown field": {`[{"type": "history_entry", "payload": {"category": "d", "summary": "s", "colour": 1}}]`, `unknown field "colour"`},
+		"a call record": {`[{"type": "tool_result", "payload": {"call_id": "x", "tool": "exec"}}]`, `its events[0] (tool_result): records a tool or LLM call`},
+		"bad target":    {`[{"type": "history_entry", "target": "a b", "payload": {"category": "d", "summary": "s"}}]`, `target "a b" is not an agent name`},
+		"no type":       {`[{"payload": {}}]`, `its events[0] has no type`},
+		"not a list":    {`{"type": "history_entry"}`, `its output is not a decision`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			cmd := f.script("hook.sh", "cat >/dev/null; echo '{\"decision\": \"continue\", \"events\": "+c.events+"}'\n")
+			p := f.pipeline(nil, hooks.Config{Name: "emit", Point: "pre_tool", Command: []string{cmd}})
+			f.srv.Script(llmtest.Tools(llmtest.Call("c1", "exec", `{"argv": ["sh", "-c", "echo ran"]}`)), llmtest.Text("done"))
+			f.run("engineer", p, false)
+			f.dispatch("engineer", "run it")
+			f.done("engineer")
+			ds := f.decisions()
+			if len(ds) != 1 || len(ds[0].Hooks) == 0 || len(ds[0].Events) != 0 {
+				t.Fatalf("decisions %+v", ds)
+			}
+			v := ds[0].Hooks[len(ds[0].Hooks)-1]
+			if v.Hook != "emit" || !strings.Contains(v.Failed, c.want) || v.FailMode != "open" {
+				t.Fatalf("verdict %+v, want a failure saying %q", v, c.want)
+			}
+			if f.Count(schemas.TypeHistoryEntry) != 0 || f.Count(schemas.TypeToolResult) != 1 {
+				t.Fatalf("%d history entries, %d tool results", f.Count(schemas.TypeHistoryEntry), f.Count(schemas.TypeToolResult))
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,6 +151,63 @@ type programDecision struct {
 	Args     map[string]any `json:"args,omitempty"`
 	Answer   string         `json:"answer,omitempty"`
 	Redact   []string       `json:"redact,omitempty"`
+	Events   []programEvent `json:"events,omitempty"`
+}
+
+// programEvent is an event a hook program returns.
+type programEvent struct {
+	Type    string          `json:"type"`
+	Target  string          `json:"target,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// MaxProgramEvents bounds the events of one hook program's decision.
+const MaxProgramEvents = 16
+
+// callRecords are the events that record a side effect once under its call
+// id: a hook cannot return one, or it could forge a tool's or the model's
+// answer that replays would then trust.
+var callRecords = []schemas.Type{schemas.TypeToolCall, schemas.TypeToolResult, schemas.TypeLLMRequest, schemas.TypeLLMResponse,
+	schemas.TypeLLMUsage, schemas.TypeStreamChunk, schemas.TypeSkillsSelected, schemas.TypeHookDecision}
+
+// programEvents checks the events of a program's decision against the
+// message catalogue: a known type that records no call, an agent (or
+// "user", the default) as target, and a payload that satisfies the type's
+// published JSON Schema and has no unknown field.
+func programEvents(evs []programEvent) ([]Event, error) {
+	if len(evs) > MaxProgramEvents {
+		return nil, fmt.Errorf("its output has %d events, at most %d", len(evs), MaxProgramEvents)
+	}
+	out := make([]Event, 0, len(evs))
+	for i, e := range evs {
+		t := schemas.Type(e.Type)
+		where := fmt.Sprintf("its events[%d] (%s)", i, e.Type)
+		switch {
+		case e.Type == "":
+			return nil, fmt.Errorf("its events[%d] has no type ('sylk schema' lists them)", i)
+		case !t.Known():
+			return nil, fmt.Errorf("%s: not a message type ('sylk schema' lists them)", where)
+		case slices.Contains(callRecords, t):
+			return nil, fmt.Errorf("%s: records a tool or LLM call, a skill selection or a hook decision; a hook cannot return one", where)
+		}
+		target := e.Target
+		if target == "" {
+			target = "user"
+		}
+		if !schemas.ValidName(target) {
+			return nil, fmt.Errorf("%s: target %q is not an agent name", where, e.Target)
+		}
+		raw := e.Payload
+		if len(raw) == 0 {
+			raw = json.RawMessage("{}")
+		}
+		p, err := schemas.DecodePayloadJSON(t, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		out = append(out, Event{Type: t, Target: target, Payload: p})
+	}
+	return out, nil
 }
 
 // programFunc runs a hook program: the data as JSON on stdin, a decision as
@@ -218,7 +276,11 @@ func parseDecision(out []byte) (Decision, error) {
 	default:
 		return Decision{}, fmt.Errorf("unknown decision %q (continue, block or answer)", pd.Decision)
 	}
-	return Decision{Action: Action(pd.Decision), Reason: pd.Reason, Context: pd.Context, Args: pd.Args, Answer: pd.Answer, Redact: pd.Redact}, nil
+	evs, err := programEvents(pd.Events)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Action: Action(pd.Decision), Reason: pd.Reason, Context: pd.Context, Args: pd.Args, Answer: pd.Answer, Redact: pd.Redact, Events: evs}, nil
 }
 
 func quoteCut(b []byte) string {

@@ -312,15 +312,9 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 		f.Stubbed = true
 		return f
 	}
-	text := string(content)
-	if ix.Redactor != nil {
-		red := ix.Redactor.Redact(text)
-		if red != text {
-			repl := ix.Redactor.Replacement()
-			f.Redactions = max(strings.Count(red, repl)-strings.Count(text, repl), 1)
-			text = red
-		}
-	}
+	text, n := ix.redact(string(content))
+	f.Redactions = n
+	f.EmbedHash = schemas.TextHash(EmbedText(rel, text))
 	src := []byte(text)
 	f.Lines = countLines(src)
 	f.Debt = countDebt(src)
@@ -329,6 +323,19 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 		extractGo(f, src, ix.goPackage(path.Dir(rel)))
 	}
 	return f
+}
+
+// redact removes the secrets of text and says how many there were.
+func (ix *Indexer) redact(text string) (string, int) {
+	if ix.Redactor == nil {
+		return text, 0
+	}
+	red := ix.Redactor.Redact(text)
+	if red == text {
+		return text, 0
+	}
+	repl := ix.Redactor.Replacement()
+	return red, max(strings.Count(red, repl)-strings.Count(text, repl), 1)
 }
 
 // batches groups changes into index_update events of about BatchBytes, in

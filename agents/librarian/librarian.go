@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
@@ -30,6 +31,11 @@ type Librarian struct {
 	DefaultWorkDir string
 	// MaxFileSize bounds the files indexed (default DefaultMaxFileSize).
 	MaxFileSize int64
+	// Embedder, when set, makes searches hybrid: the files' and the
+	// question's vectors are recorded (once each) and ranked beside BM25.
+	// Without one, or when the endpoint fails, the answer is lexical and
+	// says so.
+	Embedder *llm.Embedder
 }
 
 // Handle answers one context_request: it brings the index of the session's
@@ -48,13 +54,17 @@ func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 	if err != nil {
 		return nil, err
 	}
-	ans, err := Answer(ctx, l.Store, ix.Root, q.Query)
+	emb, note := l.embedding(ctx, d, ix, q.Query)
+	ans, err := Answer(ctx, l.Store, ix.Root, q.Query, emb)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	target := env.Source
 	if target == "" || target == Name {
 		target = "user"
+	}
+	if note != "" {
+		ans.Answer += "\n" + note
 	}
 	out, err := d.Derive(schemas.TypeContextResponse, target, "answer", ans)
 	if err != nil {
@@ -88,16 +98,7 @@ func (l *Librarian) refresh(ctx context.Context, d *agents.Delivery, root string
 		if err != nil {
 			return 0, agents.Permanent(err)
 		}
-		var last uint64
-		for _, e := range envs {
-			e.CorrelationID, e.ParentID = d.Env.CorrelationID, d.Env.ID
-			seq, err := d.AppendNow(ctx, e)
-			if err != nil {
-				return 0, err
-			}
-			last = max(last, seq)
-		}
-		return last, nil
+		return appendCaused(ctx, d, envs)
 	})
 	if err == nil && last > 0 {
 		err = l.Store.WaitFor(ctx, last)
@@ -105,10 +106,54 @@ func (l *Librarian) refresh(ctx context.Context, d *agents.Delivery, root string
 	return ix, err
 }
 
+// embedding brings the vectors of root's files up to date and returns the
+// question's, each recorded once as an event of the request; nil and a note
+// saying why when the search is lexical only.
+func (l *Librarian) embedding(ctx context.Context, d *agents.Delivery, ix *Indexer, query string) (*projections.CodeEmbedding, string) {
+	if l.Embedder == nil {
+		return nil, "Ranking: BM25 only (no embedding model is configured)."
+	}
+	rec := func(ctx context.Context, embs []schemas.Embedding) (uint64, error) {
+		envs, err := llm.EmbeddingEvents(d.Env.SessionID, Name, d.Now(), embs)
+		if err != nil {
+			return 0, err
+		}
+		last, err := appendCaused(ctx, d, envs)
+		if err != nil {
+			return 0, err
+		}
+		return last, l.Store.WaitFor(ctx, last)
+	}
+	if _, err := ix.Embed(ctx, l.Store, l.Embedder, rec); err != nil {
+		return nil, "Ranking: BM25 only (embedding the files failed: " + err.Error() + ")."
+	}
+	vecs, _, err := l.Embedder.Embed(ctx, l.Store, rec, []string{query})
+	if err != nil {
+		return nil, "Ranking: BM25 only (embedding the question failed: " + err.Error() + ")."
+	}
+	return &projections.CodeEmbedding{Model: l.Embedder.Model(), Dims: l.Embedder.Dims(), Vector: vecs[0]}, ""
+}
+
+// appendCaused appends envs now, as caused by the delivered request, and
+// returns the sequence of the last.
+func appendCaused(ctx context.Context, d *agents.Delivery, envs []*schemas.Envelope) (uint64, error) {
+	var last uint64
+	for _, e := range envs {
+		e.CorrelationID, e.ParentID = d.Env.CorrelationID, d.Env.ID
+		seq, err := d.AppendNow(ctx, e)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, seq)
+	}
+	return last, nil
+}
+
 // Answer is what the index says about query, without an LLM: the
 // declarations it names (with their callers), the files a ranked search
-// finds, and the health of the area the best of them is in.
-func Answer(ctx context.Context, r projections.Reader, root, query string) (schemas.ContextResponse, error) {
+// finds (hybrid with the question's embedding emb, else BM25), and the
+// health of the area the best of them is in.
+func Answer(ctx context.Context, r projections.Reader, root, query string, emb *projections.CodeEmbedding) (schemas.ContextResponse, error) {
 	var b strings.Builder
 	var refs []string
 	confidence := 0.0
@@ -149,7 +194,11 @@ func Answer(ctx context.Context, r projections.Reader, root, query string) (sche
 	if words == 0 {
 		kind = projections.CodeStatus // nothing to search for: only whether there is an index
 	}
-	res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: kind, Text: query, Limit: 5})
+	sq := projections.CodeQuery{Root: root, Kind: kind, Text: query, Limit: 5}
+	if kind == projections.CodeSearch {
+		sq.Embedding = emb
+	}
+	res, err := r.Code(ctx, sq)
 	if err != nil {
 		return schemas.ContextResponse{}, err
 	}

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sylk/sylk/schemas"
 )
 
 // argChecker checks tool nodes' arguments against their tools' JSON Schemas,
@@ -47,22 +48,10 @@ func (c *argChecker) check(where, tool string, args map[string]any) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("%s: args: %v", where, err)}
 	}
-	verr, ok := s.Validate(inst).(*jsonschema.ValidationError)
-	if !ok || verr == nil {
-		return nil
-	}
 	var out []string
-	var walk func(u jsonschema.OutputUnit)
-	walk = func(u jsonschema.OutputUnit) {
-		if u.Error != nil && len(u.Errors) == 0 {
-			at := "args" + strings.ReplaceAll(u.InstanceLocation, "/", ".")
-			out = append(out, fmt.Sprintf("%s: %s: %s (tool %q)", where, at, u.Error, tool))
-		}
-		for _, e := range u.Errors {
-			walk(e)
-		}
+	for _, p := range schemas.SchemaProblems(s.Validate(inst), "args") {
+		out = append(out, fmt.Sprintf("%s: %s (tool %q)", where, p, tool))
 	}
-	walk(*verr.BasicOutput())
 	return out
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
@@ -40,6 +41,11 @@ type Options struct {
 	// Live makes the calls the recording lacks for real, and the run goes on
 	// as a what-if.
 	Live bool
+	// Keep, with Live, is the log a run that diverged is kept in, as a fork
+	// of the session re-executed (see WhatIf), under the session id KeepAs
+	// (default: derived from the session's).
+	Keep   *events.Log
+	KeepAs string
 	// Dir is the scratch directory of the new run's server and projections
 	// (default: a temporary directory, removed afterwards).
 	Dir string
@@ -77,7 +83,24 @@ type Report struct {
 	// version): not re-executed.
 	Undecodable []Problem   `json:"undecodable,omitempty"`
 	Divergence  *Divergence `json:"divergence,omitempty"`
-	Seconds     float64     `json:"seconds"`
+	// WhatIf is the fork a live run that diverged was kept as.
+	WhatIf  *WhatIf `json:"what_if,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// WhatIf is a live re-execution kept as a fork: a session whose history is
+// the re-executed one's up to ParentSeq, the last recorded event before the
+// first divergence, then the new run's events from there on (inputs,
+// outputs, the calls made for real), in the new run's order. It continues
+// the work in flight at the point (schemas.SessionFork.Continued), and its
+// events are marked agents.MetaWhatIf so no agent handles them again:
+// 'sylk session show', 'sylk replay' and 'sylk dag show' read it like any
+// fork, and what the user does in it from there runs for real.
+type WhatIf struct {
+	Session   string `json:"session"`
+	Parent    string `json:"parent"`
+	ParentSeq uint64 `json:"parent_seq"`
+	Events    int    `json:"events"`
 }
 
 // Divergence is the first place the new run departs from the recording.
@@ -130,6 +153,11 @@ func Run(ctx context.Context, rec *Recording, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r := e.report()
+	if opts.Live && opts.Keep != nil && !r.Identical {
+		if r.WhatIf, err = e.keep(ctx); err != nil {
+			return nil, fmt.Errorf("keep the what-if of %s as a fork: %w", rec.Session, err)
+		}
+	}
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
 }
@@ -167,6 +195,10 @@ type engine struct {
 	newSeq   map[string]uint64
 	newOuts  []*schemas.Envelope
 	lastNew  time.Time
+	// run is the new run's events of the recording's sessions, in order;
+	// at the first divergence's position (see report).
+	run []*events.Event
+	at  float64
 }
 
 // callChange is an LLM call whose request is not the recorded one, or that
@@ -482,6 +514,9 @@ func (e *engine) take(ev *events.Event) {
 		return
 	}
 	e.newSeq[env.ID] = ev.Seq
+	if slices.Contains(e.rec.Sessions, env.SessionID) {
+		e.run = append(e.run, ev)
+	}
 	if r := e.byID[env.ID]; r != nil && r.Kind == Input {
 		return // fed by the engine
 	}
@@ -551,19 +586,40 @@ func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolRe
 // files say today. A selection the recording lacks is made anew (the new
 // run's divergence shows in the events it appends).
 func (e *engine) SkillSelection(ctx context.Context, callID string) (*schemas.SkillsSelected, uint64, error) {
-	if r, seq, err := e.store.SkillSelection(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+	return served(ctx, e, callID, "skill selection", e.store.SkillSelection, e.rec.skills, true)
+}
+
+// HookDecision answers the hooks of one point from the recording (see
+// hooks.Records): the recorded decision is applied, its events derived again,
+// and no hook runs, hook programs included. A point the recording has no
+// decision for (its hooks changed nothing, or today's configuration has
+// hooks the recorded run did not) runs today's hooks.
+func (e *engine) HookDecision(ctx context.Context, callID string) (*schemas.HookDecision, uint64, error) {
+	return served(ctx, e, callID, "hook decision", e.store.HookDecision, e.rec.hooks, false)
+}
+
+// served answers a look-up of a call record: the new run's own, else a copy
+// of the recording's (counted as served). The recording lacking it is a
+// call missing if missing says so.
+func served[T any](ctx context.Context, e *engine, callID, what string, own func(context.Context, string) (*T, uint64, error),
+	recorded map[string]*T, missing bool) (*T, uint64, error) {
+	if r, seq, err := own(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
 		return r, seq, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r := e.rec.skills[callID]; r != nil {
+	if r := recorded[callID]; r != nil {
 		e.served[callID] = true
 		cp := *r
 		return &cp, 0, nil
 	}
-	e.missing = append(e.missing, "skill selection "+callID)
-	return nil, 0, fmt.Errorf("skill selection %s: %w", callID, projections.ErrNotFound)
+	if missing {
+		e.missing = append(e.missing, what+" "+callID)
+	}
+	return nil, 0, fmt.Errorf("%s %s: %w", what, callID, projections.ErrNotFound)
 }
+
+var _ hooks.Records = (*engine)(nil)
 
 // Loadout reads the new run's loadouts.
 func (e *engine) Loadout(ctx context.Context, session, agent string) (*projections.Loadout, error) {
@@ -651,6 +707,7 @@ func (e *engine) report() *Report {
 	}
 	r.Divergence = first
 	r.Identical = first == nil
+	e.at = at
 	return r
 }
 

@@ -3,8 +3,9 @@
 // user input, sessions, plans submitted, plan decisions, answers, signals), in
 // order, to a fresh runtime of its own (an embedded server and projections in
 // a scratch directory, the current build's agents and configuration), answers
-// every tool and LLM call the agents make from the recording by call id (no
-// subprocess runs, no request leaves), and compares every event the agents
+// every tool and LLM call, skill selection and hook decision the agents make
+// from the recording by call id (no subprocess runs, hook programs included,
+// no request leaves), and compares every event the agents
 // produce with the recorded one in the same causal position.
 //
 // Call ids are derived from the message being handled (schemas.DeriveID,
@@ -21,6 +22,7 @@
 package reexec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,7 +52,7 @@ var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engi
 var callRecords = map[schemas.Type]bool{
 	schemas.TypeToolCall: true, schemas.TypeToolResult: true,
 	schemas.TypeLLMRequest: true, schemas.TypeLLMResponse: true, schemas.TypeLLMUsage: true,
-	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true,
+	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true, schemas.TypeHookDecision: true,
 }
 
 // Kind says what a recorded event is to a re-execution.
@@ -103,6 +105,7 @@ type Recording struct {
 
 	tools    map[string]*schemas.ToolResult
 	skills   map[string]*schemas.SkillsSelected
+	hooks    map[string]*schemas.HookDecision
 	llm      map[string]*schemas.LLMResponse
 	requests map[string]*schemas.LLMRequest
 }
@@ -110,7 +113,7 @@ type Recording struct {
 // Load reads a session's history (through its lineage, for a fork) up to
 // until (0: its end) from r.
 func Load(ctx context.Context, r projections.Reader, session string, until uint64) (*Recording, error) {
-	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
+	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, hooks: map[string]*schemas.HookDecision{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
 	q := projections.LogQuery{Session: session}
 	var last uint64
 	for {
@@ -145,6 +148,13 @@ func Load(ctx context.Context, r projections.Reader, session string, until uint6
 	if until > last {
 		return nil, fmt.Errorf("%w: --until %d, but the last event of session %s is seq %d", ErrPastEnd, until, session, last)
 	}
+	bound := last
+	if until != 0 {
+		bound = until
+	}
+	if err := rec.addGlobal(ctx, r, bound); err != nil {
+		return nil, err
+	}
 	if len(rec.Inputs()) == 0 {
 		return nil, fmt.Errorf("%w: nothing in session %s came from outside the agents (%d events)", ErrNoInputs, session, len(rec.Events))
 	}
@@ -177,6 +187,12 @@ func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
 				rec.skills[p.CallID] = p
 			}
 		}
+	case schemas.TypeHookDecision:
+		if p, err := schemas.PayloadAs[schemas.HookDecision](env); err == nil {
+			if _, dup := rec.hooks[p.CallID]; !dup {
+				rec.hooks[p.CallID] = p
+			}
+		}
 	case schemas.TypeLLMResponse:
 		if p, err := schemas.PayloadAs[schemas.LLMResponse](env); err == nil {
 			if _, dup := rec.llm[p.CallID]; !dup {
@@ -188,6 +204,57 @@ func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
 			rec.requests[p.CallID] = p
 		}
 	}
+}
+
+// addGlobal adds the signals of scope all (pause, resume or cancel every
+// session) that the user sent while the session's history was recorded, up
+// to seq, at their positions: inputs like the session's own. A pause in force
+// when the history began comes first. Signals the agents sent themselves (an
+// LLM endpoint's rate limit pausing everything) are not inputs: a
+// re-execution makes no call that could be limited.
+func (rec *Recording) addGlobal(ctx context.Context, r projections.Reader, seq uint64) error {
+	if len(rec.Events) == 0 {
+		return nil
+	}
+	first := rec.Events[0].Seq
+	var pause *Recorded
+	var during []*Recorded
+	q := projections.LogQuery{Global: true, Until: seq}
+	for {
+		page, err := r.SessionLog(ctx, q)
+		if err != nil {
+			return fmt.Errorf("read the global signals: %w", err)
+		}
+		for _, e := range page.Entries {
+			env, err := schemas.Unmarshal(e.Data)
+			if err != nil || kindOf(env) != Input {
+				continue
+			}
+			p, err := schemas.PayloadAs[schemas.Signal](env)
+			switch {
+			case err != nil:
+			case e.Seq > first:
+				during = append(during, &Recorded{Seq: e.Seq, Env: env, Kind: Input})
+			case p.Action == schemas.SignalPause:
+				pause = &Recorded{Seq: e.Seq, Env: env, Kind: Input}
+			case p.Action == schemas.SignalResume:
+				pause = nil
+			}
+		}
+		if !page.More {
+			break
+		}
+		q.From = page.Next
+	}
+	if pause != nil {
+		during = append([]*Recorded{pause}, during...)
+	}
+	if len(during) == 0 {
+		return nil
+	}
+	rec.Events = append(rec.Events, during...)
+	slices.SortStableFunc(rec.Events, func(a, b *Recorded) int { return cmp.Compare(a.Seq, b.Seq) })
+	return nil
 }
 
 func kindOf(env *schemas.Envelope) Kind {

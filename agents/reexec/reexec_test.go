@@ -95,16 +95,28 @@ func (r *rig) append(envs ...*schemas.Envelope) {
 // DAG id.
 func (r *rig) submit(session, src string) string {
 	r.t.Helper()
+	exec := r.execute(session, "dag-"+session, "orchestrator", src)
+	r.append(append(r.open(session), exec)...)
+	return "dag-" + session
+}
+
+// open is the creation of session and its resume.
+func (r *rig) open(session string) []*schemas.Envelope {
+	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
+	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	return []*schemas.Envelope{create, resume}
+}
+
+// execute is the dag_execute of the plan src as DAG id, sent to target.
+func (r *rig) execute(session, id, target, src string) *schemas.Envelope {
+	r.t.Helper()
 	p, err := plan.Parse([]byte(src))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p.DAG.ID = "dag-" + session
-	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
-	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
-	r.append(create, resume, exec)
-	return p.DAG.ID
+	p.DAG.ID = id
+	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", target, time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	return exec
 }
 
 // wait returns the session's DAG once it is no longer running and the
@@ -318,25 +330,32 @@ nodes:
 	}
 }
 
+// orchestratorHolds waits until the Orchestrator holds a message of a paused
+// session: delivered to it, not acked.
+func (r *rig) orchestratorHolds() {
+	r.t.Helper()
+	brokertest.Eventually(r.t, 20*time.Second, "the Orchestrator holding a paused session's message", func() bool {
+		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(r.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
+	})
+}
+
 // A session paused before its DAG and resumed later: the DAG waits for the
 // resume in the recording and in the re-execution alike.
 func TestReexecutePausedAndResumedSession(t *testing.T) {
 	r := newRig(t)
-	create, _ := schemas.New(schemas.TypeSessionCreate, "S1", "user", "", time.Now(), schemas.SessionCreate{Name: "S1"})
-	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
 	pause, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession})
-	r.append(create, resume, pause)
-	p, err := plan.Parse([]byte(`
+	r.append(append(r.open("S1"), pause)...)
+	exec := r.execute("S1", "held", "orchestrator", `
 name: held
 nodes:
   - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
   - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.DAG.ID = "held"
-	exec, _ := schemas.New(schemas.TypeDAGExecute, "S1", "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+`)
 	seq, err := r.log.Append(r.ctx, exec)
 	if err != nil {
 		t.Fatal(err)
@@ -347,14 +366,7 @@ nodes:
 	if d, err := r.store.SessionDAG(r.ctx, "S1", "held"); err != nil || d.Node("a").State != projections.NodeReady {
 		t.Fatalf("paused session's DAG: %+v, %v; want node a held ready", d, err)
 	}
-	brokertest.Eventually(t, 20*time.Second, "the Orchestrator holding the paused session's DAG", func() bool {
-		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName("orchestrator"))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(r.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending > 0
-	})
+	r.orchestratorHolds()
 	goOn, _ := schemas.New(schemas.TypeSignal, "S1", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalResume, Scope: schemas.ScopeSession})
 	r.append(goOn)
 	if d := r.wait("S1", "held"); d.State != projections.DAGSucceeded {
@@ -427,17 +439,24 @@ func (r *rig) requestAndApprove() (string, *schemas.Envelope) {
 	return planID, approve
 }
 
+// recordLLM records session S1 through the scripted model (see
+// requestAndApprove), returning the model's server and configuration too.
+func recordLLM(t *testing.T) (*rig, *llmtest.Server, llm.Config, string, *schemas.Envelope) {
+	srv := llmtest.New(t)
+	srv.Respond(model)
+	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
+	r := newLLMRig(t, conf)
+	planID, approve := r.requestAndApprove()
+	return r, srv, conf, planID, approve
+}
+
 // A request in plain words through the scripted model: the Guide classifies
 // it, the Architect plans, the user approves, an Engineer prompt node writes a
 // file with a tool call. Re-executed against the same server, it makes no
 // call (the server's counter does not move) and writes nothing; with another
 // model configured, it diverges at the first LLM call, naming the change.
 func TestReexecuteLLMSession(t *testing.T) {
-	srv := llmtest.New(t)
-	srv.Respond(model)
-	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
-	r := newLLMRig(t, conf)
-	planID, approve := r.requestAndApprove()
+	r, srv, conf, planID, approve := recordLLM(t)
 	calls := srv.Calls()
 	if calls != 4 {
 		t.Fatalf("%d LLM calls recorded, want 4 (classify, plan, two engineer steps)", calls)
@@ -472,6 +491,23 @@ func TestReexecuteLLMSession(t *testing.T) {
 	}
 	if srv.Calls() != calls {
 		t.Fatalf("a changed request went out without --live: %d calls, %d before", srv.Calls(), calls)
+	}
+
+	// Today's Engineer has another prompt: the divergence is its first
+	// call, after the approval, with the system message side by side.
+	opts := reexec.Options{LLM: &conf, Runtime: r.cfg, Idle: 300 * time.Millisecond}
+	opts.Runtime.Prompts = map[string]string{"engineer": "You are the Engineer. Change nothing."}
+	rep = r.reexecute("S1", opts)
+	d = rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "request" || d.Request.Agent != "engineer" || d.Request.Message == nil {
+		t.Fatalf("divergence %+v, want the Engineer's first call", d)
+	}
+	if m := d.Request.Message; m.Index != 0 || m.Role != "system" || !strings.HasPrefix(m.Recorded, "You are the Engineer of Sylk.") ||
+		!strings.HasPrefix(m.New, "You are the Engineer. Change nothing.") {
+		t.Fatalf("message change %+v, want the system prompt", m)
+	}
+	if d.Input == nil || d.Input.ID != approve.ID {
+		t.Fatalf("divergence follows %+v, want the approval", d.Input)
 	}
 
 	// A fork just before the approval: the plan waits in the fork, is
@@ -527,4 +563,165 @@ func BenchmarkReexecuteSlowLLM(b *testing.B) {
 	b.ReportMetric(per.Seconds(), "reexecuted-s")
 	b.ReportMetric(recorded.Seconds()/per.Seconds(), "ratio")
 	b.ReportMetric(float64(calls), "llm-calls")
+}
+
+// A prompt node whose three tool calls in a row fail stops with a task_help
+// (the 3-strike rule), and its DAG fails: the session re-executes
+// identically, with the model never called and no tool run.
+func TestReexecuteThreeStrikeTaskHelp(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Script(
+		llmtest.Tools(llmtest.Call("c1", "exec", `{"argv": ["sh", "-c", "echo ran >> runs.txt; exit 1"]}`)),
+		llmtest.Tools(llmtest.Call("c2", "exec", `{"argv": ["sh", "-c", "echo ran >> runs.txt; exit 2"]}`)),
+		llmtest.Tools(llmtest.Call("c3", "exec", `not json`)),
+	)
+	r := newLLMRig(t, llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: true, Timeout: 5 * time.Second})
+	id := r.submit("S1", "name: stuck\nnodes:\n  - {id: fix, agent: engineer, prompt: make the build pass, retry: {max: 0}}\n")
+	if dag := r.wait("S1", id); dag.State != projections.DAGFailed {
+		t.Fatalf("recorded DAG %s: %+v", dag.State, dag.Node("fix"))
+	}
+	r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeTaskHelp })
+	calls := srv.Calls()
+	runs := filepath.Join(r.dir, "runs.txt")
+	if b, _ := os.ReadFile(runs); string(b) != "ran\nran\n" || calls != 3 {
+		t.Fatalf("recording: %d model calls, runs.txt %q; want 3 calls and two runs", calls, b)
+	}
+
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.CallsMade != 0 || rep.Events != rep.Recorded {
+		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+	}
+	// Served: three model calls, the two tool runs (the third call's
+	// arguments never reached a tool) and the skill selection.
+	if rep.CallsServed != 6 || srv.Calls() != calls {
+		t.Fatalf("%d calls served, model called %d times after the recording's %d", rep.CallsServed, srv.Calls(), calls)
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "ran\nran\n" {
+		t.Fatalf("runs.txt = %q: a tool ran during the re-execution", b)
+	}
+}
+
+// Today's routing table sends a type elsewhere: the divergence is the
+// Guide's routed copy, with its target changed.
+func TestReexecuteReportsAChangedRoute(t *testing.T) {
+	r := newRig(t)
+	exec := r.execute("S1", "routed", "", "name: one\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [\"true\"]}}\n")
+	r.append(append(r.open("S1"), exec)...)
+	if d := r.wait("S1", "routed"); d.State != projections.DAGSucceeded {
+		t.Fatalf("recorded DAG %s", d.State)
+	}
+	routed := r.seqOf("S1", func(env *schemas.Envelope) bool {
+		return env.Type == schemas.TypeDAGExecute && env.Metadata[agents.MetaRoutedBy] != ""
+	})
+	opts := reexec.Options{Runtime: r.cfg, Idle: 300 * time.Millisecond}
+	opts.Runtime.Routes = map[schemas.Type]string{schemas.TypeDAGExecute: "architect"}
+	rep := r.reexecute("S1", opts)
+	d := rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "differs" || d.Recorded == nil || d.Recorded.Seq != routed {
+		t.Fatalf("divergence %+v, want the routed dag_execute at seq %d", d, routed)
+	}
+	if len(d.Fields) != 1 || d.Fields[0].Path != "target" || d.Fields[0].Recorded != "orchestrator" || d.Fields[0].New != "architect" {
+		t.Fatalf("fields %+v, want target: orchestrator -> architect", d.Fields)
+	}
+	if d.Input == nil || d.Input.ID != exec.ID {
+		t.Fatalf("divergence follows %+v, want the unaddressed dag_execute", d.Input)
+	}
+}
+
+// Signals to every session (scope all, in the system session) are inputs
+// too, fed at their recorded positions: a pause in force before the session
+// began holds its DAG, a cancel ends it unrun, a resume lets the held
+// dispatch go. Without them the re-execution would run the DAG.
+func TestReexecuteFeedsGlobalSignals(t *testing.T) {
+	r := newRig(t)
+	global := func(action string) *schemas.Envelope {
+		env, _ := schemas.New(schemas.TypeSignal, schemas.SystemSession, "user", "orchestrator", time.Now(), schemas.Signal{Action: action, Scope: schemas.ScopeAll})
+		return env
+	}
+	exec := r.execute("S1", "held", "orchestrator", "name: held\nnodes:\n  - {id: a, agent: engineer, tool: exec, args: {argv: [sh, -c, \"echo ran >> runs.txt\"]}}\n")
+	r.append(append(append([]*schemas.Envelope{global(schemas.SignalPause)}, r.open("S1")...), exec)...)
+	r.orchestratorHolds()
+	r.append(global(schemas.SignalCancel))
+	brokertest.Eventually(t, 20*time.Second, "the DAG cancelled", func() bool {
+		d, err := r.store.SessionDAG(r.ctx, "S1", "held")
+		return err == nil && d.State != projections.DAGRunning
+	})
+	r.append(global(schemas.SignalResume))
+	if d := r.wait("S1", "held"); d.State != projections.DAGCancelled {
+		t.Fatalf("recorded DAG %s", d.State)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "runs.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the cancelled node ran: %v", err)
+	}
+
+	rep := r.reexecute("S1", reexec.Options{})
+	if !rep.Identical || rep.Inputs != 6 || rep.CallsServed != 0 || len(rep.CallsMissing) != 0 {
+		t.Fatalf("re-execution: %+v, divergence %+v; want 6 inputs (three global signals) and no call", rep, rep.Divergence)
+	}
+}
+
+// With Live, a run that diverged goes on for real and is kept as a fork of
+// the session: its history is the recording's up to the Engineer's dispatch,
+// then the what-if's own events (the changed prompt's calls, the node's and
+// the DAG's outcome), and no agent of the real runtime handles them again.
+func TestLiveReexecutionIsKeptAsAFork(t *testing.T) {
+	r, srv, conf, planID, _ := recordLLM(t)
+	parent, err := r.store.SessionDAG(r.ctx, "S1", planID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.Calls()
+	dispatch := r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeTaskDispatch })
+
+	opts := reexec.Options{LLM: &conf, Runtime: r.cfg, Live: true, Keep: r.log, KeepAs: "W1", Idle: 300 * time.Millisecond}
+	opts.Runtime.Prompts = map[string]string{"engineer": "You are the Engineer. Change nothing."}
+	rep := r.reexecute("S1", opts)
+	w := rep.WhatIf
+	if rep.Identical || rep.Divergence.Kind != "request" || w == nil || w.Session != "W1" || w.Parent != "S1" || w.ParentSeq != dispatch {
+		t.Fatalf("report %+v, what-if %+v: want a fork W1 of S1 at the Engineer's dispatch (seq %d)", rep, w, dispatch)
+	}
+	if srv.Calls() != calls+2 || rep.CallsMade != 2 {
+		t.Fatalf("%d model calls after the recording's %d, %d made: want the Engineer's two, live", srv.Calls(), calls, rep.CallsMade)
+	}
+	r.idle()
+	s, err := r.store.Session(r.ctx, "W1")
+	if err != nil || s.Fork == nil || s.Fork.Parent != "S1" || s.Fork.ParentSeq != dispatch {
+		t.Fatalf("session W1: %+v, %v", s, err)
+	}
+	dag, err := r.store.SessionDAG(r.ctx, "W1", planID)
+	if err != nil || dag.State != projections.DAGSucceeded || dag.Node("impl").Result == nil || dag.Node("impl").Result.Seq <= dispatch {
+		t.Fatalf("the what-if's DAG: %+v, %v", dag, err)
+	}
+	page, err := r.store.SessionLog(r.ctx, projections.LogQuery{Session: "W1", Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, asked := 0, false
+	for _, e := range page.Entries {
+		if e.From != "" {
+			continue
+		}
+		own++
+		env, err := schemas.Unmarshal(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Type != schemas.TypeSessionFork && env.Metadata[agents.MetaWhatIf] != "S1" {
+			t.Fatalf("seq %d %s in W1 is not marked as the what-if's: handled by today's agents?", e.Seq, env.Type)
+		}
+		if p, err := schemas.PayloadAs[schemas.LLMRequest](env); err == nil && env.Type == schemas.TypeLLMRequest {
+			asked = asked || strings.HasPrefix(p.Messages[0].Content, "You are the Engineer. Change nothing.")
+		}
+	}
+	if own != 1+w.Events || !asked {
+		t.Fatalf("W1 has %d events of its own, want the fork and the %d of the what-if, with the changed prompt's request (%v)", own, w.Events, asked)
+	}
+	if srv.Calls() != calls+2 {
+		t.Fatalf("the what-if's events were handled again: %d model calls", srv.Calls())
+	}
+	again, err := r.store.SessionDAG(r.ctx, "S1", planID)
+	if err != nil || again.Outcome.Seq != parent.Outcome.Seq {
+		t.Fatalf("the parent's DAG changed: %+v, %v", again.Outcome, err)
+	}
+	r.verify()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/orchestrator"
+	"github.com/sylk/sylk/agents/permit"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/agents/skills"
@@ -42,6 +43,11 @@ var toolAgents = []string{"engineer", "inspector", "tester"}
 
 // ToolAgents are the agents that run tool nodes, and prompt nodes with an LLM.
 func ToolAgents() []string { return slices.Clone(toolAgents) }
+
+// AgentNames are the agents Run can start, among which Config.Agents chooses.
+func AgentNames() []string {
+	return append([]string{guide.Name, architect.Name, orchestrator.Name, archivalist.Name, librarian.Name, pipeline.Name}, toolAgents...)
+}
 
 // Config configures the runtime.
 type Config struct {
@@ -61,6 +67,9 @@ type Config struct {
 	// (worker.PromptLoop), unless Classifier, Prompter or PromptAgents say
 	// otherwise. Without one, each of them answers with LLMHint.
 	LLM *llm.Client
+	// Embedder makes the Librarian's searches hybrid (BM25 and vectors);
+	// nil: BM25 only.
+	Embedder *llm.Embedder
 	// Classifier and Prompter plug in the LLM tier (default: from LLM).
 	Classifier guide.Classifier
 	Prompter   worker.Prompter
@@ -72,6 +81,12 @@ type Config struct {
 	Records agents.ToolRecords
 	// Skills configures the prompt loops' skills and lazy tool loading.
 	Skills skills.Config
+	// Routes override entries of the Guide's routing table (guide.Guide.Routes)
+	// and Prompts the system prompts of the prompt nodes' agents
+	// (worker.PromptLoop.Prompts): a re-execution checks such a change
+	// against recorded sessions.
+	Routes  map[schemas.Type]string
+	Prompts map[string]string
 	// Hooks are the user hooks (the configuration's `hooks:`), after the
 	// built-in hooks of the same priority.
 	Hooks []hooks.Config
@@ -84,6 +99,9 @@ type Config struct {
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
+	// OnRunner, if set, sees each agent's runner before it starts (metrics
+	// read what it holds).
+	OnRunner func(*agents.Runner)
 }
 
 // Catalog is what DAGs are validated against: which agents run nodes, the
@@ -163,12 +181,21 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp,
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts,
 			Plans: c.Store, Consult: &consult.Consulter{Answers: c.Store}}
 	}
 	if c.PromptAgents == nil {
 		c.PromptAgents = toolAgents
 	}
+}
+
+// permits is the gate of exec calls outside an agent's command list: the
+// safe list, the remembered answers, then the user (nil without a store).
+func (c *Config) permits() *permit.Gate {
+	if c.Store == nil {
+		return nil
+	}
+	return &permit.Gate{Policy: c.Tools.Permissions, Store: c.Store}
 }
 
 func (c *Config) records() agents.ToolRecords {
@@ -216,13 +243,13 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		responder.LLM, responder.Consult = c.LLM, consulter
 	}
 	all := []agent{
-		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint}},
+		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint, Routes: c.Routes}},
 		{base(architect.Name), consult.Wrap(architect.Name, arch, responder)},
 		{withOpts(base(orchestrator.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }),
 			consult.Wrap(archivalist.Name, &archivalist.Archivalist{Store: c.Store}, responder)},
-		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir}, responder)},
+		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
 	}
@@ -321,6 +348,9 @@ func Run(ctx context.Context, cfg Config) error {
 		runner, err := agents.NewRunner(cfg.JetStream, a.handler, a.opts)
 		if err != nil {
 			return err
+		}
+		if cfg.OnRunner != nil {
+			cfg.OnRunner(runner)
 		}
 		wg.Add(1)
 		go func() {

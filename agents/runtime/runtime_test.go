@@ -375,3 +375,18 @@ func TestRerouteLimitAsksTheUser(t *testing.T) {
 		t.Fatalf("question = %q context %q", q.Question, q.Context)
 	}
 }
+
+// TestAgentNamesAreTheAgentsRunStarts keeps the list `sylk serve --agents`
+// checks against equal to the agents Run starts, and Config.Agents choosing
+// among them.
+func TestAgentNamesAreTheAgentsRunStarts(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options(t))
+	cfg := Config{JetStream: b.JetStream()}
+	if got := cfg.Names(); !slices.Equal(got, AgentNames()) {
+		t.Fatalf("Run starts %v, AgentNames says %v", got, AgentNames())
+	}
+	cfg.Agents = []string{"tester", "engineer"}
+	if got := cfg.Names(); !slices.Equal(got, []string{"engineer", "tester"}) {
+		t.Fatalf("with Agents engineer and tester, Run starts %v", got)
+	}
+}

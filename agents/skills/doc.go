@@ -72,12 +72,19 @@
 // but not loaded is answered "not loaded" without running; an unknown or
 // forbidden name is refused with the reason.
 //
+// Loaded tools expire (seed L22158: a TTL of 30 minutes): a tool the agent
+// loaded earlier in the session is carried into its next node only while it
+// was used (called, or loaded again by request_tools) within
+// Config.ToolTTL before the node's dispatch; otherwise the node starts
+// without it and a tools_unloaded event says why. The times are the events',
+// so a redelivery, replay or re-execution decides the same.
+//
 // # Events
 //
 // The selection is recorded as skills_selected (bodies included) under a
 // call id derived from the dispatch ([SelectionID]) before the first LLM
 // call; a redelivery, replay or re-execution finds that record and reuses it
-// without reading a skill file. skill_load_failed and skill_truncated explain
+// without reading a skill file. skill_load_failed, skill_truncated and tools_unloaded explain
 // it; tools_loaded records the initial set and every request_tools, whose
 // answer is a recorded tool result like any other. The projection
 // "skills" folds each agent's loadout per session.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/projections"
@@ -38,7 +39,15 @@ type Config struct {
 	// Cache keeps parsed skills between discoveries (nil: every discovery
 	// parses every file).
 	Cache *Cache
+	// ToolTTL is how long a tool loaded earlier in the session stays loaded
+	// unused (neither called nor loaded again) before a node starts without
+	// it (0: DefaultToolTTL; negative: never).
+	ToolTTL time.Duration
 }
+
+// DefaultToolTTL is how long a loaded tool stays loaded unused (seed
+// L22158: cache loaded tools, TTL 30 minutes).
+const DefaultToolTTL = 30 * time.Minute
 
 // Loop is what an agent loop starts with: the recorded selection, the tools
 // it has loaded (changed by request_tools as the loop runs) and the
@@ -120,9 +129,9 @@ func (c Config) selectNew(ctx context.Context, d *agents.Delivery, records Recor
 	lo, err := records.Loadout(ctx, d.Env.SessionID, d.Agent)
 	switch {
 	case err == nil:
-		for _, t := range lo.Tools {
-			want = append(want, t.Name)
-		}
+		var kept []string
+		kept, sel.Unloaded = c.expire(lo.Tools, want, d.Env.Timestamp)
+		want = append(want, kept...)
 	case !errors.Is(err, projections.ErrNotFound):
 		return nil, agents.Transient(fmt.Errorf("read the loadout of %s: %w", d.Agent, err), 0)
 	}
@@ -132,9 +141,32 @@ func (c Config) selectNew(ctx context.Context, d *agents.Delivery, records Recor
 	return sel, nil
 }
 
+// expire splits the tools an agent loaded earlier in the session into those
+// it keeps and those unused for longer than the TTL at now (the dispatch's
+// time, so a redelivery decides the same), leaving alone the tools the node
+// loads anyway (want). A tool with no time of use (folded before times were
+// kept) is kept.
+func (c Config) expire(loaded []projections.LoadedTool, want []string, now time.Time) (kept []string, unloaded []schemas.SkillNote) {
+	ttl := c.ToolTTL
+	if ttl == 0 {
+		ttl = DefaultToolTTL
+	}
+	for _, t := range loaded {
+		idle := now.Sub(t.Used)
+		if ttl < 0 || t.Used.IsZero() || idle <= ttl || slices.Contains(want, t.Name) {
+			kept = append(kept, t.Name)
+			continue
+		}
+		unloaded = append(unloaded, schemas.SkillNote{Name: t.Name,
+			Reason: fmt.Sprintf("unused for %s, longer than the TTL of %s (request_tools loads it again)", idle.Round(time.Second), ttl)})
+	}
+	return kept, unloaded
+}
+
 // appendNotes appends the events that explain the selection: one
-// skill_load_failed per failure, one skill_truncated per cut body, and the
-// tools_loaded of the initial set.
+// skill_load_failed per failure, one skill_truncated per cut body, the
+// tools_unloaded of the expired tools and the tools_loaded of the initial
+// set.
 func (l *Loop) appendNotes(ctx context.Context) error {
 	sel := l.Selection
 	var envs []*schemas.Envelope
@@ -158,6 +190,12 @@ func (l *Loop) appendNotes(ctx context.Context) error {
 				schemas.SkillTruncated{CallID: sel.CallID, Agent: sel.Agent, Name: s.Name, Chars: s.Chars, MaxChars: sel.MaxBodyChars}); err != nil {
 				return err
 			}
+		}
+	}
+	if len(sel.Unloaded) > 0 {
+		if err := add(schemas.TypeToolsUnloaded, "tools_unloaded/"+sel.CallID, schemas.ToolsUnloaded{CallID: sel.CallID, Agent: sel.Agent,
+			DAGID: sel.DAGID, NodeID: sel.NodeID, Attempt: sel.Attempt, Tools: sel.Unloaded}); err != nil {
+			return err
 		}
 	}
 	if err := add(schemas.TypeToolsLoaded, "tools_loaded/"+sel.CallID, schemas.ToolsLoaded{CallID: sel.CallID, Agent: sel.Agent,

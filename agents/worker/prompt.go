@@ -13,9 +13,11 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/permit"
 	"github.com/sylk/sylk/agents/planguard"
 	"github.com/sylk/sylk/agents/skills"
 	"github.com/sylk/sylk/agents/toolloop"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -112,6 +114,10 @@ type PromptLoop struct {
 	Plans planguard.State
 	// Consult gives the agents their consult_<agent> tools (nil: none).
 	Consult toolloop.Consulter
+	// Permits decides exec calls outside the agent's command list: the
+	// safe list, remembered answers, else the user (nil: such calls are
+	// refused by the executor).
+	Permits *permit.Gate
 }
 
 // reviewer agents end with a JSON verdict.
@@ -340,6 +346,16 @@ func (l *loop) tool(ctx context.Context, step, i int, tc schemas.LLMToolCall) (s
 		if err != nil {
 			return schemas.ToolResult{}, err
 		}
+		// The user is asked only about an exec plan mode would let run.
+		if g, ok := runner.(*planguard.Guarded); ok && tc.Name == tools.ToolExec && l.p.Permits != nil && g.Check(call) == nil {
+			denied, err := l.permit(ctx, key, &call, where)
+			if err != nil {
+				return schemas.ToolResult{}, err
+			}
+			if denied != nil {
+				return *denied, nil
+			}
+		}
 		res, _, err := l.d.RunToolObserved(ctx, runner, l.p.Records, call, where, obs)
 		return res, err
 	}, toolloop.ToolText)
@@ -370,6 +386,43 @@ func (l *loop) runner(ctx context.Context, tool string) (agents.ToolRunner, erro
 		return nil, agents.Transient(err, 0)
 	}
 	return guarded, nil
+}
+
+// permit asks the gate about an exec call whose result is not recorded yet,
+// waiting for the user at most until the node's time limit: an allowed call
+// is marked permitted, a denied one returns the result the model is shown
+// and records the denial as an audit record.
+func (l *loop) permit(ctx context.Context, key string, call *tools.Call, where agents.ToolWhere) (*schemas.ToolResult, error) {
+	switch _, _, err := l.p.Records.ToolResult(ctx, call.ID); {
+	case err == nil:
+		return nil, nil // it ran: RunTool reuses the record
+	case !errors.Is(err, projections.ErrNotFound):
+		return nil, agents.Transient(fmt.Errorf("look up recorded result of %s: %w", call.ID, err), 0)
+	}
+	wait, cancel := context.WithDeadline(ctx, l.deadline)
+	defer cancel()
+	dec, err := l.p.Permits.Exec(wait, l.d, key, *call, where)
+	if err != nil && ctx.Err() == nil && wait.Err() != nil {
+		dec, err = permit.Decision{Reason: "no decision from the user before the task's time limit"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if dec.Allowed {
+		call.Permitted = dec.Source != permit.SourceAllowList
+		return nil, nil
+	}
+	rec, err := l.d.Derive(schemas.TypeAuditRecord, "user", "denied/"+call.ID, schemas.AuditRecord{
+		Category: schemas.AuditPermission, Action: call.Tool, Target: dec.Target, Outcome: schemas.OutcomeDenied, Reason: dec.Reason,
+		Details: map[string]string{"source": dec.Source, "request": dec.Request, "call": call.ID},
+	})
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	if _, err := l.d.AppendNow(ctx, rec); err != nil {
+		return nil, err
+	}
+	return &schemas.ToolResult{CallID: call.ID, Tool: call.Tool, ExitCode: -1, Error: "permission denied: " + dec.Reason}, nil
 }
 
 func (l *loop) record(name string, res schemas.ToolResult) {

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -205,4 +207,89 @@ func TestSkillProblemsAreEventsAndTheAgentGoesOn(t *testing.T) {
 	if !strings.Contains(sys, "Reading: refactoring") || !strings.Contains(sys, "skill body truncated to 40 characters") {
 		t.Fatalf("system prompt:\n%s", sys)
 	}
+}
+
+// Loaded tools expire: a tool loaded by request_tools stays loaded into the
+// session's next nodes while it is used, and a node that starts after it
+// went unused (neither called nor loaded again) for longer than the TTL
+// starts without it: a tools_unloaded event says why, the loadout lists it as
+// unloaded and its schema is not offered. The times are the events' (the
+// dispatches' and the runner's clock), so the test runs in no time.
+func TestLoadedToolsExpireUnused(t *testing.T) {
+	f := newPromptFixture(t, Limits{})
+	f.pl.Skills.ToolTTL = 30 * time.Minute
+	f.srv.Script(
+		llmtest.Tools(call("c1", "request_tools", `{"tools": ["glob", "grep"]}`)),
+		llmtest.Tools(call("c2", "glob", `{"pattern": "*"}`)),
+		llmtest.Text("n1 done"),
+		llmtest.Tools(call("c3", "glob", `{"pattern": "*"}`)),
+		llmtest.Text("n2 done"),
+		llmtest.Text("n3 done"),
+	)
+	t0 := time.Now().UTC()
+	var offset atomic.Int64
+	w := &Worker{Agent: "engineer", Executors: f.pl.Executors, Records: f.Store, Judge: ByExit, Prompter: f.pl}
+	f.Run("engineer", agents.HandlerFunc(w.Handle), func(o *agents.Options) {
+		o.Now = func() time.Time { return t0.Add(time.Duration(offset.Load())) }
+	})
+	ctx := context.Background()
+	used := func(name string) time.Time {
+		l, err := f.Store.Loadout(ctx, "S1", "engineer")
+		if err != nil {
+			return time.Time{}
+		}
+		if i := slices.IndexFunc(l.Tools, func(x projections.LoadedTool) bool { return x.Name == name }); i >= 0 {
+			return l.Tools[i].Used
+		}
+		return time.Time{}
+	}
+	node := func(id string, at time.Duration, done int) {
+		t.Helper()
+		offset.Store(int64(at))
+		env, err := schemas.New(schemas.TypeTaskDispatch, "S1", "orchestrator", "engineer", t0.Add(at),
+			schemas.TaskDispatch{DAGID: "d1", NodeID: id, Attempt: 1, Agent: "engineer", Prompt: "look around", WorkDir: f.dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Log.Append(f.Ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		f.Eventually(20*time.Second, "node "+id+" complete", func() bool {
+			return f.Count(schemas.TypeTaskComplete) == done && f.Idle("engineer")
+		})
+	}
+	node("n1", 0, 1)
+	f.Eventually(10*time.Second, "glob and grep loaded", func() bool { return used("glob").Equal(t0) && used("grep").Equal(t0) })
+	node("n2", 20*time.Minute, 2)
+	f.Eventually(10*time.Second, "glob used again", func() bool { return used("glob").Equal(t0.Add(20 * time.Minute)) })
+	node("n3", 45*time.Minute, 3)
+	if f.Count(schemas.TypeTaskFailed) != 0 {
+		t.Fatal("a node failed")
+	}
+
+	reqs := f.srv.Requests()
+	if len(reqs) != 6 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	n2, n3 := reqs[3].ToolNames(), reqs[5].ToolNames()
+	if !slices.Contains(n2, "glob") || !slices.Contains(n2, "grep") {
+		t.Fatalf("node 2 (20 minutes on) offered %v: glob and grep are within the TTL", n2)
+	}
+	if !slices.Contains(n3, "glob") || slices.Contains(n3, "grep") {
+		t.Fatalf("node 3 (45 minutes on) offered %v: glob was used 25 minutes before, grep 45", n3)
+	}
+	un := llmtest.Payloads[schemas.ToolsUnloaded](f.Stack, schemas.TypeToolsUnloaded)
+	if len(un) != 1 || un[0].NodeID != "n3" || len(un[0].Tools) != 1 || un[0].Tools[0].Name != "grep" ||
+		un[0].Tools[0].Reason != "unused for 45m0s, longer than the TTL of 30m0s (request_tools loads it again)" {
+		t.Fatalf("tools_unloaded %+v", un)
+	}
+	sels := llmtest.Payloads[schemas.SkillsSelected](f.Stack, schemas.TypeSkillsSelected)
+	if len(sels) != 3 || !slices.Contains(sels[2].Tools, "glob") || slices.Contains(sels[2].Tools, "grep") || len(sels[2].Unloaded) != 1 {
+		t.Fatalf("node 3's selection %+v", sels[len(sels)-1])
+	}
+	f.Eventually(10*time.Second, "the loadout without grep", func() bool {
+		l, err := f.Store.Loadout(ctx, "S1", "engineer")
+		return err == nil && len(l.Unloaded) == 1 && l.Unloaded[0].Name == "grep" && l.Unloaded[0].Node == "n3" &&
+			!slices.ContainsFunc(l.Tools, func(x projections.LoadedTool) bool { return x.Name == "grep" })
+	})
 }

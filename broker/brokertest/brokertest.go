@@ -4,6 +4,10 @@ package brokertest
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -86,4 +90,67 @@ func StartMutable(t testing.TB) *broker.Broker {
 		t.Fatalf("recreate SYLK: %v", err)
 	}
 	return b
+}
+
+// FreeAddrs returns n loopback HOST:PORT addresses free at the time of the
+// call: for listeners whose address must be known before they start (cluster
+// routes name each other).
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// ClusterDataDirs makes n data directories under t.TempDir() for the members
+// of one cluster: the first one's credentials (<data>/auth), made by
+// broker.LoadAuth, and what seed adds (nil: nothing), copied into the others,
+// as a user copies them before starting the other members.
+func ClusterDataDirs(t testing.TB, n int, seed func(dataDir string) error) []string {
+	t.Helper()
+	root := t.TempDir()
+	first := filepath.Join(root, "m0")
+	if _, err := broker.LoadAuth(first); err != nil {
+		t.Fatal(err)
+	}
+	if seed != nil {
+		if err := seed(first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := []string{first}
+	for i := 1; i < n; i++ {
+		d := filepath.Join(root, fmt.Sprintf("m%d", i))
+		if err := os.CopyFS(d, os.DirFS(first)); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// ClusterOptions returns the broker options of member i of a cluster whose
+// members route on addrs: the other addresses are its routes.
+func ClusterOptions(dataDir string, addrs []string, i, replicas int) broker.Options {
+	var routes []string
+	for j, a := range addrs {
+		if j != i {
+			routes = append(routes, a)
+		}
+	}
+	return broker.Options{
+		DataDir: dataDir, Listen: "127.0.0.1:0", Sync: broker.SyncInterval, Replicas: replicas,
+		Cluster: broker.Cluster{Name: "test", Listen: addrs[i], Routes: routes},
+	}
 }

@@ -12,18 +12,21 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/permit"
 	"github.com/sylk/sylk/cmd/sylk/pipeline"
 	"github.com/sylk/sylk/cmd/sylk/plan"
 	"github.com/sylk/sylk/cmd/sylk/projections"
 	"github.com/sylk/sylk/cmd/sylk/publish"
 	"github.com/sylk/sylk/cmd/sylk/replay"
 	runcmd "github.com/sylk/sylk/cmd/sylk/run"
+	"github.com/sylk/sylk/cmd/sylk/schedule"
 	"github.com/sylk/sylk/cmd/sylk/schema"
 	"github.com/sylk/sylk/cmd/sylk/search"
 	"github.com/sylk/sylk/cmd/sylk/serve"
 	"github.com/sylk/sylk/cmd/sylk/session"
 	"github.com/sylk/sylk/cmd/sylk/signal"
 	"github.com/sylk/sylk/cmd/sylk/skill"
+	"github.com/sylk/sylk/cmd/sylk/stream"
 	"github.com/sylk/sylk/cmd/sylk/tail"
 	"github.com/sylk/sylk/cmd/sylk/usage"
 	"github.com/sylk/sylk/cmd/sylk/user"
@@ -37,6 +40,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		serve.NewCmdServe(f, nil),
 		runcmd.NewCmdRun(f),
 		plan.NewCmdPlan(f),
+		permit.NewCmdPermit(f),
 		usage.NewCmdUsage(f),
 		publish.NewCmdPublish(f, nil),
 		tail.NewCmdTail(f, nil),
@@ -59,5 +63,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		auditcmd.NewCmdAudit(f),
 		pipeline.NewCmdPipeline(f),
 		variant.NewCmdVariant(f),
+		stream.NewCmdStream(f),
+		schedule.NewCmdSchedule(f),
 	}
 }

@@ -30,12 +30,22 @@ import (
 // serveProc is a `sylk serve` process.
 type serveProc struct {
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{} // closed when the process has exited, with err
+	err  error
 }
 
 func startServe(t *testing.T, bin, data, workDir string, flags ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--data", data, "serve", "--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s"}, flags...)...)
+	p := launchServe(t, bin, data, workDir, append([]string{"--listen", "127.0.0.1:0", "--sync", "always", "--ack-wait", "2s"}, flags...)...)
+	p.waitReady(t, data)
+	return p
+}
+
+// launchServe starts `sylk --data data serve args...` in workDir, its output
+// appended to data.log, without waiting for it to be ready.
+func launchServe(t *testing.T, bin, data, workDir string, args ...string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--data", data, "serve"}, args...)...)
 	cmd.Dir = workDir
 	logf, err := os.OpenFile(filepath.Join(data+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -46,15 +56,20 @@ func startServe(t *testing.T, bin, data, workDir string, flags ...string) *serve
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	// A killed server leaves its server.json behind until the new one
-	// replaces it: wait for the new process's own.
-	brokertest.Eventually(t, 30*time.Second, "server.json of the new server", func() bool {
-		info, err := broker.ReadInfo(data)
-		return err == nil && info.PID == cmd.Process.Pid
-	})
+	p := &serveProc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p
+}
+
+// waitReady waits for the process's server.json in data. A killed server
+// leaves its server.json behind until the new one replaces it: this waits
+// for the new process's own.
+func (p *serveProc) waitReady(t *testing.T, data string) {
+	t.Helper()
+	brokertest.Eventually(t, 60*time.Second, "server.json of the new server", func() bool {
+		info, err := broker.ReadInfo(data)
+		return err == nil && info.PID == p.cmd.Process.Pid
+	})
 }
 
 func (p *serveProc) kill(t *testing.T) {
@@ -67,9 +82,9 @@ func (p *serveProc) stop(t *testing.T) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("serve exited with %v", err)
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("serve exited with %v", p.err)
 		}
 	case <-time.After(30 * time.Second):
 		p.cmd.Process.Kill()
@@ -88,28 +103,9 @@ func TestCrashSafety(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	os.MkdirAll(work, 0o755)
 
-	var plan strings.Builder
-	plan.WriteString("name: crash\npolicy: {max_concurrency: 1}\nnodes:\n")
-	for i := range nodes {
-		fmt.Fprintf(&plan, "  - {id: n%02d, agent: engineer, tool: exec, args: {argv: [sh, -c, 'echo start n%02d >> lines.txt; sleep 0.15; echo end n%02d >> lines.txt']}", i, i, i)
-		if i > 0 {
-			fmt.Fprintf(&plan, ", depends_on: [n%02d]", i-1)
-		}
-		plan.WriteString("}\n")
-	}
-	os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan.String()), 0o644)
-
+	writeChainPlan(t, work, nodes, "0.15")
 	srv := startServe(t, bin, data, work)
-	run := exec.Command(bin, "--data", data, "run", "plan.yaml", "--detach", "--json")
-	run.Dir = work
-	out, err := run.Output()
-	if err != nil {
-		t.Fatalf("sylk run --detach: %v\n%s", err, out)
-	}
-	var submitted conversation.Outcome
-	if err := json.Unmarshal(out, &submitted); err != nil {
-		t.Fatal(err)
-	}
+	submitted := submitPlan(t, bin, data, work)
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for k := range kills {
@@ -126,12 +122,61 @@ func TestCrashSafety(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	checkChainRun(t, js, submitted.Session, work, nodes, kills)
+	nc.Close()
+	srv.stop(t)
+
+	// The projections, built live across ten crashes, equal a clean rebuild.
+	verifyProjections(t, data)
+}
+
+// writeChainPlan writes work/plan.yaml: a chain of nodes engineer tool
+// nodes, one at a time, each appending its start and end to lines.txt with a
+// sleep of the given seconds between.
+func writeChainPlan(t *testing.T, work string, nodes int, sleep string) {
+	t.Helper()
+	var plan strings.Builder
+	plan.WriteString("name: crash\npolicy: {max_concurrency: 1}\nnodes:\n")
+	for i := range nodes {
+		fmt.Fprintf(&plan, "  - {id: n%02d, agent: engineer, tool: exec, args: {argv: [sh, -c, 'echo start n%02d >> lines.txt; sleep %s; echo end n%02d >> lines.txt']}", i, i, sleep, i)
+		if i > 0 {
+			fmt.Fprintf(&plan, ", depends_on: [n%02d]", i-1)
+		}
+		plan.WriteString("}\n")
+	}
+	if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// submitPlan submits work/plan.yaml to the server of data, detached.
+func submitPlan(t *testing.T, bin, data, work string) conversation.Outcome {
+	t.Helper()
+	run := exec.Command(bin, "--data", data, "run", "plan.yaml", "--detach", "--json")
+	run.Dir = work
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("sylk run --detach: %v\n%s", err, out)
+	}
+	var submitted conversation.Outcome
+	if err := json.Unmarshal(out, &submitted); err != nil {
+		t.Fatal(err)
+	}
+	return submitted
+}
+
+// checkChainRun waits for the chain of writeChainPlan to succeed in session
+// and checks that every node ran to the end, that a node ran again only
+// when a kill cut its run off before its result was recorded (at most one
+// repeat per kill), that nothing is left unacked and that the DLQ is empty.
+func checkChainRun(t *testing.T, js jetstream.JetStream, session, work string, nodes, kills int) {
+	t.Helper()
 	log := events.New(js)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var outcome *schemas.WorkflowComplete
 	brokertest.Eventually(t, 3*time.Minute, "the DAG completes after the kills", func() bool {
-		evs, err := log.Read(ctx, events.Filter{Session: submitted.Session, Type: schemas.TypeWorkflowComplete}.Subject(), events.Cursor{}, 0)
+		evs, err := log.Read(ctx, events.Filter{Session: session, Type: schemas.TypeWorkflowComplete}.Subject(), events.Cursor{}, 0)
 		if err != nil || len(evs) == 0 {
 			return false
 		}
@@ -155,7 +200,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 	}
 	calls := map[string][]bool{} // node -> per tool_call: was its result recorded before the next call?
-	evs, err := log.Read(ctx, events.Filter{Session: submitted.Session}.Subject(), events.Cursor{}, 0)
+	evs, err := log.Read(ctx, events.Filter{Session: session}.Subject(), events.Cursor{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +266,6 @@ func TestCrashSafety(t *testing.T) {
 	} else if info, _ := s.Info(ctx); info.State.Msgs != 0 {
 		t.Errorf("%d dead letters", info.State.Msgs)
 	}
-	nc.Close()
-	srv.stop(t)
-
-	// The projections, built live across ten crashes, equal a clean rebuild.
-	verifyProjections(t, data)
 }
 
 func readLines(t *testing.T, path string) []string {
@@ -256,12 +296,20 @@ func verifyProjections(t *testing.T, data string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	verifyStore(t, data, events.New(b.JetStream()))
+}
+
+// verifyStore catches the projections of data up with log, then rebuilds
+// them in memory from it and compares.
+func verifyStore(t *testing.T, data string, log *events.Log) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	store, err := projections.Open(ctx, projections.Options{Dir: server.ProjectionsDir(data)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	log := events.New(b.JetStream())
 	if _, err := store.Projector(log).CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}

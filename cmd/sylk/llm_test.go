@@ -151,6 +151,22 @@ func cmdLLMCalls(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// embedcalls N: the fake LLM has received exactly N /embeddings requests.
+func cmdEmbedCalls(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: embedcalls N")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	f := ts.Value(fakeLLMKey{}).(*fakeLLM)
+	if f.srv == nil {
+		ts.Fatalf("embedcalls: no llmserve")
+	}
+	if got := f.srv.EmbedCalls(); (got == want) == neg {
+		ts.Fatalf("the fake LLM received %d /embeddings requests; want %s%d", got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
 // waitidle DATADIR AGENT...: poll until each agent's consumer exists and has
 // nothing pending or unacknowledged (a server has worked through the stream).
 func cmdWaitIdle(ts *testscript.TestScript, neg bool, args []string) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,9 +24,22 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removingBinary{m}, map[string]func(){
 		"sylk": func() { os.Exit(run(os.Args[1:], cmdutil.DefaultIO())) },
 	})
+}
+
+// removingBinary runs the tests, then removes the binary sylkBinary built
+// (each run builds its own: left behind, they fill the disk).
+type removingBinary struct{ *testing.M }
+
+func (m removingBinary) Run() int {
+	defer func() {
+		if sylkBin != "" {
+			os.RemoveAll(filepath.Dir(sylkBin))
+		}
+	}()
+	return m.M.Run()
 }
 
 // TestScripts runs the CLI acceptance scripts in testdata/script: each reads like
@@ -54,9 +68,12 @@ func TestScripts(t *testing.T) {
 			"waitdlq":      cmdWaitDLQ,
 			"llmserve":     cmdLLMServe,
 			"llmcalls":     cmdLLMCalls,
+			"embedcalls":   cmdEmbedCalls,
 			"waitidle":     cmdWaitIdle,
 			"waitsub":      cmdWaitSub,
 			"jsonfield":    cmdJSONField,
+			"filemode":     cmdFileMode,
+			"greptree":     cmdGrepTree,
 			"extpubas":     cmdExtPubAs,
 		},
 		RequireExplicitExec: true,
@@ -78,6 +95,45 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s has no string %q", args[0], args[1])
 	}
 	ts.Setenv(args[2], v)
+}
+
+// filemode FILE MODE: FILE's permission bits are MODE (octal).
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: filemode FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fmt.Sprintf("%04o", fi.Mode().Perm()); got != args[1] {
+		ts.Fatalf("%s has mode %s, want %s", args[0], got, args[1])
+	}
+}
+
+// greptree DIR TEXT: some file under DIR holds TEXT (with !: none does).
+func cmdGrepTree(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: greptree DIR TEXT")
+	}
+	var found []string
+	ts.Check(filepath.WalkDir(ts.MkAbs(args[0]), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(args[1])) {
+			found = append(found, path)
+		}
+		return nil
+	}))
+	switch {
+	case neg && len(found) > 0:
+		ts.Fatalf("%q is in %v", args[1], found)
+	case !neg && len(found) == 0:
+		ts.Fatalf("no file under %s holds %q", args[0], args[1])
+	}
 }
 
 func firstLineOf(s string) string {

@@ -23,6 +23,9 @@
 //	sylk.api.pending.list        [session]                 []PendingRequest
 //	sylk.api.pending.get         [session, id]             PendingRequest
 //	sylk.api.plan.mode           [session]                 PlanMode
+//	sylk.api.permit.list         [session, state]          []Permit
+//	sylk.api.permit.get          [id]                      Permit
+//	sylk.api.permit.grants       []                        []PermitGrant
 //	sylk.api.replay              [session, from, until, until_time, limit]  LogPage
 //	sylk.api.replay.state        [session, as_of]          SessionView
 //	sylk.api.trace.get           [id]                      Trace
@@ -41,6 +44,8 @@
 //	sylk.api.variant.list        [session, dag, node]      []VariantGroup
 //	sylk.api.loadout.get         [session, agent]          Loadout
 //	sylk.api.loadout.list        [session]                 []Loadout
+//	sylk.api.schedule.get        name                      Schedule
+//	sylk.api.schedule.list                                 []Schedule
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -78,6 +83,9 @@ const (
 	SubjectPendingList    = Prefix + ".pending.list"
 	SubjectPendingGet     = Prefix + ".pending.get"
 	SubjectPlanMode       = Prefix + ".plan.mode"
+	SubjectPermitList     = Prefix + ".permit.list"
+	SubjectPermitGet      = Prefix + ".permit.get"
+	SubjectPermitGrants   = Prefix + ".permit.grants"
 	SubjectReplay         = Prefix + ".replay"
 	SubjectReplayState    = Prefix + ".replay.state"
 	SubjectTrace          = Prefix + ".trace.get"
@@ -94,6 +102,8 @@ const (
 	SubjectVariantList    = Prefix + ".variant.list"
 	SubjectLoadoutGet     = Prefix + ".loadout.get"
 	SubjectLoadoutList    = Prefix + ".loadout.list"
+	SubjectScheduleGet    = Prefix + ".schedule.get"
+	SubjectScheduleList   = Prefix + ".schedule.list"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -118,19 +128,23 @@ var ErrNoServer = errors.New("no sylk server answers on " + Prefix)
 // Request is the body of every request; each endpoint reads the fields it
 // documents and ignores the others.
 type Request struct {
-	ID         string           `json:"id,omitempty"`
-	Session    string           `json:"session,omitempty"`
-	Agent      string           `json:"agent,omitempty"`
-	DAG        string           `json:"dag,omitempty"`
-	Node       string           `json:"node,omitempty"`
-	State      string           `json:"state,omitempty"`
-	Projection string           `json:"projection,omitempty"`
-	Seq        uint64           `json:"seq,omitempty"`
-	Limit      int              `json:"limit,omitempty"`
-	From       uint64           `json:"from,omitempty"`
-	Until      uint64           `json:"until,omitempty"`
-	UntilTime  time.Time        `json:"until_time,omitzero"`
-	AsOf       projections.AsOf `json:"as_of,omitzero"`
+	ID      string `json:"id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	// Name is a schedule's name.
+	Name       string    `json:"name,omitempty"`
+	DAG        string    `json:"dag,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	State      string    `json:"state,omitempty"`
+	Projection string    `json:"projection,omitempty"`
+	Seq        uint64    `json:"seq,omitempty"`
+	Limit      int       `json:"limit,omitempty"`
+	From       uint64    `json:"from,omitempty"`
+	Until      uint64    `json:"until,omitempty"`
+	UntilTime  time.Time `json:"until_time,omitzero"`
+	// Global asks for the global log (projections.LogQuery.Global).
+	Global bool             `json:"global,omitempty"`
+	AsOf   projections.AsOf `json:"as_of,omitzero"`
 	// History queries (projections.HistoryQuery has the same JSON names).
 	SinceTime       time.Time `json:"since_time,omitzero"`
 	Sessions        []string  `json:"session_ids,omitempty"`

@@ -107,11 +107,27 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 	f.append(t, "S1", schemas.TypeToolsLoaded, schemas.ToolsLoaded{CallID: "c1", Agent: "tester", NodeID: "b", Via: "request_tools", Tools: []string{"glob", "rm"},
 		Loaded: []string{"glob"}, Rejected: []schemas.SkillNote{{Name: "rm", Reason: "unknown tool"}}})
 	f.append(t, "_", schemas.TypeEmbedding, schemas.Embedding{Key: schemas.EmbeddingKey("m", 0, "t1"), Model: "m", TextHash: "t1", Vector: []float32{0.6, 0.8}})
+	f.append(t, "S1", schemas.TypePermissionRequest, schemas.PermissionRequest{Agent: "engineer", Tool: "exec", Action: schemas.ActionCommand, Target: "make lint", Grant: "make", CallID: "c1"})
+	asked := f.append(t, "S2", schemas.TypePermissionRequest, schemas.PermissionRequest{Agent: "engineer", Tool: "exec", Action: schemas.ActionCommand, Target: "curl x", Grant: "curl", CallID: "c2"})
+	req, err := f.log.Get(f.ctx, asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.append(t, "S2", schemas.TypePermissionDecision, schemas.PermissionDecision{RequestID: req.Env.ID, Decision: schemas.DecisionAllow, Scope: schemas.PermitAlways})
+	for _, a := range []string{schemas.SignalPause, schemas.SignalResume} {
+		f.append(t, "_", schemas.TypeSignal, schemas.Signal{Action: a, Scope: schemas.ScopeAll})
+	}
+	f.append(t, "_", schemas.TypeScheduleAdd, schemas.ScheduleAdd{Name: "nightly", Spec: schemas.ScheduleSpec{Cron: "0 3 * * *"}, Request: "check"})
+	f.append(t, "_", schemas.TypeScheduleFire, schemas.ScheduleFire{Name: "nightly", Due: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), Session: "S9"})
 	last := f.append(t, "S1", schemas.TypeCheckpoint, schemas.Checkpoint{DAGID: "dS1", Layer: 0})
 	f.client.MinSeq = last // read-your-writes: the server waits for the projector
 	ctx := f.ctx
 	if _, err := f.client.Session(ctx, "S1"); err != nil {
 		t.Fatalf("with min_seq %d: %v", last, err)
+	}
+	open, err := f.store.Permits(ctx, projections.PermitFilter{Session: "S1"})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("permits of S1: %v, %v", open, err)
 	}
 	checks := []struct {
 		name          string
@@ -123,9 +139,21 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		{"dags", func() (any, error) { return f.store.DAGs(ctx, projections.DAGFilter{Session: "S0"}) }, func() (any, error) { return f.client.DAGs(ctx, projections.DAGFilter{Session: "S0"}) }},
 		{"checkpoints", func() (any, error) { return f.store.Checkpoints(ctx, "S1", "") }, func() (any, error) { return f.client.Checkpoints(ctx, "S1", "") }},
 		{"pending", func() (any, error) { return f.store.Pending(ctx, "") }, func() (any, error) { return f.client.Pending(ctx, "") }},
+		{"permits", func() (any, error) {
+			return f.store.Permits(ctx, projections.PermitFilter{State: projections.PermitOpen})
+		}, func() (any, error) {
+			return f.client.Permits(ctx, projections.PermitFilter{State: projections.PermitOpen})
+		}},
+		{"permit", func() (any, error) { return f.store.Permit(ctx, open[0].ID) }, func() (any, error) { return f.client.Permit(ctx, open[0].ID) }},
+		{"permit grants", func() (any, error) { return f.store.PermitGrants(ctx) }, func() (any, error) { return f.client.PermitGrants(ctx) }},
 		{"log", func() (any, error) {
 			return f.store.SessionLog(ctx, projections.LogQuery{Session: "S1", Limit: 2})
 		}, func() (any, error) { return f.client.SessionLog(ctx, projections.LogQuery{Session: "S1", Limit: 2}) }},
+		{"global log", func() (any, error) {
+			return f.store.SessionLog(ctx, projections.LogQuery{Global: true, From: 2, Limit: 1})
+		}, func() (any, error) {
+			return f.client.SessionLog(ctx, projections.LogQuery{Global: true, From: 2, Limit: 1})
+		}},
 		{"as of", func() (any, error) { return f.store.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7}) }, func() (any, error) {
 			return f.client.SessionAsOf(ctx, "S1", projections.AsOf{Seq: 7})
 		}},
@@ -172,6 +200,8 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		}},
 		{"loadout", func() (any, error) { return f.store.Loadout(ctx, "S1", "engineer") }, func() (any, error) { return f.client.Loadout(ctx, "S1", "engineer") }},
 		{"loadouts", func() (any, error) { return f.store.Loadouts(ctx, "S1") }, func() (any, error) { return f.client.Loadouts(ctx, "S1") }},
+		{"schedule", func() (any, error) { return f.store.Schedule(ctx, "nightly") }, func() (any, error) { return f.client.Schedule(ctx, "nightly") }},
+		{"schedules", func() (any, error) { return f.store.Schedules(ctx) }, func() (any, error) { return f.client.Schedules(ctx) }},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})
 			if err != nil {

@@ -139,9 +139,24 @@ func (c *Client) PlanMode(ctx context.Context, session string) (*projections.Pla
 	return one[projections.PlanMode](ctx, c, SubjectPlanMode, &Request{Session: session})
 }
 
+// Permits lists permission requests.
+func (c *Client) Permits(ctx context.Context, f projections.PermitFilter) ([]*projections.Permit, error) {
+	return list[projections.Permit](ctx, c, SubjectPermitList, &Request{Session: f.Session, State: f.State})
+}
+
+// Permit returns a permission request by id.
+func (c *Client) Permit(ctx context.Context, id string) (*projections.Permit, error) {
+	return one[projections.Permit](ctx, c, SubjectPermitGet, &Request{ID: id})
+}
+
+// PermitGrants lists the remembered permission answers.
+func (c *Client) PermitGrants(ctx context.Context) ([]*projections.PermitGrant, error) {
+	return list[projections.PermitGrant](ctx, c, SubjectPermitGrants, &Request{})
+}
+
 // SessionLog returns a page of one session's events.
 func (c *Client) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
-	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit})
+	return one[projections.LogPage](ctx, c, SubjectReplay, &Request{Session: q.Session, From: q.From, Until: q.Until, UntilTime: q.UntilTime, Limit: q.Limit, Global: q.Global})
 }
 
 // SessionAsOf folds one session's events up to a point.
@@ -209,6 +224,16 @@ func (c *Client) Loadout(ctx context.Context, session, agent string) (*projectio
 // Loadouts lists the loadouts of a session, by agent.
 func (c *Client) Loadouts(ctx context.Context, session string) ([]*projections.Loadout, error) {
 	return list[projections.Loadout](ctx, c, SubjectLoadoutList, &Request{Session: session})
+}
+
+// Schedule returns a schedule by name.
+func (c *Client) Schedule(ctx context.Context, name string) (*projections.Schedule, error) {
+	return one[projections.Schedule](ctx, c, SubjectScheduleGet, &Request{Name: name})
+}
+
+// Schedules lists the schedules by name.
+func (c *Client) Schedules(ctx context.Context) ([]*projections.Schedule, error) {
+	return list[projections.Schedule](ctx, c, SubjectScheduleList, nil)
 }
 
 // Status reports cursors, lag and sizes.

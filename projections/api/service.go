@@ -40,7 +40,7 @@ func Serve(ctx context.Context, nc *nats.Conn, store *projections.Store, src pro
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
-		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history, loadouts",
+		Description: "Sylk projections: sessions, DAGs, checkpoints, pending requests, session logs, traces, history, loadouts, schedules",
 	})
 	if err != nil {
 		s.cancel()
@@ -184,11 +184,23 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.PlanMode(ctx, r.Session)
 		},
-		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
-			if err := need("session", r.Session); err != nil {
+		SubjectPermitList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Permits(ctx, projections.PermitFilter{Session: r.Session, State: r.State})
+		},
+		SubjectPermitGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("id", r.ID); err != nil {
 				return nil, err
 			}
-			return st.SessionLog(ctx, projections.LogQuery{Session: r.Session, From: r.From, Until: r.Until, UntilTime: r.UntilTime, Limit: r.Limit})
+			return st.Permit(ctx, r.ID)
+		},
+		SubjectPermitGrants: func(ctx context.Context, _ *Request) (any, error) {
+			return st.PermitGrants(ctx)
+		},
+		SubjectReplay: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("session", r.Session); err != nil && !r.Global {
+				return nil, err
+			}
+			return st.SessionLog(ctx, projections.LogQuery{Session: r.Session, From: r.From, Until: r.Until, UntilTime: r.UntilTime, Limit: r.Limit, Global: r.Global})
 		},
 		SubjectReplayState: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("session", r.Session); err != nil {
@@ -267,6 +279,15 @@ func (s *Service) handlers() map[string]handler {
 				return nil, err
 			}
 			return st.Loadouts(ctx, r.Session)
+		},
+		SubjectScheduleGet: func(ctx context.Context, r *Request) (any, error) {
+			if err := need("name", r.Name); err != nil {
+				return nil, err
+			}
+			return st.Schedule(ctx, r.Name)
+		},
+		SubjectScheduleList: func(ctx context.Context, r *Request) (any, error) {
+			return st.Schedules(ctx)
 		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +45,7 @@ and symlinked files are skipped, each with its reason ('sylk index status').
 'sylk search' updates the index before it searches; the Librarian updates it
 before it answers a context request.`,
 	}
-	cmd.AddCommand(newUpdateCmd(f), newStatusCmd(f), newRebuildCmd(f))
+	cmd.AddCommand(newUpdateCmd(f), newStatusCmd(f), newRebuildCmd(f), newWatchCmd(f))
 	return cmd
 }
 
@@ -92,6 +93,8 @@ type updateReport struct {
 	Skipped int    `json:"skipped"`
 	Events  int    `json:"events"`
 	Seq     uint64 `json:"seq,omitempty"`
+	// Changed lists the files a watcher saw change.
+	Changed []string `json:"changed,omitempty"`
 }
 
 func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, files []string, reindex bool) error {
@@ -112,7 +115,13 @@ func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, file
 	if err != nil {
 		return err
 	}
-	rep := updateReport{Root: ix.Root, Events: len(ups), Seq: seq}
+	return report(f, opts, ix, ups, seq, nil)
+}
+
+// report prints what one update recorded (one JSON object a line with
+// --json); paths, when set, are the files a watcher saw change.
+func report(f *cmdutil.Factory, opts *IndexOptions, ix *librarian.Indexer, ups []schemas.IndexUpdate, seq uint64, paths []string) error {
+	rep := updateReport{Root: ix.Root, Events: len(ups), Seq: seq, Changed: paths}
 	rep.Indexed, rep.Removed, rep.Skipped = librarian.Counts(ups)
 	if opts.JSON {
 		return f.IO.PrintJSON(rep)
@@ -126,6 +135,66 @@ func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, file
 		fmt.Fprintln(f.IO.ErrOut, "'sylk index status' says why each skipped file was left out")
 	}
 	return nil
+}
+
+func newWatchCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &IndexOptions{}
+	var debounce time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Keep the index of the work directory up to date as files change",
+		Long: `Brings the index up to date, then watches the work directory (every directory
+the indexer enters; symlinks are not followed) and indexes the files that
+change, once no change came for --debounce: an edit records one
+index_update naming that file, a removed file is removed from the index, a
+new directory is watched and its files indexed. It prints a line per update
+(a JSON object per line with --json) and runs until Ctrl-C (exit 0).`,
+		Example: `  sylk index watch
+  sylk index watch --dir ~/src/app --debounce 500ms --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return watchRun(cmd.Context(), f, opts, debounce)
+		},
+	}
+	opts.bind(cmd)
+	cmd.Flags().StringVar(&opts.Session, "session", "_", "the session the index_update events belong to")
+	cmd.Flags().DurationVar(&debounce, "debounce", librarian.DefaultDebounce, "how long to wait after the last change before indexing")
+	return cmd
+}
+
+func watchRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, debounce time.Duration) error {
+	if !schemas.ValidName(opts.Session) {
+		return cmdutil.Usagef("--session %q is not a session id", opts.Session)
+	}
+	if debounce <= 0 {
+		return cmdutil.Usagef("--debounce %s: want a positive duration, e.g. 200ms", debounce)
+	}
+	ix, err := librarian.NewIndexer(opts.Dir)
+	if err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	r, err := f.State(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, nil)
+	if err != nil {
+		return err
+	}
+	if err := report(f, opts, ix, ups, seq, nil); err != nil {
+		return err
+	}
+	return ix.Watch(ctx, debounce, func(ctx context.Context, paths []string) error {
+		ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, paths)
+		if err != nil {
+			return err
+		}
+		if len(ups) == 0 {
+			return nil // touched, not changed
+		}
+		return report(f, opts, ix, ups, seq, paths)
+	}, func(err error) { fmt.Fprintf(f.IO.ErrOut, "watch: %v\n", err) })
 }
 
 // Refresh brings the index of ix's root up to date (only files, when some

@@ -296,21 +296,16 @@ func planAnswerRun(ctx context.Context, f *cmdutil.Factory, opts *PlanOptions, t
 	if local && llmErr != nil && !opts.Detach && opts.Text != "" {
 		return conversation.ErrNeedsLLM("planning again with your " + map[bool]string{true: "answer", false: "feedback"}[kind == projections.KindClarification])
 	}
+	if err := conversation.RefuseSecrets(ctx, f, r.Log, pr.Session, "your "+map[bool]string{true: "answer", false: "feedback"}[kind == projections.KindClarification], opts.Text); err != nil {
+		return err
+	}
 	e, err := conversation.UserEvent(f, pr.Session, t, p, env.Env)
 	if err != nil {
 		return err
 	}
-	seq, err := r.Log.Append(ctx, e)
+	seq, err := r.AppendApplied(ctx, e)
 	if err != nil {
 		return err
-	}
-	if err := r.Sync(ctx, seq); err != nil {
-		return err
-	}
-	if rej, err := r.Rejected(ctx, seq); err != nil {
-		return err
-	} else if rej != nil {
-		return fmt.Errorf("the %s was refused: %s", t, rej.Reason)
 	}
 	ref := pr.PlanID
 	if kind == projections.KindClarification {

@@ -13,6 +13,7 @@ import (
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/reexec"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/internal/conversation"
 	"github.com/sylk/sylk/projections"
 )
 
@@ -49,7 +50,7 @@ func reexecuteRun(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 	return nil
 }
 
-func reexecute(ctx context.Context, f *cmdutil.Factory, r projections.Reader, session string, until uint64, live bool) (*reexec.Report, error) {
+func reexecute(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, session string, until uint64, live bool) (*reexec.Report, error) {
 	rec, err := reexec.Load(ctx, r, session, until)
 	if err != nil {
 		return nil, err
@@ -62,6 +63,9 @@ func reexecute(ctx context.Context, f *cmdutil.Factory, r projections.Reader, se
 		return nil, err
 	}
 	opts := reexec.Options{Runtime: f.RuntimeConfig(), Live: live}
+	if live {
+		opts.Keep, opts.KeepAs = r.Log, conversation.NewSessionID()
+	}
 	c, err := f.LLMConfig()
 	switch {
 	case err == nil:
@@ -105,6 +109,10 @@ func printReport(w io.Writer, rep *reexec.Report) {
 	}
 	if len(rep.CallsMissing) > 0 {
 		fmt.Fprintf(w, "calls the recording lacks: %s\n", strings.Join(rep.CallsMissing, ", "))
+	}
+	if wi := rep.WhatIf; wi != nil {
+		fmt.Fprintf(w, "the what-if is kept as session %s, a fork of %s after seq %d with %d events of its own:\n  sylk session show %s; sylk replay %s\n",
+			wi.Session, wi.Parent, wi.ParentSeq, wi.Events, wi.Session, wi.Session)
 	}
 }
 

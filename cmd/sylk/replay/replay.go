@@ -55,7 +55,11 @@ position (type, source, target, payload; not ids, times or durations). It
 prints "identical: N events, 0 calls made", or the first divergence: the input
 it follows from, the recorded and the new event, the fields that differ, and
 for an LLM call what in the request changed. A call the recording lacks is a
-divergence; with --live it is made for real and the run goes on as a what-if.
+divergence; with --live it is made for real and the run goes on as a what-if,
+kept as a fork of the session: its history up to the last event before the
+divergence, then the what-if's own events (sylk session show FORK, sylk replay
+FORK; no agent handles them again, what you do in the fork runs for real).
+Signals to every session sent while it was recorded are fed at their places.
 Exit 0 identical, 1 diverged, 2 an error (an unknown session, --until past its
 end, a session without inputs). A session still running is re-executed as far
 as it is recorded. --all re-executes every session (active in the last
@@ -66,6 +70,7 @@ against recorded work before deploying it.`,
   sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type
   sylk replay S1 --reexecute
   sylk replay S1 --reexecute --until 200 --json | jq .divergence.fields
+  sylk replay S1 --reexecute --live --json | jq -r .what_if.session
   sylk replay --reexecute --all --since 7d`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if opts.All {
@@ -99,7 +104,7 @@ against recorded work before deploying it.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON: one object per event, or the state as one object")
 	cmd.Flags().BoolVar(&opts.State, "state", false, "print the session's state as of --until instead of its events")
 	cmd.Flags().BoolVar(&opts.Reexecute, "reexecute", false, "run the session again against today's agents, calls answered from the recording")
-	cmd.Flags().BoolVar(&opts.Live, "live", false, "with --reexecute: make the calls the recording lacks for real")
+	cmd.Flags().BoolVar(&opts.Live, "live", false, "with --reexecute: make the calls the recording lacks for real, and keep the what-if as a fork")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "with --reexecute: every session, as a table")
 	cmd.Flags().StringVar(&opts.Since, "since", "", "with --all: only sessions active in this long (7d, 12h)")
 	return cmd

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sylk/sylk/agents/llm"
@@ -14,23 +13,6 @@ import (
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
-
-// isPlanPath says whether run's argument names a plan file rather than a
-// request in plain words: "-" (stdin), or one word ending in .yaml, .yml or
-// .json. A missing plan file is then an error, not a request.
-func isPlanPath(arg string) bool {
-	if arg == "-" {
-		return true
-	}
-	if strings.ContainsAny(arg, " \t\n") {
-		return false
-	}
-	switch strings.ToLower(filepath.Ext(arg)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
 
 // runRequest is `sylk run "REQUEST"`: the request goes to the Guide as
 // user_input in a new session (or the one given); the Guide classifies it and
@@ -62,6 +44,9 @@ func runRequest(ctx context.Context, f *cmdutil.Factory, opts *RunOptions) error
 		return errDetachNeedsServer(f)
 	}
 	log := events.New(srv.JetStream())
+	if err := conversation.RefuseSecrets(ctx, f, log, opts.Session, "the request", opts.Request); err != nil {
+		return err
+	}
 	session := opts.Session
 	var submit []*schemas.Envelope
 	if session == "" {

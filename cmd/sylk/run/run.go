@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sylk/sylk/agents/llm"
-	"github.com/sylk/sylk/agents/plan"
-	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/cmd/sylk/internal/conversation"
 	"github.com/sylk/sylk/events"
@@ -97,7 +94,7 @@ Unknown keys are errors naming the key and the node; every problem is listed.`,
   sylk run "rename Foo to Bar in pkg/x" < /dev/null   # plan, print it, exit; then: sylk plan approve`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !isPlanPath(args[0]) {
+			if !cmdutil.IsPlanPath(args[0]) {
 				if strings.TrimSpace(args[0]) == "" {
 					return cmdutil.Usagef("the request is empty: say what you want done, or give a plan file")
 				}
@@ -120,24 +117,15 @@ Unknown keys are errors naming the key and the node; every problem is listed.`,
 }
 
 func runRun(ctx context.Context, f *cmdutil.Factory, opts *RunOptions) error {
-	src, err := readPlan(f.IO.In, opts.Plan)
-	if err != nil {
-		return err
-	}
-	rc := f.RuntimeConfig()
 	_, llmErr := f.LLMConfig()
 	if llmErr != nil && !errors.Is(llmErr, llm.ErrNotConfigured) {
 		return llmErr
 	}
-	cat := rc.Catalog()
-	if cat.PromptAgents == nil {
-		// Whether prompt nodes can run depends on the server that runs
-		// them: checked below, once it is known.
-		cat.PromptAgents = runtime.ToolAgents()
-	}
-	p, err := plan.Load(src, cat)
+	// Whether prompt nodes can run depends on the server that runs them:
+	// checked below, once it is known.
+	p, _, err := f.LoadPlan(opts.Plan)
 	if err != nil {
-		return cmdutil.Usagef("%s: %w", opts.Plan, err)
+		return err
 	}
 	if p.DAG.ID == "" {
 		p.DAG.ID = schemas.NewID()
@@ -200,15 +188,4 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *RunOptions) error {
 		return err
 	}
 	return view.End(out)
-}
-
-func readPlan(stdin io.Reader, path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(stdin)
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, cmdutil.Usagef("plan file %s does not exist", path)
-	}
-	return b, err
 }

@@ -56,7 +56,14 @@ again; --no-update skips that).
 
 Without a flag, QUERY is ranked full-text search (BM25) over every file's
 words: identifiers count as their parts too, so "config loader" finds
-parseConfigFile and internal/config/loader.go. With a flag, QUERY is a name:
+parseConfigFile and internal/config/loader.go. With an embedding model
+configured (llm.embedding_model, SYLK_LLM_EMBEDDING_MODEL; the endpoint is
+--llm-base-url's /embeddings) the search is hybrid: each file's vector and
+the query's are recorded once as embedding events, and the BM25 ranking and
+the vector ranking are fused by reciprocal rank. Without one, or when the
+endpoint fails, the ranking is BM25 only and stderr says so.
+
+With a flag, QUERY is a name:
 
   --symbol      declarations named QUERY: Name, Recv.Method or pkg.Name
   --callers     the calls to QUERY (Go)
@@ -115,12 +122,24 @@ func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, que
 	if err := q.Validate(); err != nil {
 		return cmdutil.UsageError{Err: err}
 	}
+	note := ""
+	if kind == projections.CodeSearch {
+		if q.Embedding, note, err = embedding(ctx, f, r, ix, opts.Session, query, !opts.NoUpdate); err != nil {
+			return err
+		}
+	}
 	res, err := r.Code(ctx, q)
 	if err != nil {
 		return err
 	}
 	if opts.JSON {
-		return f.IO.PrintJSON(res)
+		return f.IO.PrintJSON(struct {
+			*projections.CodeResult
+			Note string `json:"note,omitempty"`
+		}{res, note})
+	}
+	if note != "" {
+		fmt.Fprintln(f.IO.ErrOut, note)
 	}
 	if !res.Indexed {
 		fmt.Fprintf(f.IO.ErrOut, "%s has no index: 'sylk index update --dir %s' makes one\n", ix.Root, opts.Dir)
@@ -145,7 +164,7 @@ func printResult(tw *tabwriter.Writer, res *projections.CodeResult) int {
 	n := 0
 	for _, h := range res.Hits {
 		n++
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", h.Path, h.Score, h.Lang)
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\n", h.Path, h.Score, h.Lang)
 		for _, s := range h.Symbols {
 			fmt.Fprintf(tw, "  %s:%d\t\t%s %s\n", h.Path, s.Line, s.Kind, name(s))
 		}

@@ -4,13 +4,18 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/cmd/sylk/internal/server"
@@ -26,6 +31,10 @@ type ServeOptions struct {
 	Insecure      bool
 	AckWait       time.Duration
 	HTTP          string
+	Cluster       broker.Cluster
+	Replicas      int
+	Roles         []string
+	Agents        []string
 }
 
 func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory, *ServeOptions) error) *cobra.Command {
@@ -51,14 +60,40 @@ clear text instead.
 With --nats-url, serve starts no broker: it runs its projections (in its own
 --data) and its agents against that NATS server's streams, beside any other
 serve on it. Agents of one kind share their durable consumer, so this is how
-the work spreads over processes and machines.`,
+the work spreads over processes and machines. --nats-url takes several URLs,
+comma-separated (the members of a cluster): the process fails over between
+them, and an append retried after a failover is stored once.
+
+--roles chooses what the process runs: broker (the embedded NATS server),
+projections (its own store, folded from the stream, and the query API the
+CLI uses), agents (--agents chooses which; they need the projections). All
+three by default; projections,agents with --nats-url.
+
+A cluster: each member is a serve with --cluster-listen (where the other
+members connect), --routes (their --cluster-listen addresses) and the same
+--cluster-name. Before the other members first start, copy the first one's
+<data>/auth and <data>/audit into their data directories: the members share
+the credentials (only members holding them may route) and the audit key.
+--replicas N keeps N copies of the streams over the members (at most the
+cluster's size); 'sylk stream replicas N' changes it later. A member started
+before its peers waits for a majority, saying which peers it sees; once up
+it prints them.`,
 		Example: `  sylk serve
   sylk serve --listen 127.0.0.1:4333 --sync interval
   sylk serve --listen none          # reachable only from this process
   sylk serve --http 127.0.0.1:9090  # Prometheus scrapes http://127.0.0.1:9090/metrics
   sylk serve --listen 0.0.0.0:4222 --tls-self-signed   # for other machines, over TLS
   sylk serve --listen 0.0.0.0:4222 --tls-cert cert.pem --tls-key key.pem
-  sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine`,
+  sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine
+
+  # a three-member cluster on one machine, streams with three copies
+  sylk --data d1 serve --listen 127.0.0.1:4221 --cluster-listen 127.0.0.1:6221 --routes 127.0.0.1:6222,127.0.0.1:6223 --replicas 3
+  cp -r d1/auth d1/audit d2/ && cp -r d1/auth d1/audit d3/   # once, before d2 and d3 first start
+  sylk --data d2 serve --listen 127.0.0.1:4222 --cluster-listen 127.0.0.1:6222 --routes 127.0.0.1:6221,127.0.0.1:6223 --replicas 3 --roles broker
+  sylk --data d3 serve --listen 127.0.0.1:4223 --cluster-listen 127.0.0.1:6223 --routes 127.0.0.1:6221,127.0.0.1:6222 --replicas 3 --agents engineer,tester
+
+  # engineers only, on another machine, against the cluster
+  sylk --nats-url nats://10.0.0.5:4221,nats://10.0.0.6:4222 --creds admin.creds serve --agents engineer`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -74,6 +109,9 @@ the work spreads over processes and machines.`,
 			if flags.Changed("ack-wait") {
 				f.Cfg.AckWait = opts.AckWait.String()
 			}
+			if err := opts.fromConfig(flags, f.Cfg); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -87,25 +125,88 @@ the work spreads over processes and machines.`,
 	cmd.Flags().BoolVar(&opts.TLSSelfSigned, "tls-self-signed", false, "serve TLS with a self-signed certificate generated once in <data>/tls")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow a listener other machines can reach without TLS (credentials and events in clear text)")
 	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; a non-loopback address needs --insecure)")
+	cmd.Flags().StringVar(&opts.Cluster.Name, "cluster-name", "", "the cluster's name, the same on every member (default "+broker.DefaultClusterName+")")
+	cmd.Flags().StringVar(&opts.Cluster.Listen, "cluster-listen", "", "HOST:PORT where the other cluster members connect (routes)")
+	cmd.Flags().StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other members' --cluster-listen addresses, HOST:PORT,...")
+	cmd.Flags().IntVar(&opts.Replicas, "replicas", 0, "copies of the streams the cluster keeps (default: 1 for new streams, unchanged for existing ones)")
+	cmd.Flags().StringSliceVar(&opts.Roles, "roles", nil, "what this process runs: broker,projections,agents (default all; projections,agents with --nats-url)")
+	cmd.Flags().StringSliceVar(&opts.Agents, "agents", nil, "the agents this process runs, e.g. engineer,tester (default all)")
 	cmd.Flags().DurationVar(&opts.AckWait, "ack-wait", agents.DefaultAckWait, "how soon the work of an agent that died is handed to another (agents working on long tools report in, so this is no time limit)")
 	return cmd
+}
+
+// fromConfig takes the settings of the configuration that no flag gave, and
+// checks the roles and agents.
+func (opts *ServeOptions) fromConfig(flags *pflag.FlagSet, cfg cmdutil.Config) error {
+	if !flags.Changed("cluster-name") && cfg.Cluster.Name != "" {
+		opts.Cluster.Name = cfg.Cluster.Name
+	}
+	if !flags.Changed("cluster-listen") && cfg.Cluster.Listen != "" {
+		opts.Cluster.Listen = cfg.Cluster.Listen
+	}
+	if !flags.Changed("routes") && len(cfg.Cluster.Routes) > 0 {
+		opts.Cluster.Routes = cfg.Cluster.Routes
+	}
+	if !flags.Changed("replicas") && cfg.Replicas != 0 {
+		opts.Replicas = cfg.Replicas
+	}
+	if !flags.Changed("roles") {
+		opts.Roles = cfg.Roles
+	}
+	if !flags.Changed("agents") && len(cfg.Agents) > 0 {
+		opts.Agents = cfg.Agents
+	}
+	if opts.Roles == nil {
+		opts.Roles = server.Roles
+		if cfg.NATSURL != "" {
+			opts.Roles = []string{server.RoleProjections, server.RoleAgents}
+		}
+	}
+	if err := server.CheckRoles(opts.Roles, cfg.NATSURL); err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	if opts.Agents != nil {
+		known := runtime.AgentNames()
+		for _, a := range opts.Agents {
+			if !slices.Contains(known, a) {
+				return cmdutil.Usagef("--agents %q: the agents are %s", a, strings.Join(known, ", "))
+			}
+		}
+		if !slices.Contains(opts.Roles, server.RoleAgents) {
+			return cmdutil.Usagef("--agents %s but --roles %s runs no agents: add agents to --roles", strings.Join(opts.Agents, ","), strings.Join(opts.Roles, ","))
+		}
+	}
+	return nil
 }
 
 func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error {
 	bopts := f.BrokerOptions()
 	bopts.Listen, bopts.Sync = opts.Listen, opts.Sync
 	bopts.TLSCert, bopts.TLSKey, bopts.TLSSelfSigned, bopts.Insecure = opts.TLSCert, opts.TLSKey, opts.TLSSelfSigned, opts.Insecure
+	bopts.Cluster, bopts.Replicas = opts.Cluster, opts.Replicas
 	bopts.Name = "sylk-serve"
-	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: f.RuntimeConfig(), LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure})
+	rt := f.RuntimeConfig()
+	rt.Agents = opts.Agents
+	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: rt, LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure, Roles: opts.Roles, Scheduler: true})
+	if errors.Is(err, broker.ErrInvalidOptions) {
+		return cmdutil.UsageError{Err: err}
+	}
 	if err != nil {
 		return err
 	}
 	if u := srv.HTTPURL(); u != "" {
 		fmt.Fprintf(f.IO.ErrOut, "metrics at %s/metrics\n", u)
 	}
+	what := strings.Join(opts.Roles, ", ")
+	if opts.Agents != nil {
+		what += " (" + strings.Join(opts.Agents, ", ") + ")"
+	}
 	if srv.Broker().Embedded() {
 		b := srv.Broker()
-		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(b.URL()), bopts.Sync)
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s on %s (sync %s; %s); Ctrl-C to stop\n", bopts.DataDir, urlOrNone(b.URL()), bopts.Sync, what)
+		if bopts.Cluster.Enabled() {
+			fmt.Fprintf(f.IO.ErrOut, "cluster member %s, routes on %s; peers seen: %s\n", b.ServerName(), bopts.Cluster.Listen, strings.Join(b.Peers(), ", "))
+		}
 		if fp := b.TLSFingerprint(); fp != "" {
 			fmt.Fprintf(f.IO.ErrOut, "TLS certificate SHA-256 fingerprint %s\n", fp)
 		}
@@ -113,7 +214,7 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 			fmt.Fprintf(f.IO.ErrOut, "admin credentials: %s\n", a.CredsPath(broker.AdminUser))
 		}
 	} else {
-		fmt.Fprintf(f.IO.ErrOut, "sylk serving projections (%s) and agents against %s; Ctrl-C to stop\n", bopts.DataDir, srv.Broker().URL())
+		fmt.Fprintf(f.IO.ErrOut, "sylk serving %s (%s) against %s; Ctrl-C to stop\n", what, bopts.DataDir, srv.Broker().URL())
 	}
 	select {
 	case <-ctx.Done():

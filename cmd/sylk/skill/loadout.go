@@ -25,7 +25,9 @@ func newCmdLoadout(f *cmdutil.Factory) *cobra.Command {
 		Short: "Show what each agent loaded in a session: skills, tool schemas, refusals",
 		Long: `Show the loadouts of a session, from the skills projection: for each agent,
 the skills its selections loaded (with the reason), the tools whose schemas it
-loaded (at a node's start or by request_tools), and the tools it was refused.
+loaded (at a node's start or by request_tools), the tools it was refused, and
+the tools that expired: unused for longer than the TTL (30 minutes), a node
+starts without them.
 
 With a server running it asks the server (sylk.api.loadout.get and
 sylk.api.loadout.list); without, it reads the local projections.`,
@@ -77,7 +79,7 @@ func loadoutRun(ctx context.Context, f *cmdutil.Factory, opts *loadoutOptions) e
 	return printLoadouts(f.IO.Out, los)
 }
 
-// printLoadouts prints one line per skill, tool and refusal.
+// printLoadouts prints one line per skill, tool, refusal and expired tool.
 func printLoadouts(out io.Writer, los []*projections.Loadout) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tKIND\tNAME\tNODE\tSEQ\tHOW")
@@ -90,6 +92,9 @@ func printLoadouts(out io.Writer, los []*projections.Loadout) error {
 		}
 		for _, r := range lo.Refused {
 			fmt.Fprintf(tw, "%s\trefused\t%s\t-\t%d\t%s\n", lo.Agent, orDash(r.Name), r.Seq, r.Reason)
+		}
+		for _, u := range lo.Unloaded {
+			fmt.Fprintf(tw, "%s\tunloaded\t%s\t%s\t%d\t%s\n", lo.Agent, u.Name, orDash(u.Node), u.Seq, u.Reason)
 		}
 	}
 	return tw.Flush()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/schemas"
 )
 
 // Config is Sylk's configuration. Layers, each over the one before: built-in
@@ -39,6 +41,15 @@ type Config struct {
 	Token    string `yaml:"token"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
+	// Cluster makes `sylk serve`'s embedded server a member of a cluster
+	// (name, listen, routes), and Replicas is how many copies of the streams
+	// it keeps; see `sylk serve --help`.
+	Cluster  broker.Cluster `yaml:"cluster"`
+	Replicas int            `yaml:"replicas"`
+	// Roles are what `sylk serve` runs (broker, projections, agents), and
+	// Agents which agents it runs; empty: all.
+	Roles  []string `yaml:"roles"`
+	Agents []string `yaml:"agents"`
 	// LLM is the LLM tier: an OpenAI-compatible endpoint, the model (per
 	// agent if wanted), token budgets and the call policy (llm.Config: base_url,
 	// model, agent_models, budgets {global, session, task}, prices,
@@ -48,10 +59,22 @@ type Config struct {
 	LLM llm.Config `yaml:"llm"`
 	// Permissions maps an agent to the tools it may use, over the defaults.
 	Permissions map[string][]string `yaml:"permissions"`
+	// Commands maps an agent to the commands it runs without asking (words
+	// of the command's start: "go test"). Another command is allowed when
+	// it is on the safe list or a remembered answer covers it; otherwise it
+	// waits for the user's `sylk permit allow|deny`. An agent with no entry
+	// runs any command.
+	Commands map[string][]string `yaml:"commands"`
 	// Hooks are the user hooks (hooks.Config: name, point, trigger, agents,
 	// priority, command, timeout, fail); a file that has the key replaces
 	// the list of the files before it.
 	Hooks []hooks.Config `yaml:"hooks"`
+	// Routes override entries of the Guide's routing table (a message type to
+	// the agent that owns it), Prompts the system prompt of a prompt node's
+	// agent (engineer, inspector, tester). Check such a change against
+	// recorded work first: sylk replay --reexecute --all.
+	Routes  map[schemas.Type]string `yaml:"routes"`
+	Prompts map[string]string       `yaml:"prompts"`
 }
 
 // configFiles returns the config files that exist, lowest precedence first.
@@ -79,6 +102,24 @@ func configFiles() []string {
 		}
 	}
 	return files
+}
+
+// ProjectDir is the project the working directory is in: the nearest
+// directory, from the working directory up, that holds a .sylk directory,
+// else the working directory.
+func ProjectDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(filepath.Join(dir, ".sylk")); err == nil && fi.IsDir() {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return wd
+		}
+	}
 }
 
 // loadConfig reads the config files, then the SYLK_* variables (the LLM's

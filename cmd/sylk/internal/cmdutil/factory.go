@@ -11,10 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sylk/sylk/agents/guide"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
@@ -147,6 +150,14 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 	if cfg.AckWait != "" {
 		if d, err := time.ParseDuration(cfg.AckWait); err != nil || d <= 0 {
 			return Usagef("ack_wait %q: want a positive duration like 30s", cfg.AckWait)
+		}
+	}
+	if err := guide.CheckRoutes(cfg.Routes); err != nil {
+		return UsageError{Err: fmt.Errorf("config: %w", err)}
+	}
+	for agent := range cfg.Prompts {
+		if !slices.Contains(runtime.ToolAgents(), agent) {
+			return Usagef("config: prompts: %q: want one of the agents that run prompt nodes, %s", agent, strings.Join(runtime.ToolAgents(), ", "))
 		}
 	}
 	if _, err := hooks.FromConfig(cfg.Hooks, nil); err != nil {
@@ -283,11 +294,18 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	for agent, allowed := range f.Cfg.Permissions {
 		policy.Agents[agent] = tools.AgentPolicy{Tools: allowed}
 	}
+	for agent, cmds := range f.Cfg.Commands {
+		ap := policy.Agents[agent]
+		ap.Commands = cmds
+		policy.Agents[agent] = ap
+	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
 	cfg := runtime.Config{
 		Tools:          tools.Options{Permissions: policy},
 		DefaultWorkDir: wd,
 		Hooks:          f.Cfg.Hooks,
+		Routes:         f.Cfg.Routes,
+		Prompts:        f.Cfg.Prompts,
 		AckWait:        ackWait,
 		Logger:         slog.Default(),
 		LLMHint:        llm.Hint,

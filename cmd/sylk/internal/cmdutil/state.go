@@ -10,6 +10,7 @@ import (
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/schemas"
 )
 
 // StateReader is where a command reads projected state. With `sylk serve`
@@ -103,6 +104,24 @@ func (r *StateReader) Rejected(ctx context.Context, seq uint64) (*projections.Re
 		return nil, err
 	}
 	return rs[0], nil
+}
+
+// AppendApplied appends env, waits until the projections have applied it,
+// and returns a projection's refusal of it as an error that says why.
+func (r *StateReader) AppendApplied(ctx context.Context, env *schemas.Envelope) (uint64, error) {
+	seq, err := r.Log.Append(ctx, env)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.Sync(ctx, seq); err != nil {
+		return 0, err
+	}
+	if rej, err := r.Rejected(ctx, seq); err != nil {
+		return 0, err
+	} else if rej != nil {
+		return 0, fmt.Errorf("the %s was refused: %s", env.Type, rej.Reason)
+	}
+	return seq, nil
 }
 
 // Verify rebuilds in memory and compares, on the server or locally.

@@ -59,6 +59,23 @@ type Metrics struct {
 	llmCost     *prometheus.CounterVec
 	breakers    *prometheus.GaugeVec
 	undecodable prometheus.Counter
+
+	mu      sync.Mutex
+	runners []HeldCounter
+}
+
+// HeldCounter is an agent runner of this process: what it holds unstarted
+// while its session is paused.
+type HeldCounter interface {
+	Agent() string
+	Held() int
+}
+
+// AddRunner reports what r holds in sylk_agent_held_messages.
+func (m *Metrics) AddRunner(r HeldCounter) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runners = append(m.runners, r)
 }
 
 // New registers Sylk's metrics, the Go runtime's and the process's on a fresh
@@ -220,14 +237,16 @@ var (
 	streamMessages = prometheus.NewDesc("sylk_stream_messages", "Messages a stream holds.", []string{"stream"}, nil)
 	streamBytes    = prometheus.NewDesc("sylk_stream_bytes", "Bytes a stream holds.", []string{"stream"}, nil)
 	streamLastSeq  = prometheus.NewDesc("sylk_stream_last_sequence", "The sequence of a stream's last message.", []string{"stream"}, nil)
-	projectionLag  = prometheus.NewDesc("sylk_projection_lag_events",
+	heldMessages   = prometheus.NewDesc("sylk_agent_held_messages",
+		"Messages this process's agents hold unstarted because their session, or everything, is paused.", []string{"agent"}, nil)
+	projectionLag = prometheus.NewDesc("sylk_projection_lag_events",
 		"Events the stream holds that this process's projections have not folded yet.", nil, nil)
 	scrapeErrors = prometheus.NewDesc("sylk_metrics_scrape_errors",
 		"1 if this scrape could not read a part of JetStream (the log says which), else 0.", nil, nil)
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{consumerPending, consumerAckPending, consumerRedelivered, streamMessages, streamBytes, streamLastSeq, projectionLag, scrapeErrors} {
+	for _, d := range []*prometheus.Desc{consumerPending, consumerAckPending, consumerRedelivered, streamMessages, streamBytes, streamLastSeq, projectionLag, heldMessages, scrapeErrors} {
 		ch <- d
 	}
 }
@@ -289,6 +308,15 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		}()
 	}
 	wg.Wait()
+	held := map[string]int{}
+	s.m.mu.Lock()
+	for _, r := range s.m.runners {
+		held[r.Agent()] += r.Held()
+	}
+	s.m.mu.Unlock()
+	for agent, n := range held {
+		ch <- prometheus.MustNewConstMetric(heldMessages, prometheus.GaugeValue, float64(n), agent)
+	}
 	if s.m.store != nil && last > 0 {
 		lag := float64(0)
 		if c := s.m.store.Cursor(); c < last {

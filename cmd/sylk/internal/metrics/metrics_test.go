@@ -62,9 +62,17 @@ func TestFold(t *testing.T) {
 		env(t, schemas.TypeCircuitChange, schemas.SystemSession, "tester", schemas.CircuitChange{Resource: "network", From: "closed", To: "half_open"}),
 	)
 
+	// Two runners of one agent kind in this process: their held messages add up.
+	m.AddRunner(heldBy{"engineer", 2})
+	m.AddRunner(heldBy{"engineer", 1})
+	m.AddRunner(heldBy{"tester", 0})
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	want := `
+# HELP sylk_agent_held_messages Messages this process's agents hold unstarted because their session, or everything, is paused.
+# TYPE sylk_agent_held_messages gauge
+sylk_agent_held_messages{agent="engineer"} 3
+sylk_agent_held_messages{agent="tester"} 0
 # HELP sylk_llm_tokens_total LLM tokens, by model and kind (prompt, completion).
 # TYPE sylk_llm_tokens_total counter
 sylk_llm_tokens_total{kind="completion",model="m1"} 22
@@ -88,7 +96,7 @@ sylk_circuit_breaker_state{agent="tester",resource="network",state="closed"} 0
 sylk_circuit_breaker_state{agent="tester",resource="network",state="half_open"} 1
 sylk_circuit_breaker_state{agent="tester",resource="network",state="open"} 0
 `
-	names := []string{"sylk_llm_tokens_total", "sylk_llm_cost_usd_total", "sylk_llm_calls_total", "sylk_tool_runs_total", "sylk_circuit_breaker_state"}
+	names := []string{"sylk_agent_held_messages", "sylk_llm_tokens_total", "sylk_llm_cost_usd_total", "sylk_llm_calls_total", "sylk_tool_runs_total", "sylk_circuit_breaker_state"}
 	var last error
 	if !brokertest.Poll(10*time.Second, func() bool {
 		last = testutil.ScrapeAndCompare(srv.URL, strings.NewReader(want), names...)
@@ -107,6 +115,15 @@ sylk_events_appended_total{type="tool_result"} 2
 		t.Error(err)
 	}
 }
+
+// heldBy is a runner's count of held messages.
+type heldBy struct {
+	agent string
+	held  int
+}
+
+func (h heldBy) Agent() string { return h.agent }
+func (h heldBy) Held() int     { return h.held }
 
 // BenchmarkScrape scrapes a server whose stream holds 10,000 sessions (the
 // issue's budget: under 50 ms a scrape).

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/broker"
-	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
 )
 
 // listenHTTP binds the HTTP listener before anything starts, so a taken or
@@ -42,7 +41,7 @@ func closeListener(ln net.Listener) error {
 // httpComponent serves /metrics on ln until ctx ends.
 func httpComponent(ln net.Listener) serverComponent {
 	return serverComponent{"http", func(ctx context.Context, s *Server) error {
-		m := metrics.New(s.broker.JetStream(), s.store)
+		m := s.metrics
 		stop, err := m.Follow(ctx)
 		if err != nil {
 			ln.Close()

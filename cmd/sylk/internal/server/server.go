@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/agents/schedule"
 	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
@@ -35,8 +39,12 @@ type Server struct {
 	group  *errgroup.Group
 	// failed is closed when a component returns an error.
 	failed <-chan struct{}
-	// httpURL is the HTTP listener's URL, "" without one.
+	// httpURL is the HTTP listener's URL, "" without one; metrics are
+	// what it serves.
 	httpURL string
+	// auditKey signs the audit chain; nil without the broker role.
+	auditKey ed25519.PrivateKey
+	metrics  *metrics.Metrics
 }
 
 // serverComponent runs beside the broker until ctx ends.
@@ -62,30 +70,82 @@ type Options struct {
 	HTTP string
 	// Insecure lets HTTP listen on an address other machines can reach.
 	Insecure bool
+	// Roles are what this process runs (RoleBroker, RoleProjections,
+	// RoleAgents; see CheckRoles); nil runs them all.
+	Roles []string
+	// Scheduler fires due schedules (`sylk serve`; not the servers commands
+	// start for their own duration).
+	Scheduler bool
 }
+
+// The roles of a server process.
+const (
+	// RoleBroker runs the embedded NATS server (and the audit signer).
+	RoleBroker = "broker"
+	// RoleProjections folds the stream into this process's store and
+	// answers the query API (and /metrics) from it.
+	RoleProjections = "projections"
+	// RoleAgents runs the agents (Runtime.Agents says which).
+	RoleAgents = "agents"
+)
+
+// Roles are every role, the default.
+var Roles = []string{RoleBroker, RoleProjections, RoleAgents}
+
+// CheckRoles says what is wrong with a process's roles: an unknown one, a
+// broker with an external server, no broker without one, agents without the
+// projections they read.
+func CheckRoles(roles []string, natsURL string) error {
+	for _, r := range roles {
+		if !slices.Contains(Roles, r) {
+			return fmt.Errorf("--roles %q: the roles are %s", r, strings.Join(Roles, ", "))
+		}
+	}
+	switch {
+	case len(roles) == 0:
+		return fmt.Errorf("--roles is empty: give one or more of %s", strings.Join(Roles, ", "))
+	case slices.Contains(roles, RoleBroker) && natsURL != "":
+		return fmt.Errorf("--roles %s with --nats-url %s: a process runs its own broker or uses another's; drop broker from --roles, or --nats-url", strings.Join(roles, ","), natsURL)
+	case !slices.Contains(roles, RoleBroker) && natsURL == "":
+		return fmt.Errorf("--roles %s without broker: give --nats-url with the servers to use (several, comma-separated, for a cluster)", strings.Join(roles, ","))
+	case slices.Contains(roles, RoleAgents) && !slices.Contains(roles, RoleProjections):
+		return fmt.Errorf("--roles %s: the agents read the projections of their process; add projections", strings.Join(roles, ","))
+	}
+	return nil
+}
+
+func (o Options) runs(role string) bool { return o.Roles == nil || slices.Contains(o.Roles, role) }
 
 // Start starts an embedded broker on the data directory, opens the
 // projections store and runs the server's components over them.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.HTTP != "" && !o.runs(RoleProjections) {
+		return nil, fmt.Errorf("--http %s serves metrics folded by the projections: add projections to --roles", o.HTTP)
+	}
+	opts := o.Broker
+	opts.DeferInfo = true
+	var key ed25519.PrivateKey
+	if o.runs(RoleBroker) && opts.NATSURL == "" {
+		// Before the broker, which a cluster member starts only once its
+		// peers are up: the key exists to be copied to them.
+		var err error
+		if key, err = audit.LoadKey(opts.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := listenHTTP(o.HTTP, o.Insecure)
 	if err != nil {
 		return nil, err
 	}
-	opts := o.Broker
-	opts.DeferInfo = true
 	b, err := broker.Start(ctx, opts)
 	if err != nil {
 		return nil, errors.Join(err, closeListener(ln))
 	}
-	store, err := projections.Open(ctx, projections.Options{Dir: ProjectionsDir(opts.DataDir), Logger: slog.Default()})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("projections: %w", err), b.Close(), closeListener(ln))
-	}
-	// The query API answers before server.json says the server is up: a client
-	// that finds the file finds the API.
-	svc, err := api.Serve(ctx, b.Conn(), store, events.New(b.JetStream()), slog.Default())
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("api: %w", err), store.Close(), b.Close(), closeListener(ln))
+	s := &Server{broker: b, auditKey: key}
+	if o.runs(RoleProjections) {
+		if err := s.openProjections(ctx, opts.DataDir); err != nil {
+			return nil, errors.Join(err, b.Close(), closeListener(ln))
+		}
 	}
 	comps := components(o)
 	if ln != nil {
@@ -95,9 +155,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(cctx)
-	s := &Server{broker: b, store: store, api: svc, cancel: cancel, group: g, failed: gctx.Done()}
+	s.cancel, s.group, s.failed = cancel, g, gctx.Done()
 	if ln != nil {
 		s.httpURL = "http://" + ln.Addr().String()
+		s.metrics = metrics.New(b.JetStream(), s.store)
 	}
 	for _, c := range comps {
 		g.Go(func() error {
@@ -113,6 +174,22 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, errors.Join(err, s.Stop())
 	}
 	return s, nil
+}
+
+// openProjections opens the store and serves the query API from it. The
+// API answers before server.json says the server is up: a client that finds
+// the file finds the API.
+func (s *Server) openProjections(ctx context.Context, dataDir string) error {
+	store, err := projections.Open(ctx, projections.Options{Dir: ProjectionsDir(dataDir), Logger: slog.Default()})
+	if err != nil {
+		return fmt.Errorf("projections: %w", err)
+	}
+	svc, err := api.Serve(ctx, s.broker.Conn(), store, events.New(s.broker.JetStream()), slog.Default())
+	if err != nil {
+		return errors.Join(fmt.Errorf("api: %w", err), store.Close())
+	}
+	s.store, s.api = store, svc
+	return nil
 }
 
 // Settle waits until every agent has nothing pending or unacked (the
@@ -159,40 +236,76 @@ func (s *Server) Failed() <-chan struct{} { return s.failed }
 // Stop ends the components and the API, then closes the store and the broker.
 func (s *Server) Stop() error {
 	s.cancel()
-	err := s.group.Wait()
-	return errors.Join(err, s.api.Stop(), s.store.Close(), s.broker.Close())
+	errs := []error{s.group.Wait()}
+	if s.store != nil {
+		errs = append(errs, s.api.Stop(), s.store.Close())
+	}
+	return errors.Join(append(errs, s.broker.Close())...)
 }
 
 // components lists what runs beside the broker: the projector folding the
-// stream into the store, the agents, and the audit chain's signer (on the
-// server that owns the data directory, whose key signs).
+// stream into the store, the agents, the scheduler (`sylk serve`), and the
+// audit chain's signer (on the server that owns the data directory, whose
+// key signs).
 func components(o Options) []serverComponent {
-	return []serverComponent{
+	all := []serverComponent{
 		{"audit", func(ctx context.Context, s *Server) error {
-			if !s.broker.Embedded() {
+			if s.auditKey == nil {
 				return nil
 			}
-			key, err := audit.LoadKey(o.Broker.DataDir)
-			if err != nil {
-				return err
-			}
-			return (&audit.Signer{JS: s.broker.JetStream(), Key: key, Logger: slog.Default()}).Run(ctx)
+			return (&audit.Signer{JS: s.broker.JetStream(), Key: s.auditKey, Logger: slog.Default()}).Run(ctx)
 		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
 		}},
+		{"scheduler", func(ctx context.Context, s *Server) error {
+			if !o.Scheduler {
+				return nil
+			}
+			cfg := o.Runtime
+			cat := cfg.Catalog()
+			if _, err := o.LLM(); err == nil {
+				cat.PromptAgents = runtime.ToolAgents()
+			}
+			return (&schedule.Scheduler{Log: events.New(s.broker.JetStream()), Store: s.store, Catalog: cat, Now: time.Now, Logger: slog.Default()}).Run(ctx)
+		}},
 		{"agents", func(ctx context.Context, s *Server) error {
 			cfg := o.Runtime
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
+			if s.metrics != nil {
+				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
+			}
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
 			}
 			cfg.LLM = client
+			if cfg.Embedder, err = embedder(o.LLM); err != nil {
+				return errors.Join(err, closeLLM())
+			}
 			err = runtime.Run(ctx, cfg)
 			return errors.Join(err, closeLLM())
 		}},
 	}
+	role := map[string]string{"audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
+	return slices.DeleteFunc(all, func(c serverComponent) bool { return !o.runs(role[c.name]) })
+}
+
+// embedder is the embedder the configuration names (with or without a chat
+// model), nil when it names none: the Librarian's search is then BM25 only.
+func embedder(llmConfig func() (llm.Config, error)) (*llm.Embedder, error) {
+	cfg, err := llmConfig()
+	if err != nil && !errors.Is(err, llm.ErrNotConfigured) {
+		return nil, err
+	}
+	e, err := llm.NewEmbedder(cfg, nil)
+	if errors.Is(err, llm.ErrNoEmbeddings) {
+		return nil, nil
+	}
+	if err == nil {
+		slog.Info("embeddings", "model", e.Model(), "dims", e.Dims())
+	}
+	return e, err
 }
 
 // startLLM makes the LLM client the agents share, when an LLM is configured:

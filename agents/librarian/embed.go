@@ -1,0 +1,118 @@
+package librarian
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// EmbedTextBytes bounds the text of a file that is embedded: its path and
+// the start of its redacted text (embedding models read a few thousand
+// tokens at most, and the start of a file says what it is about).
+const EmbedTextBytes = 4000
+
+// EmbedText is the text a file's vector is made from: its path, a newline,
+// and the start of its redacted text, cut at a character boundary.
+func EmbedText(rel, redacted string) string {
+	room := max(EmbedTextBytes-len(rel)-1, 0)
+	if len(redacted) > room {
+		cut := room
+		for cut > 0 && !utf8.RuneStart(redacted[cut]) {
+			cut--
+		}
+		redacted = redacted[:cut]
+	}
+	return rel + "\n" + redacted
+}
+
+// EmbedReport is what an embedding pass did.
+type EmbedReport struct {
+	// Files have a vector recorded (now or before).
+	Files int `json:"files"`
+	// Sent is how many texts went to the endpoint (0 when every vector was
+	// recorded already).
+	Sent int `json:"sent"`
+	// Changed files were left for the next index update: their text is not
+	// the one indexed any more.
+	Changed int `json:"changed,omitempty"`
+}
+
+// Embed records the vectors of the indexed files of ix's root that have
+// none under e's model: each such file is read again and, if its text is
+// still the one indexed (same embed hash), embedded and recorded through
+// rec. Files whose vector is recorded are not read.
+func (ix *Indexer) Embed(ctx context.Context, r projections.Reader, e *llm.Embedder, rec llm.RecordEmbeddings) (EmbedReport, error) {
+	res, err := r.Code(ctx, projections.CodeQuery{Root: ix.Root, Kind: projections.CodeEmbeds})
+	if err != nil {
+		return EmbedReport{}, err
+	}
+	paths := make([]string, 0, len(res.Hashes))
+	for p := range res.Hashes {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	var rep EmbedReport
+	var todo []string
+	for lo := 0; lo < len(paths); lo += projections.MaxEmbeddingKeys {
+		chunk := paths[lo:min(lo+projections.MaxEmbeddingKeys, len(paths))]
+		keys := make([]string, len(chunk))
+		for i, p := range chunk {
+			keys[i] = e.Key(res.Hashes[p])
+		}
+		have, err := r.Embeddings(ctx, keys)
+		if err != nil {
+			return rep, err
+		}
+		for i, p := range chunk {
+			if have[keys[i]] != nil {
+				rep.Files++
+			} else {
+				todo = append(todo, p)
+			}
+		}
+	}
+	var texts []string
+	for _, p := range todo {
+		text, ok := ix.embedText(p)
+		if !ok || schemas.TextHash(text) != res.Hashes[p] {
+			rep.Changed++
+			continue
+		}
+		texts = append(texts, text)
+	}
+	if len(texts) == 0 {
+		return rep, nil
+	}
+	_, sent, err := e.Embed(ctx, r, rec, texts)
+	rep.Sent = sent
+	if err == nil {
+		rep.Files += len(texts)
+	}
+	return rep, err
+}
+
+// embedText reads the file at rel and returns its EmbedText; false when it
+// cannot be read or is too large now.
+func (ix *Indexer) embedText(rel string) (string, bool) {
+	if _, ok := tools.SensitiveFile(rel); ok {
+		return "", false
+	}
+	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
+	st, err := os.Lstat(full)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > ix.maxSize() {
+		return "", false
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return "", false
+	}
+	text, _ := ix.redact(string(b))
+	return EmbedText(rel, text), true
+}
