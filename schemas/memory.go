@@ -55,7 +55,9 @@ type MemoryCompacted struct {
 	Replaced     int    `json:"replaced"`
 	TokensBefore int    `json:"tokens_before"`
 	TokensAfter  int    `json:"tokens_after"`
-	ContextLimit int    `json:"context_limit"`
+	// ContextLimit is the tokens the conversation may fill: the model's
+	// window less the room reserved for its answer.
+	ContextLimit int `json:"context_limit"`
 }
 
 // CodebaseSummary is the Librarian's checkpoint (seed L26848).

@@ -77,8 +77,7 @@ func (c *Client) Memory(d *agents.Delivery, key, dag, node string) *Memory {
 // replaces the old turns by a checkpoint's summary (memory_compacted). What
 // still does not fit goes through Fit, under callKey.
 func (m *Memory) Keep(ctx context.Context, callKey string, msgs []schemas.LLMMessage, specs []tools.ToolSpec) ([]schemas.LLMMessage, bool, error) {
-	window := m.c.cfg.MaxContextTokens
-	usage := float64(EstimateTokens(msgs, specs)) / float64(window)
+	usage := m.usage(msgs, specs)
 	crossed := 0
 	for _, p := range m.policy.Checkpoints {
 		if usage >= p {
@@ -112,8 +111,17 @@ func (m *Memory) Keep(ctx context.Context, callKey string, msgs []schemas.LLMMes
 // whatever the share used: the Engineer's fallback when a pipeline handoff
 // fails (seed L28021-28032).
 func (m *Memory) Compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec) ([]schemas.LLMMessage, error) {
-	usage := float64(EstimateTokens(msgs, specs)) / float64(m.c.cfg.MaxContextTokens)
-	return m.compact(ctx, msgs, specs, usage, nil)
+	return m.compact(ctx, msgs, specs, m.usage(msgs, specs), nil)
+}
+
+// window is the part of the model's context window a conversation may fill:
+// the rest is reserved for the answer. The policy's shares are of this, so
+// its compaction comes before Fit would have to cut.
+func (m *Memory) window() int { return m.c.cfg.MaxContextTokens - m.c.cfg.ReserveTokens }
+
+// usage is the share of the window msgs and specs fill.
+func (m *Memory) usage(msgs []schemas.LLMMessage, specs []tools.ToolSpec) float64 {
+	return float64(EstimateTokens(msgs, specs)) / float64(m.window())
 }
 
 // checkpoint is a written checkpoint: its event id and payload.
@@ -128,7 +136,7 @@ func (m *Memory) checkpoint(ctx context.Context, msgs []schemas.LLMMessage, usag
 	m.n++
 	kind := m.policy.Kind
 	text := render(conversationBody(msgs))
-	room := max(1000, (m.c.cfg.MaxContextTokens-m.c.cfg.ReserveTokens)*2) // about half the window, in bytes
+	room := max(1000, m.window()*2) // about half the window, in bytes
 	resp, _, err := m.c.Complete(ctx, m.d, Request{
 		Key: fmt.Sprintf("%s/checkpoint/%d", m.key, m.n), DAGID: m.dag, NodeID: m.node, JSON: true, MaxTokens: 1024,
 		Messages: []schemas.LLMMessage{
@@ -159,7 +167,7 @@ func (m *Memory) checkpoint(ctx context.Context, msgs []schemas.LLMMessage, usag
 // (cp, or a new one) in place of the rest.
 func (m *Memory) compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec, usage float64, cp *checkpoint) ([]schemas.LLMMessage, error) {
 	h := headLen(msgs)
-	window := m.c.cfg.MaxContextTokens
+	window := m.window()
 	t := len(msgs)
 	for used := 0; t > h; t-- {
 		n := EstimateTokens(msgs[t-1:t], nil)

@@ -64,7 +64,7 @@ func TestMemoryCheckpointAndCompaction(t *testing.T) {
 		t.Fatalf("checkpoint %+v", cp)
 	}
 	c, _ := schemas.PayloadAs[schemas.MemoryCompacted](comp[0])
-	if c.Replaced == 0 || c.TokensAfter >= c.TokensBefore || c.TokensBefore < 6000*95/100 {
+	if c.Replaced == 0 || c.TokensAfter >= c.TokensBefore || c.ContextLimit != 6000-500 || c.TokensBefore < c.ContextLimit*95/100 {
 		t.Fatalf("compaction %+v", c)
 	}
 	// The call after the compaction sent the summary in place of the old turns.
