@@ -24,6 +24,7 @@ const (
 	Vectors     = "vectors"
 	Permits     = "permits"
 	Schedules   = "schedules"
+	Audit       = "audit"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -60,6 +61,7 @@ var projectionList = []*projection{
 	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Permits, version: 1, apply: applyPermits},
 	{name: Schedules, version: 1, apply: applySchedules},
+	{name: Audit, version: 1, apply: applyAudit},
 }
 
 // ProjectionNames lists the projections.
