@@ -357,6 +357,22 @@ func formatDAG(d *projections.DAG) string {
 	return b.String()
 }
 
+// timeArgs reads a query's since=, until= (RFC 3339) and limit= arguments.
+func timeArgs(t *testing.T, args map[string]string) (since, until time.Time, limit int) {
+	for k, to := range map[string]*time.Time{"since": &since, "until": &until} {
+		if v := args[k]; v != "" {
+			var err error
+			if *to, err = time.Parse(time.RFC3339, v); err != nil {
+				t.Fatalf("%s=%s: %v", k, v, err)
+			}
+		}
+	}
+	if v := args["limit"]; v != "" {
+		limit, _ = strconv.Atoi(v)
+	}
+	return since, until, limit
+}
+
 // run executes one datadriven command against the world.
 func (w *world) run(t *testing.T, cmd string, args map[string]string, input string) string {
 	ctx := w.ctx
@@ -563,6 +579,28 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			return "(nothing remembered)\n"
 		}
 		return b.String()
+	case "audit":
+		q := projections.AuditQuery{Category: args["category"], Session: args["session"], Agent: args["agent"], Outcome: args["outcome"]}
+		q.Since, q.Until, q.Limit = timeArgs(t, args)
+		es, err := w.store.Audit(ctx, q)
+		if err != nil {
+			return errOut(err)
+		}
+		var b strings.Builder
+		for _, e := range es {
+			fmt.Fprintf(&b, "%d %s %s %s %s %s %s %q %s", e.Seq, e.At.Format("15:04:05"), e.Session, e.Category, e.Agent, e.Type, e.Action, e.Target, e.Outcome)
+			if e.Reason != "" {
+				fmt.Fprintf(&b, " reason=%q", e.Reason)
+			}
+			for _, k := range slices.Sorted(maps.Keys(e.Details)) {
+				fmt.Fprintf(&b, " %s=%s", k, e.Details[k])
+			}
+			b.WriteString("\n")
+		}
+		if b.Len() == 0 {
+			return "(no audit entries)\n"
+		}
+		return b.String()
 	case "schedules":
 		scs, err := w.store.Schedules(ctx)
 		if err != nil {
@@ -692,17 +730,7 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 				*to = strings.Split(v, ",")
 			}
 		}
-		for k, to := range map[string]*time.Time{"since": &q.Since, "until": &q.Until} {
-			if v := args[k]; v != "" {
-				var err error
-				if *to, err = time.Parse(time.RFC3339, v); err != nil {
-					t.Fatalf("%s=%s: %v", k, v, err)
-				}
-			}
-		}
-		if v := args["limit"]; v != "" {
-			q.Limit, _ = strconv.Atoi(v)
-		}
+		q.Since, q.Until, q.Limit = timeArgs(t, args)
 		hs, err := w.store.History(ctx, q)
 		if err != nil {
 			return errOut(err)

@@ -26,6 +26,7 @@ const (
 	Consults    = "consults"
 	Permits     = "permits"
 	Schedules   = "schedules"
+	Audit       = "audit"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -64,6 +65,7 @@ var projectionList = []*projection{
 	{name: Consults, version: 1, apply: applyConsults},
 	{name: Permits, version: 1, apply: applyPermits},
 	{name: Schedules, version: 1, apply: applySchedules},
+	{name: Audit, version: 1, apply: applyAudit},
 }
 
 // ProjectionNames lists the projections.

@@ -79,6 +79,9 @@ type Reader interface {
 	// lists them by name.
 	Schedule(ctx context.Context, name string) (*Schedule, error)
 	Schedules(ctx context.Context) ([]*Schedule, error)
+	// Audit lists the audit entries a query selects, oldest first; an
+	// unusable query is an error wrapping ErrInvalidQuery.
+	Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error)
 	// Status reports cursors, lag and sizes.
 	Status(ctx context.Context) (*Status, error)
 	// WaitFor blocks until the projections have applied seq.

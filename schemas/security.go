@@ -1,5 +1,7 @@
 package schemas
 
+import "slices"
+
 // Security and audit types: the audit chain's signed checkpoints, the explicit
 // audit records of what no other event says, refused prompts, and permission
 // requests and decisions.
@@ -42,12 +44,23 @@ const (
 	AuditConfig     = "config"
 )
 
+// AuditCategories lists the audit categories.
+var AuditCategories = []string{AuditPermission, AuditFile, AuditProcess, AuditNetwork, AuditLLM, AuditSession, AuditConfig}
+
+// IsAuditCategory reports whether c is an audit category.
+func IsAuditCategory(c string) bool { return slices.Contains(AuditCategories, c) }
+
 // Audit outcomes.
 const (
 	OutcomeAllowed = "allowed"
 	OutcomeDenied  = "denied"
 	OutcomeError   = "error"
+	// OutcomeAsked: a permission request waiting for the user's answer.
+	OutcomeAsked = "asked"
 )
+
+// AuditOutcomes lists the audit outcomes.
+var AuditOutcomes = []string{OutcomeAllowed, OutcomeDenied, OutcomeError, OutcomeAsked}
 
 // AuditRecord is an audit entry for an action no other event records.
 type AuditRecord struct {

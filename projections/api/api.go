@@ -46,6 +46,7 @@
 //	sylk.api.loadout.list        [session]                 []Loadout
 //	sylk.api.schedule.get        name                      Schedule
 //	sylk.api.schedule.list                                 []Schedule
+//	sylk.api.audit.query         [audit]                   []AuditEntry
 //	sylk.api.wait                [min_seq]                 Status
 //	sylk.api.projections.status  []                        Status
 //	sylk.api.projections.verify  []                        VerifyReport
@@ -55,6 +56,7 @@
 //
 //	nats req sylk.api.session.get '{"id":"s-1a2b"}'
 //	nats req sylk.api.history.list '{"search_text":"logout","categories":["failure"]}'
+//	nats req sylk.api.audit.query '{"audit":{"category":"permission","outcome":"denied"}}'
 package api
 
 import (
@@ -104,6 +106,7 @@ const (
 	SubjectLoadoutList    = Prefix + ".loadout.list"
 	SubjectScheduleGet    = Prefix + ".schedule.get"
 	SubjectScheduleList   = Prefix + ".schedule.list"
+	SubjectAuditQuery     = Prefix + ".audit.query"
 	SubjectWait           = Prefix + ".wait"
 	SubjectStatus         = Prefix + ".projections.status"
 	SubjectVerify         = Prefix + ".projections.verify"
@@ -159,6 +162,8 @@ type Request struct {
 	Keys []string `json:"keys,omitempty"`
 	// Code is a code index query.
 	Code *projections.CodeQuery `json:"code,omitempty"`
+	// Audit is an audit query.
+	Audit *projections.AuditQuery `json:"audit,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied
 	// this stream sequence.
 	MinSeq uint64 `json:"min_seq,omitempty"`

@@ -202,6 +202,11 @@ func TestClientAnswersLikeTheStore(t *testing.T) {
 		{"loadouts", func() (any, error) { return f.store.Loadouts(ctx, "S1") }, func() (any, error) { return f.client.Loadouts(ctx, "S1") }},
 		{"schedule", func() (any, error) { return f.store.Schedule(ctx, "nightly") }, func() (any, error) { return f.client.Schedule(ctx, "nightly") }},
 		{"schedules", func() (any, error) { return f.store.Schedules(ctx) }, func() (any, error) { return f.client.Schedules(ctx) }},
+		{"audit", func() (any, error) {
+			return f.store.Audit(ctx, projections.AuditQuery{Category: schemas.AuditPermission, Session: "S2"})
+		}, func() (any, error) {
+			return f.client.Audit(ctx, projections.AuditQuery{Category: schemas.AuditPermission, Session: "S2"})
+		}},
 		{"trace", func() (any, error) {
 			page, err := f.store.SessionLog(ctx, projections.LogQuery{Session: "S0"})
 			if err != nil {
@@ -257,6 +262,9 @@ func TestErrorsNameTheIDAndMatchTheSentinels(t *testing.T) {
 	}
 	if _, err := f.client.Session(f.ctx, ""); !errors.As(err, &ae) || ae.Code != api.CodeBadRequest {
 		t.Fatalf("no id: %v", err)
+	}
+	if _, err := f.client.Audit(f.ctx, projections.AuditQuery{Outcome: "refused"}); !errors.Is(err, projections.ErrInvalidQuery) || !strings.Contains(err.Error(), `"refused"`) {
+		t.Fatalf("unknown audit outcome: %v", err)
 	}
 	if _, err := f.client.Loadout(f.ctx, "A", "engineer"); !errors.Is(err, projections.ErrNotFound) || !strings.Contains(err.Error(), `"engineer"`) {
 		t.Fatalf("no loadout: %v", err)

@@ -231,6 +231,11 @@ func (c *Client) Schedule(ctx context.Context, name string) (*projections.Schedu
 	return one[projections.Schedule](ctx, c, SubjectScheduleGet, &Request{Name: name})
 }
 
+// Audit lists the audit entries q selects, oldest first.
+func (c *Client) Audit(ctx context.Context, q projections.AuditQuery) ([]*projections.AuditEntry, error) {
+	return list[projections.AuditEntry](ctx, c, SubjectAuditQuery, &Request{Audit: &q})
+}
+
 // Schedules lists the schedules by name.
 func (c *Client) Schedules(ctx context.Context) ([]*projections.Schedule, error) {
 	return list[projections.Schedule](ctx, c, SubjectScheduleList, nil)

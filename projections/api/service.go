@@ -289,6 +289,13 @@ func (s *Service) handlers() map[string]handler {
 		SubjectScheduleList: func(ctx context.Context, r *Request) (any, error) {
 			return st.Schedules(ctx)
 		},
+		SubjectAuditQuery: func(ctx context.Context, r *Request) (any, error) {
+			var q projections.AuditQuery
+			if r.Audit != nil {
+				q = *r.Audit
+			}
+			return st.Audit(ctx, q)
+		},
 		SubjectWait: func(ctx context.Context, r *Request) (any, error) {
 			return st.Status(ctx) // min_seq was waited for already
 		},

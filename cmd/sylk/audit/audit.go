@@ -21,9 +21,12 @@ stored time, subject, headers and exact bytes). The server appends a signed
 audit_checkpoint event every 100 sequences, with the data directory's ed25519
 key (<data>/audit/signing.key, 0600). 'sylk audit verify' replays the stream
 and recomputes everything: a message changed or removed behind the server's
-back, a broken chain or a bad signature is named by its sequence.`,
+back, a broken chain or a bad signature is named by its sequence.
+
+'sylk audit query' lists the audit log itself: permission decisions, file
+writes, commands, LLM calls, session and configuration changes.`,
 	}
-	cmd.AddCommand(newKeyCmd(f), newVerifyCmd(f))
+	cmd.AddCommand(newKeyCmd(f), newVerifyCmd(f), newQueryCmd(f))
 	return cmd
 }
 

@@ -89,10 +89,10 @@ func historyQuery(opts *HistoryOptions, now time.Time) (projections.HistoryQuery
 		return q, cmdutil.Usagef("--limit %d: at least 1", opts.Limit)
 	}
 	var err error
-	if q.Since, err = parseHistoryTime("--since", opts.Since, now); err != nil {
+	if q.Since, err = cmdutil.ParseTime("--since", opts.Since, now); err != nil {
 		return q, err
 	}
-	if q.Until, err = parseHistoryTime("--until", opts.Until, now); err != nil {
+	if q.Until, err = cmdutil.ParseTime("--until", opts.Until, now); err != nil {
 		return q, err
 	}
 	if opts.All && len(opts.Sessions) > 0 {
@@ -102,23 +102,6 @@ func historyQuery(opts *HistoryOptions, now time.Time) (projections.HistoryQuery
 		return q, cmdutil.UsageError{Err: err}
 	}
 	return q, nil
-}
-
-// parseHistoryTime reads an RFC 3339 time, a local date, or a duration ago.
-func parseHistoryTime(flag, s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, cmdutil.Usagef("%s %q: want an RFC 3339 time (2026-11-21T09:00:00Z), a date (2026-11-21) or a duration ago (2h)", flag, s)
 }
 
 func historyRun(ctx context.Context, f *cmdutil.Factory, opts *HistoryOptions) error {
@@ -132,13 +115,7 @@ func historyRun(ctx context.Context, f *cmdutil.Factory, opts *HistoryOptions) e
 	}
 	defer r.Close()
 	if r.Client != nil {
-		// The server's projector may trail the stream by a batch: show what
-		// was recorded before this command.
-		last, err := r.Log.LastSeq(ctx)
-		if err != nil {
-			return err
-		}
-		if err := r.Sync(ctx, last); err != nil {
+		if err := r.Current(ctx); err != nil {
 			return err
 		}
 	} else if n, err := unrecorded(ctx, f); err != nil {

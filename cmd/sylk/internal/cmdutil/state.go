@@ -84,6 +84,20 @@ func (r *StateReader) catchUp(ctx context.Context, io *IOStreams) error {
 	return err
 }
 
+// Current waits until a server's projections have applied everything the
+// stream held when called: its projector may trail the stream by a batch. A
+// local store is caught up already.
+func (r *StateReader) Current(ctx context.Context) error {
+	if r.Client == nil {
+		return nil
+	}
+	last, err := r.Log.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Sync(ctx, last)
+}
+
 // Sync makes the reader's answers reflect stream sequence seq (an append of
 // this command).
 func (r *StateReader) Sync(ctx context.Context, seq uint64) error {

@@ -1,0 +1,357 @@
+package projections
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// AuditEntry is one line of the audit log (seed L13475-13520): an event the
+// audit categories cover, seen as who did what to what, and how it ended.
+// Most are the runtime's own envelopes read this way (a session's start, an
+// LLM call, a tool call and its result); audit_record events add what no
+// other event says (a file write's size and hash, a process kill, a
+// denial).
+type AuditEntry struct {
+	Seq      uint64            `json:"seq"`
+	ID       string            `json:"id"`
+	Type     schemas.Type      `json:"type"`
+	At       time.Time         `json:"at"`
+	Category string            `json:"category"`
+	Action   string            `json:"action"`
+	Session  string            `json:"session"`
+	Agent    string            `json:"agent"`
+	Target   string            `json:"target,omitempty"`
+	Outcome  string            `json:"outcome"`
+	Reason   string            `json:"reason,omitempty"`
+	Details  map[string]string `json:"details,omitempty"`
+}
+
+// Audit keys end in the entry's time (12 bytes, see appendTime) and stream
+// sequence, so every index lists entries in time order and a --since seeks.
+var auditEntryPrefix = []byte("audit/e/")
+
+const auditSuffixLen = 12 + 8
+
+func auditSuffix(at time.Time, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendTime(make([]byte, 0, auditSuffixLen), at), seq)
+}
+func auditEntryKey(suffix []byte) []byte {
+	return append(append([]byte(nil), auditEntryPrefix...), suffix...)
+}
+
+// auditIndexPrefix is the prefix of index dim ('c' category, 's' session,
+// 'a' agent, 'o' outcome) for value.
+func auditIndexPrefix(dim byte, value string) []byte {
+	return under(key("audit/"+string(dim)+"/", value))
+}
+func auditCallKey(call string) []byte { return key("audit/call/", call) }
+
+// auditCall is a tool call's entry waiting for the call's result.
+type auditCall struct {
+	Suffix []byte `json:"suffix"`
+}
+
+// applyAudit files the events the audit categories cover. An entry is
+// written once under audit/e/ and indexed by category, session, agent and,
+// when it is not allowed, outcome. A tool call's entry is completed by its
+// result (outcome, exit code), so each call is one entry.
+func applyAudit(t *tx, ev *event) error {
+	env := ev.env
+	if env == nil {
+		return nil
+	}
+	if env.Type == schemas.TypeToolResult {
+		return auditToolResult(t, ev)
+	}
+	e, err := auditOf(t, ev)
+	if e == nil {
+		return err
+	}
+	e.Seq, e.ID, e.Type, e.At, e.Session = ev.seq, env.ID, env.Type, env.Timestamp, env.SessionID
+	if e.Agent == "" {
+		e.Agent = env.Source
+	}
+	suffix := auditSuffix(e.At, e.Seq)
+	if env.Type == schemas.TypeToolCall {
+		// Its result will change it: kept in the cache until then.
+		store(t, auditEntryKey(suffix), e)
+		store(t, auditCallKey(e.Details["call"]), &auditCall{Suffix: suffix})
+	} else {
+		v, err := t.cache.scratch.marshal(e)
+		if err != nil {
+			return err
+		}
+		if err := t.set(auditEntryKey(suffix), v); err != nil {
+			return err
+		}
+	}
+	return auditIndex(t, e, suffix, e.Outcome != schemas.OutcomeAllowed)
+}
+
+// auditIndex writes e's index keys; withOutcome adds its outcome's.
+func auditIndex(t *tx, e *AuditEntry, suffix []byte, withOutcome bool) error {
+	idx := []struct {
+		dim   byte
+		value string
+	}{{'c', e.Category}, {'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}}
+	if !withOutcome {
+		idx = idx[:3]
+	}
+	for _, i := range idx {
+		if i.value == "" {
+			continue
+		}
+		k := append(append(t.kbuf[:0], auditIndexPrefix(i.dim, i.value)...), suffix...)
+		t.kbuf = k
+		if err := t.set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// auditToolResult completes the entry of the call the result is of.
+func auditToolResult(t *tx, ev *event) error {
+	p, err := payloadOf[schemas.ToolResult](t, Audit, ev)
+	if p == nil {
+		return err
+	}
+	ck := auditCallKey(p.CallID)
+	c, err := load[auditCall](t, ck)
+	if err != nil || c == nil {
+		return err // a result of a call from before the audit projection
+	}
+	store[auditCall](t, ck, nil)
+	e, err := load[AuditEntry](t, auditEntryKey(c.Suffix))
+	if err != nil || e == nil {
+		return err
+	}
+	if e.Details == nil {
+		e.Details = map[string]string{}
+	}
+	e.Details["exit_code"] = strconv.Itoa(p.ExitCode)
+	e.Details["duration_ms"] = strconv.FormatInt(p.DurationMS, 10)
+	e.Details["result_seq"] = strconv.FormatUint(ev.seq, 10)
+	if p.Signal != "" {
+		e.Details["signal"] = p.Signal
+	}
+	if !p.OK {
+		e.Outcome, e.Reason = schemas.OutcomeError, p.Error
+		if e.Reason == "" {
+			e.Reason = p.Summary
+		}
+	}
+	store(t, auditEntryKey(c.Suffix), e)
+	if p.OK {
+		return nil
+	}
+	k := append(auditIndexPrefix('o', e.Outcome), c.Suffix...)
+	return t.set(k, nil)
+}
+
+// fileTools are the tools whose calls are file operations; every other
+// tool call runs a process.
+var fileTools = map[string]string{
+	"read_file": "read", "write_file": "write", "edit_file": "edit", "list": "list", "glob": "glob", "grep": "grep",
+}
+
+// auditOf is the entry an event makes (without the envelope's fields), or
+// nil when it is none of the audit's business.
+func auditOf(t *tx, ev *event) (*AuditEntry, error) {
+	env := ev.env
+	e := &AuditEntry{Outcome: schemas.OutcomeAllowed}
+	switch env.Type {
+	case schemas.TypeAuditRecord:
+		p, err := payloadOf[schemas.AuditRecord](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Details = p.Category, p.Action, p.Target, p.Outcome, p.Reason, p.Details
+	case schemas.TypePermissionRequest:
+		p, err := payloadOf[schemas.PermissionRequest](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "request", p.Target, schemas.OutcomeAsked, p.Reason, p.Agent
+		e.Details = map[string]string{"grant": p.Grant, "call": p.CallID}
+	case schemas.TypePermissionDecision:
+		p, err := payloadOf[schemas.PermissionDecision](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Reason = schemas.AuditPermission, p.Decision, p.RequestID, p.Reason
+		if p.Decision != schemas.DecisionAllow {
+			e.Outcome = schemas.OutcomeDenied
+		}
+		e.Details = map[string]string{"scope": p.Scope}
+	case schemas.TypePromptRejected:
+		p, err := payloadOf[schemas.PromptRejected](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		pats := make([]string, len(p.Findings))
+		for i, f := range p.Findings {
+			pats[i] = f.Pattern
+		}
+		e.Category, e.Action, e.Outcome, e.Reason = schemas.AuditPermission, "prompt_rejected", schemas.OutcomeDenied, p.Reason
+		e.Details = map[string]string{"findings": strconv.Itoa(len(p.Findings)), "patterns": strings.Join(pats, ",")}
+	case schemas.TypeHookDecision:
+		p, err := payloadOf[schemas.HookDecision](t, Audit, ev)
+		if p == nil || p.Action != "block" {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "hook_block", p.Tool, schemas.OutcomeDenied, p.Reason, p.Agent
+		e.Details = map[string]string{"point": p.Point, "hook": p.By}
+	case schemas.TypeDeadLetter:
+		p, err := payloadOf[schemas.DeadLetter](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "dead_letter", p.Subject, schemas.OutcomeError, p.Reason
+		if strings.Contains(p.Reason, events.ErrForgedSource.Error()) {
+			e.Category, e.Outcome = schemas.AuditPermission, schemas.OutcomeDenied
+		}
+		e.Details = map[string]string{"consumer": p.Consumer, "stream_seq": strconv.FormatUint(p.StreamSeq, 10), "deliveries": strconv.Itoa(p.Deliveries)}
+	case schemas.TypeToolCall:
+		p, err := payloadOf[schemas.ToolCall](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target = schemas.AuditProcess, p.Tool, toolTarget(p.Args)
+		if _, ok := fileTools[p.Tool]; ok {
+			e.Category = schemas.AuditFile
+		}
+		e.Details = map[string]string{"call": p.CallID}
+		if p.DAGID != "" {
+			e.Details["node"] = p.DAGID + "/" + p.NodeID
+		}
+	case schemas.TypeLLMUsage:
+		p, err := payloadOf[schemas.LLMUsage](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Agent = schemas.AuditLLM, "call", p.Model, p.Agent
+		e.Details = map[string]string{"call": p.CallID, "tokens": strconv.Itoa(p.Usage.TotalTokens),
+			"prompt_tokens": strconv.Itoa(p.Usage.PromptTokens), "completion_tokens": strconv.Itoa(p.Usage.CompletionTokens)}
+		if p.CostUSD > 0 {
+			e.Details["cost_usd"] = strconv.FormatFloat(p.CostUSD, 'f', -1, 64)
+		}
+		if p.Provider != "" {
+			e.Details["provider"] = p.Provider
+		}
+	case schemas.TypeLLMResponse:
+		// A call that succeeded is the llm_usage after it; a failed one has
+		// none.
+		p, err := payloadOf[schemas.LLMResponse](t, Audit, ev)
+		if p == nil || p.Error == "" {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditLLM, "call", p.Model, schemas.OutcomeError, p.Error
+		e.Details = map[string]string{"call": p.CallID}
+	case schemas.TypeSessionCreate, schemas.TypeSessionComplete, schemas.TypeSessionSuspend, schemas.TypeSessionResume, schemas.TypeSessionFork:
+		e.Category, e.Action = schemas.AuditSession, strings.TrimPrefix(string(env.Type), "session_")
+		if env.Type == schemas.TypeSessionFork {
+			p, err := payloadOf[schemas.SessionFork](t, Audit, ev)
+			if p == nil {
+				return nil, err
+			}
+			e.Target, e.Reason = p.Parent, p.Reason
+			e.Details = map[string]string{"parent_seq": strconv.FormatUint(p.ParentSeq, 10)}
+		}
+	case schemas.TypeSessionFail:
+		p, err := payloadOf[schemas.SessionFail](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Outcome, e.Reason = schemas.AuditSession, "fail", schemas.OutcomeError, p.Reason
+	case schemas.TypeSignal:
+		p, err := payloadOf[schemas.Signal](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Reason = schemas.AuditSession, p.Action, p.Scope, p.Reason
+	case schemas.TypeDAGExecute:
+		p, err := payloadOf[schemas.DAGExecute](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_start", p.DAG.ID
+		e.Details = map[string]string{"nodes": strconv.Itoa(len(p.DAG.Nodes))}
+	case schemas.TypeWorkflowComplete:
+		p, err := payloadOf[schemas.WorkflowComplete](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_complete", p.DAGID
+		if p.Outcome != schemas.OutcomeSucceeded {
+			e.Outcome, e.Reason = schemas.OutcomeError, p.Summary
+		}
+		e.Details = map[string]string{"outcome": p.Outcome, "succeeded": strconv.Itoa(p.Succeeded), "failed": strconv.Itoa(p.Failed), "skipped": strconv.Itoa(p.Skipped)}
+	case schemas.TypeTaskFailed:
+		p, err := payloadOf[schemas.TaskFailed](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "task_failed", p.DAGID+"/"+p.NodeID, schemas.OutcomeError, p.Error
+		e.Details = map[string]string{"attempt": strconv.Itoa(p.Attempt)}
+	case schemas.TypePipelineStage:
+		p, err := payloadOf[schemas.PipelineStage](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Agent = schemas.AuditSession, "pipeline_stage", p.PipelineID+"/"+p.Stage, p.Agent
+		e.Details = map[string]string{"loop": strconv.Itoa(p.Loop)}
+	case schemas.TypeAgentRestart:
+		p, err := payloadOf[schemas.AgentRestart](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "agent_restart", p.Agent, schemas.OutcomeError, p.Reason
+	case schemas.TypeScheduleAdd:
+		p, err := payloadOf[schemas.ScheduleAdd](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target = schemas.AuditConfig, "schedule_add", p.Name
+	case schemas.TypeSchedulePause, schemas.TypeScheduleResume, schemas.TypeScheduleRemove, schemas.TypeScheduleDisable:
+		p, err := payloadOf[schemas.ScheduleControl](t, Audit, ev)
+		if p == nil {
+			return nil, err
+		}
+		e.Category, e.Action, e.Target, e.Reason = schemas.AuditConfig, string(env.Type), p.Name, p.Reason
+	default:
+		return nil, nil
+	}
+	if !schemas.IsAuditCategory(e.Category) {
+		return nil, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
+	}
+	return e, nil
+}
+
+// toolTarget is what a tool call acts on, from its arguments: the command
+// line, or the path and pattern.
+func toolTarget(args map[string]any) string {
+	if argv, ok := args["argv"].([]any); ok {
+		parts := make([]string, len(argv))
+		for i, a := range argv {
+			parts[i] = fmt.Sprint(a)
+		}
+		return strings.Join(parts, " ")
+	}
+	if c, ok := args["command"].(string); ok && c != "" {
+		return c
+	}
+	var parts []string
+	for _, k := range []string{"path", "pattern", "message"} {
+		if s, ok := args[k].(string); ok && s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " ")
+}
