@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -123,11 +124,39 @@ func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records
 	if err != nil {
 		return res, false, Permanent(err)
 	}
+	// The audit records of this run go in one atomic batch with its result:
+	// a redelivery that finds the result recorded finds them too, and a run
+	// cut off before both runs again with a tool_call, and so ids, of its
+	// own.
+	envs := []*schemas.Envelope{done}
+	for _, a := range toolAudits(call, args, out, runErr) {
+		rec, err := d.Derive(schemas.TypeAuditRecord, "user", "audit/"+a.key+"/"+call.ID, a.rec)
+		if err != nil {
+			return res, false, Permanent(err)
+		}
+		rec.ID = schemas.DeriveID(started, "audit/"+a.key)
+		envs = append(envs, rec)
+	}
 	// Record even when a signal cancelled ctx: the result is what happened.
-	if _, err := d.appendNow(context.WithoutCancel(ctx), done); err != nil {
+	if err := d.appendResult(context.WithoutCancel(ctx), envs); err != nil {
 		return res, false, err
 	}
 	return res, false, nil
+}
+
+// appendResult appends a tool's result and its audit records, atomically
+// when there are records. A result the stream holds already (a projection
+// that trailed it let the call run again) is kept, with its records.
+func (d *Delivery) appendResult(ctx context.Context, envs []*schemas.Envelope) error {
+	if len(envs) == 1 {
+		_, err := d.appendNow(ctx, envs[0])
+		return err
+	}
+	_, err := d.runner.log.AppendBatch(ctx, envs)
+	if err != nil && !errors.Is(err, events.ErrDuplicate) {
+		return Transient(fmt.Errorf("record %s with its audit records: %w", envs[0].Type, err), 0)
+	}
+	return nil
 }
 
 // ToolResultOf is the event payload of a tool result.

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -223,7 +222,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 		if p == nil {
 			return nil, err
 		}
-		e.Category, e.Action, e.Target = schemas.AuditProcess, p.Tool, toolTarget(p.Args)
+		e.Category, e.Action, e.Target = schemas.AuditProcess, p.Tool, schemas.ToolTarget(p.Args)
 		if _, ok := fileTools[p.Tool]; ok {
 			e.Category = schemas.AuditFile
 		}
@@ -332,26 +331,4 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 		return nil, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
 	}
 	return e, nil
-}
-
-// toolTarget is what a tool call acts on, from its arguments: the command
-// line, or the path and pattern.
-func toolTarget(args map[string]any) string {
-	if argv, ok := args["argv"].([]any); ok {
-		parts := make([]string, len(argv))
-		for i, a := range argv {
-			parts[i] = fmt.Sprint(a)
-		}
-		return strings.Join(parts, " ")
-	}
-	if c, ok := args["command"].(string); ok && c != "" {
-		return c
-	}
-	var parts []string
-	for _, k := range []string{"path", "pattern", "message"} {
-		if s, ok := args[k].(string); ok && s != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, " ")
 }

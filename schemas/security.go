@@ -1,6 +1,10 @@
 package schemas
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Security and audit types: the audit chain's signed checkpoints, the explicit
 // audit records of what no other event says, refused prompts, and permission
@@ -84,4 +88,26 @@ type SecretFinding struct {
 type PromptRejected struct {
 	Findings []SecretFinding `json:"findings,omitempty"`
 	Reason   string          `json:"reason"`
+}
+
+// ToolTarget is what a tool call with args acts on, for a person reading
+// the audit: the command line, or the path and pattern.
+func ToolTarget(args map[string]any) string {
+	if argv, ok := args["argv"].([]any); ok {
+		parts := make([]string, len(argv))
+		for i, a := range argv {
+			parts[i] = fmt.Sprint(a)
+		}
+		return strings.Join(parts, " ")
+	}
+	if c, ok := args["command"].(string); ok && c != "" {
+		return c
+	}
+	var parts []string
+	for _, k := range []string{"path", "pattern", "message"} {
+		if s, ok := args[k].(string); ok && s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -20,6 +20,7 @@ type procSpec struct {
 }
 
 type procResult struct {
+	pid         int // the process (and group) id; 0 when it did not start
 	exitCode    int
 	signal      string
 	startErr    error

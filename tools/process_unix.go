@@ -33,6 +33,7 @@ type procSpec struct {
 
 // procResult is what happened to it.
 type procResult struct {
+	pid         int // the process (and group) id; 0 when it did not start
 	exitCode    int
 	signal      string
 	startErr    error // the process did not start
@@ -124,6 +125,7 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 		res.canceled = ctx.Err() != nil
 		return res
 	}
+	res.pid = cmd.Process.Pid
 	closeAll(outW, errW, inR) // the child has its copies
 
 	hard := e.opts.Timeouts.Max

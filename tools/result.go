@@ -45,6 +45,9 @@ type Result struct {
 	// KillSignals lists the signals the kill sequence sent to the process
 	// group, in order ("SIGINT", "SIGTERM", "SIGKILL").
 	KillSignals []string `json:"kill_signals,omitempty" msgpack:"kill_signals,omitempty"`
+	// PID is the process id (and process group id) of a process the tool
+	// ran, for the audit of a kill; 0 when none ran.
+	PID int `json:"pid,omitempty" msgpack:"pid,omitempty"`
 
 	Output string `json:"output,omitempty" msgpack:"output,omitempty"`
 	Stdout string `json:"stdout,omitempty" msgpack:"stdout,omitempty"`

@@ -139,6 +139,7 @@ func (e *Executor) runExec(ctx context.Context, agent string, a execArgs) (Resul
 // processResult turns a finished process into a Result.
 func (e *Executor) processResult(pr procResult, argv0, what string) Result {
 	r := Result{
+		PID:         pr.pid,
 		ExitCode:    pr.exitCode,
 		Signal:      pr.signal,
 		KillSignals: pr.killSignals,

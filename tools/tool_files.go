@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -279,6 +281,14 @@ type writeData struct {
 	Path    string `json:"path"`
 	Bytes   int    `json:"bytes"`
 	Created bool   `json:"created"`
+	// SHA256 is the hex SHA-256 of what was written, for the audit.
+	SHA256 string `json:"sha256"`
+}
+
+// sha256Hex is the hex SHA-256 of b.
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 func (e *Executor) writeFile(a writeArgs) (Result, error) {
@@ -310,7 +320,7 @@ func (e *Executor) writeFile(a writeArgs) (Result, error) {
 	if err != nil {
 		return failed("write_file: %s", describeFSError(a.Path, err)), nil
 	}
-	d := writeData{Path: relSlash(rel), Bytes: len(*a.Content), Created: created}
+	d := writeData{Path: relSlash(rel), Bytes: len(*a.Content), Created: created, SHA256: sha256Hex([]byte(*a.Content))}
 	verb := "replaced"
 	if created {
 		verb = "created"
@@ -329,6 +339,9 @@ type editData struct {
 	Path         string `json:"path"`
 	Replacements int    `json:"replacements"`
 	Line         int    `json:"line"`
+	// Bytes and SHA256 are the size and hex SHA-256 of the file as written.
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 func (e *Executor) editFileTool() builtin {
@@ -421,7 +434,7 @@ func (e *Executor) editFile(a editArgs) (Result, error) {
 	if _, err := writeAtomic(root, rel, []byte(updated), false); err != nil {
 		return failed("edit_file: %s", describeFSError(a.Path, err)), nil
 	}
-	d := editData{Path: relSlash(rel), Replacements: n, Line: line}
+	d := editData{Path: relSlash(rel), Replacements: n, Line: line, Bytes: len(updated), SHA256: sha256Hex([]byte(updated))}
 	return Result{OK: true, Data: dataOf(d), Summary: fmt.Sprintf("edit_file %s: %d replacement(s), first at line %d", d.Path, n, line)}, nil
 }
 

@@ -48,9 +48,11 @@ var (
 var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engineer", "inspector", "tester", "librarian", "academic", "supervisor"}
 
 // callRecords are the events that record a side effect: a re-execution serves
-// them instead of producing them.
+// them instead of producing them. An audit_record comes with a tool's result
+// (a file written, a process killed) or a denial: served with it, it is not
+// made again.
 var callRecords = map[schemas.Type]bool{
-	schemas.TypeToolCall: true, schemas.TypeToolResult: true,
+	schemas.TypeToolCall: true, schemas.TypeToolResult: true, schemas.TypeAuditRecord: true,
 	schemas.TypeLLMRequest: true, schemas.TypeLLMResponse: true, schemas.TypeLLMUsage: true,
 	schemas.TypeStreamChunk: true, schemas.TypeSkillsSelected: true, schemas.TypeHookDecision: true,
 }
