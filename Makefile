@@ -5,13 +5,17 @@ PKGS      ?= ./...
 FUZZTIME  ?= 5s
 BENCHTIME ?= 1x
 
-.PHONY: build test fuzz bench lint clean demo
+NATSJS    := test/natsjs
+
+.PHONY: build test fuzz bench lint clean demo natsjs
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sylk
 
 # The whole suite with the race detector, then a short fuzz run of the envelope decoder.
-test:
+# The suite runs the official nats.js client (cmd/sylk's natsjs script): natsjs
+# installs it first.
+test: natsjs
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) fuzz
 
@@ -25,8 +29,21 @@ lint:
 	gofmt -l . | (! grep .) || (echo "gofmt: files above need formatting" && exit 1)
 	$(GO) vet $(PKGS)
 
+# node and npm (from Debian when the machine has none; that needs root), then
+# the npm packages of the nats.js test, again whenever its lock file changes.
+natsjs: $(NATSJS)/node_modules/.package-lock.json
+
+$(NATSJS)/node_modules/.package-lock.json: $(NATSJS)/package-lock.json
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+		if [ "$$(id -u)" != 0 ]; then echo "natsjs: node and npm are missing; install them (apt-get install nodejs npm) or run make as root" >&2; exit 1; fi; \
+		echo "natsjs: installing node and npm from Debian"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	fi
+	cd $(NATSJS) && npm ci --no-audit --no-fund
+	@touch $@
+
 clean:
-	rm -rf bin
+	rm -rf bin $(NATSJS)/node_modules
 
 # The main job on embedded defaults: a fresh data directory, an embedded server
 # with its agents, and a workflow (build, vet and test a Go module) run with no LLM.

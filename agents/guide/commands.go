@@ -92,6 +92,9 @@ func (g *Guide) help(_ context.Context, d *agents.Delivery, _ []string) ([]*sche
 }
 
 func (g *Guide) status(ctx context.Context, d *agents.Delivery, _ []string) ([]*schemas.Envelope, error) {
+	if err := g.caughtUp(ctx, d); err != nil {
+		return nil, err
+	}
 	s, err := g.State.Status(ctx, d.Env.SessionID)
 	if err != nil {
 		return notice(d, "status", schemas.NoticeError, err.Error(), "'sylk session list' shows the sessions")
@@ -107,6 +110,9 @@ func (g *Guide) session(ctx context.Context, d *agents.Delivery, args []string) 
 	sid := d.Env.SessionID
 	switch args[0] {
 	case "list":
+		if err := g.caughtUp(ctx, d); err != nil {
+			return nil, err
+		}
 		s, err := g.State.Sessions(ctx)
 		if err != nil {
 			return nil, agents.Transient(err, 0)

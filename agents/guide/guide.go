@@ -27,6 +27,10 @@ const MaxReroutes = 3
 
 // State is what the Guide reads from the projections.
 type State interface {
+	// Caught waits until the projections have applied a stream sequence:
+	// the Guide reads them only once they hold the message it handles, and
+	// so everything before it (the question an answer replies to).
+	agents.Caught
 	// Status describes a session for /status and /tasks: its state, its DAGs and
 	// their progress, and what waits on the user.
 	Status(ctx context.Context, session string) (string, error)
@@ -248,6 +252,9 @@ func notice(d *agents.Delivery, key, level, text, hint string) ([]*schemas.Envel
 // reply routes an answer back to whoever is waiting for it: the asker of a
 // pending clarification or plan, else the sender of the request it answers.
 func (g *Guide) reply(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
+	if err := g.caughtUp(ctx, d); err != nil {
+		return nil, err
+	}
 	env := d.Env
 	inReplyTo := env.ParentID
 	switch env.Type {
@@ -279,12 +286,26 @@ func (g *Guide) reply(ctx context.Context, d *agents.Delivery) ([]*schemas.Envel
 		"answer a pending question: 'sylk session show "+env.SessionID+"' lists what waits on you")
 }
 
+// caughtUp waits until the projections hold the delivered message. The
+// events it follows from are in the stream before it, but the projector may
+// not have folded them yet: an answer read too early finds no question
+// waiting for it.
+func (g *Guide) caughtUp(ctx context.Context, d *agents.Delivery) error {
+	if err := g.State.WaitFor(ctx, d.Seq); err != nil {
+		return agents.Transient(err, 0)
+	}
+	return nil
+}
+
 // reroute handles an agent's rejection of a request as outside its domain.
 func (g *Guide) reroute(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	env := d.Env
 	p, err := schemas.PayloadAs[schemas.RerouteRequest](env)
 	if err != nil {
 		return nil, agents.Permanent(err)
+	}
+	if err := g.caughtUp(ctx, d); err != nil {
+		return nil, err
 	}
 	orig, err := g.State.Event(ctx, env.SessionID, env.ParentID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/guide"
 	"github.com/sylk/sylk/broker"
 
 	"github.com/sylk/sylk/agents/plan"
@@ -34,9 +35,21 @@ type rig struct {
 	store *projections.Store
 	dir   string
 	js    jetstream.JetStream
+
+	run context.Context // the runtime's and the projector's
+	wg  sync.WaitGroup
 }
 
 func newRig(t *testing.T, opts ...func(*Config)) *rig {
+	t.Helper()
+	r := newRigHeld(t, opts...)
+	r.startProjector()
+	return r
+}
+
+// newRigHeld is a rig whose projector has not started yet: the agents run
+// on projections that lag behind the stream until startProjector.
+func newRigHeld(t *testing.T, opts ...func(*Config)) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
@@ -51,21 +64,25 @@ func newRig(t *testing.T, opts ...func(*Config)) *rig {
 		o(&cfg)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); store.Projector(r.log).Run(rctx) }()
+	r.run = rctx
+	r.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer r.wg.Done()
 		if err := Run(rctx, cfg); err != nil {
 			t.Errorf("runtime: %v", err)
 		}
 	}()
 	t.Cleanup(func() {
 		cancel()
-		wg.Wait()
+		r.wg.Wait()
 		store.Close()
 	})
 	return r
+}
+
+func (r *rig) startProjector() {
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.store.Projector(r.log).Run(r.run) }()
 }
 
 func (r *rig) append(envs ...*schemas.Envelope) {
@@ -344,6 +361,44 @@ func TestGuideWithoutLLM(t *testing.T) {
 			}
 			t.Fatalf("no notice says %q", want)
 		}
+	}
+}
+
+// The user answers a question as soon as it is in the stream, before the
+// projector has folded it: the Guide, handed the answer first, still routes it
+// to the agent that asked, rather than finding nobody waiting for it.
+func TestGuideRoutesAnAnswerAheadOfTheProjections(t *testing.T) {
+	r := newRigHeld(t, func(c *Config) { c.Agents = []string{guide.Name} })
+	q, _ := schemas.New(schemas.TypeClarificationRequest, "S1", "architect", "user", time.Now(), schemas.ClarificationRequest{Question: "Better how?", Asker: "architect"})
+	a, _ := q.Derive(schemas.TypeClarificationResponse, "user", "", time.Now(), schemas.ClarificationResponse{Answer: "safer", InReplyTo: q.ID})
+	seqs, err := r.log.AppendBatch(r.ctx, []*schemas.Envelope{q, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 30*time.Second, "the Guide holding the answer", func() bool {
+		c, err := r.js.Consumer(r.ctx, broker.Stream, agents.ConsumerName(guide.Name))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(r.ctx)
+		return err == nil && info.Delivered.Stream >= seqs[1]
+	})
+	r.startProjector()
+	var out *schemas.Envelope
+	brokertest.Eventually(t, 30*time.Second, "the Guide's answer to it", func() bool {
+		for _, e := range r.events(events.Filter{Session: "S1", Source: "user"}) {
+			if e.Metadata[agents.MetaRoutedBy] == guide.Name {
+				out = e
+			}
+		}
+		for _, e := range r.events(events.Filter{Session: "S1", Source: guide.Name}) {
+			out = e
+		}
+		return out != nil
+	})
+	if out.Type != schemas.TypeClarificationResponse || out.Target != "architect" || out.ParentID != a.ID {
+		p, _ := schemas.DecodePayload(out)
+		t.Fatalf("the Guide appended %s to %s (%+v), want the answer routed to the architect", out.Type, out.Target, p)
 	}
 }
 

@@ -17,6 +17,8 @@ type guideState struct {
 	log   *events.Log
 }
 
+func (g guideState) WaitFor(ctx context.Context, seq uint64) error { return g.store.WaitFor(ctx, seq) }
+
 func (g guideState) Status(ctx context.Context, session string) (string, error) {
 	s, err := g.store.Session(ctx, session)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"filemode":     cmdFileMode,
 			"greptree":     cmdGrepTree,
 			"extpubas":     cmdExtPubAs,
+			"natsjs":       cmdNatsJS,
 		},
 		RequireExplicitExec: true,
 	})
@@ -257,6 +259,44 @@ func cmdExtPubAs(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if (err != nil) != neg {
 		ts.Fatalf("extpubas %s %s: %v", args[1], args[2], err)
+	}
+}
+
+// natsJSDir holds the nats.js observer script and its npm packages, which
+// `make natsjs` installs (with node itself when it is missing).
+const natsJSDir = "../../test/natsjs"
+
+// natsjs DATADIR CREDS SESSION: the nats.js observer script (see
+// test/natsjs/observer.mjs) against the server of DATADIR with that .creds
+// file; it fails when the script does (it read nothing, or its publish was
+// accepted).
+func cmdNatsJS(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: natsjs DATADIR CREDS SESSION")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		ts.Fatalf("node is not installed: run 'make natsjs' (it installs node and the nats package): %v", err)
+	}
+	dir, err := filepath.Abs(natsJSDir)
+	ts.Check(err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "nats", "package.json")); err != nil {
+		ts.Fatalf("the nats npm package is not installed in %s: run 'make natsjs': %v", dir, err)
+	}
+	var info struct {
+		URL string `json:"url"`
+	}
+	b, err := os.ReadFile(filepath.Join(ts.MkAbs(args[0]), "server.json"))
+	ts.Check(err)
+	ts.Check(json.Unmarshal(b, &info))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "observer.mjs", info.URL, ts.MkAbs(args[1]), args[2])
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+	err = cmd.Run()
+	if (err != nil) != neg {
+		ts.Fatalf("node observer.mjs: %v", err)
 	}
 }
 
