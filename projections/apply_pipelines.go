@@ -139,6 +139,12 @@ func applyPipelines(t *tx, ev *event) error {
 				v.State, v.Error = VariantFailed, p.Reason
 			}
 		})
+	case schemas.TypePipelineHandoff:
+		p, err := payloadOf[schemas.PipelineHandoff](t, Pipelines, ev)
+		if p == nil {
+			return err
+		}
+		return pipelineHandoff(t, ev, p)
 	case schemas.TypeUserTaskPrompt, schemas.TypeUserTaskQuery, schemas.TypeUserTaskInterrupt,
 		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester:
 		v, err := ev.decode()
@@ -223,6 +229,22 @@ func pipelineStarted(t *tx, ev *event, p *schemas.PipelineStarted) error {
 	pl := &Pipeline{ID: p.PipelineID, Session: ev.env.SessionID, DAG: p.DAGID, Node: p.NodeID, Attempt: p.Attempt, Mode: p.Mode,
 		Agent: p.Agent, Prompt: p.Prompt, WorkDir: p.WorkDir, StartingCommit: p.StartingCommit, MaxLoops: p.MaxLoops,
 		State: PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Seq: ev.seq, CreatedAt: ev.env.Timestamp}
+	if h := p.Handoff; h != nil {
+		prev, err := load[Pipeline](t, pipelineKey(h.OldPipelineID))
+		if err != nil {
+			return err
+		}
+		if prev == nil || prev.HandoffTo != p.PipelineID {
+			return t.reject(Pipelines, ev, "pipeline %s was not handed to %s", h.OldPipelineID, p.PipelineID)
+		}
+		pl.HandoffFrom, pl.Handoff = h.OldPipelineID, h
+		if h.Inspector != nil {
+			pl.Criteria = h.Inspector.Criteria
+		}
+		if h.Tester != nil {
+			pl.Tests = h.Tester.TestsCreated
+		}
+	}
 	if p.GroupID != "" {
 		g, err := load[VariantGroup](t, groupKey(p.GroupID))
 		if err != nil {
@@ -234,6 +256,28 @@ func pipelineStarted(t *tx, ev *event, p *schemas.PipelineStarted) error {
 	}
 	store(t, k, pl)
 	return nil
+}
+
+// pipelineHandoff closes a running pipeline, handed to p.NewPipelineID; a
+// variant's successor takes its place in the group.
+func pipelineHandoff(t *tx, ev *event, p *schemas.PipelineHandoff) error {
+	return onPipeline(t, ev, p.OldPipelineID, "a handoff", func(pl *Pipeline) string {
+		if pl.State != PipelineRunning {
+			return fmt.Sprintf("pipeline %s is %s: only a running pipeline is handed off", pl.ID, pl.State)
+		}
+		pl.State, pl.HandoffTo, pl.Reason, pl.Waiting = PipelineHandedOff, p.NewPipelineID, p.Reason, nil
+		pl.FinishedAt, pl.EndSeq = timePtr(ev.env.Timestamp), ev.seq
+		if pl.Group == "" {
+			return ""
+		}
+		g, err := load[VariantGroup](t, groupKey(pl.Group))
+		if err != nil || g == nil || g.Variant(pl.Variant) == nil {
+			return fmt.Sprintf("variant %s of group %s is unknown", pl.Variant, pl.Group)
+		}
+		g.Variant(pl.Variant).Pipeline = p.NewPipelineID
+		store(t, groupKey(g.ID), g)
+		return ""
+	})
 }
 
 func groupCreated(t *tx, ev *event, p *schemas.VariantGroupCreated) error {

@@ -54,6 +54,12 @@ func formatPipeline(p *projections.Pipeline) string {
 		fmt.Fprintf(&b, " group=%s/%s", p.Group, p.Variant)
 	}
 	b.WriteString("\n")
+	if p.HandoffTo != "" {
+		fmt.Fprintf(&b, "  handed off to %s\n", p.HandoffTo)
+	}
+	if h := p.Handoff; h != nil {
+		fmt.Fprintf(&b, "  handoff %d from %s at loop %d: %s\n", h.HandoffIndex, p.HandoffFrom, h.Loop, h.Reason)
+	}
 	for _, s := range p.Stages {
 		fmt.Fprintf(&b, "  stage %s loop %d by %s at %d", s.Stage, s.Loop, s.Agent, s.Seq)
 		if s.ResultSeq != 0 {

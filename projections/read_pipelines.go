@@ -21,10 +21,15 @@ const (
 	PipelineAwaitingUser PipelineState = "awaiting_user"
 	PipelineCompleted    PipelineState = "completed"
 	PipelineFailed       PipelineState = "failed"
+	// PipelineHandedOff: its Engineer's window filled and a new pipeline
+	// (HandoffTo) carries the node on.
+	PipelineHandedOff PipelineState = "handed_off"
 )
 
 // Done reports whether the pipeline has ended.
-func (s PipelineState) Done() bool { return s == PipelineCompleted || s == PipelineFailed }
+func (s PipelineState) Done() bool {
+	return s == PipelineCompleted || s == PipelineFailed || s == PipelineHandedOff
+}
 
 // Pipeline is one single-worker pipeline of a DAG node (seed L25647-25750).
 type Pipeline struct {
@@ -69,13 +74,18 @@ type Pipeline struct {
 	EndCommit string   `json:"end_commit,omitempty"`
 	// Group and Variant place a variant's pipeline (or the original, once a
 	// variant was asked for) in its group.
-	Group      string     `json:"group,omitempty"`
-	Variant    string     `json:"variant,omitempty"`
-	Approach   string     `json:"approach,omitempty"`
-	Seq        uint64     `json:"seq"`
-	EndSeq     uint64     `json:"end_seq,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Group    string `json:"group,omitempty"`
+	Variant  string `json:"variant,omitempty"`
+	Approach string `json:"approach,omitempty"`
+	// A pipeline handed on: HandoffTo names its successor. One started by a
+	// handoff: HandoffFrom its predecessor, Handoff the state it starts from.
+	HandoffTo   string                   `json:"handoff_to,omitempty"`
+	HandoffFrom string                   `json:"handoff_from,omitempty"`
+	Handoff     *schemas.PipelineHandoff `json:"handoff,omitempty"`
+	Seq         uint64                   `json:"seq"`
+	EndSeq      uint64                   `json:"end_seq,omitempty"`
+	CreatedAt   time.Time                `json:"created_at"`
+	FinishedAt  *time.Time               `json:"finished_at,omitempty"`
 }
 
 // PipelineStageRecord is one dispatched stage and its result.

@@ -7,7 +7,16 @@ package schemas
 const (
 	TypeMemoryCheckpoint Type = "memory_checkpoint"
 	TypeMemoryCompacted  Type = "memory_compacted"
+	// The Engineer's pipeline handoff at 95% of its window (seed
+	// L27898-28032): its request to the pipeline agent, and the handoff the
+	// pipeline agent makes of it (the old pipeline closed, a new one started
+	// with the bundled state), kept by the Archivalist.
+	TypePipelineHandoffRequest Type = "pipeline_handoff_request"
+	TypePipelineHandoff        Type = "pipeline_handoff"
 )
+
+// CategoryPipelineHandoff is the Archivalist's category of pipeline handoffs.
+const CategoryPipelineHandoff = "pipeline_handoff"
 
 // Kinds of memory checkpoints, each the seed's summary of one agent, and the
 // Archivalist's category for it.
@@ -55,6 +64,9 @@ type MemoryCompacted struct {
 	Replaced     int    `json:"replaced"`
 	TokensBefore int    `json:"tokens_before"`
 	TokensAfter  int    `json:"tokens_after"`
+	// Reason says why an agent that hands off compacted instead (a handoff
+	// that failed or could not be made); empty for a compaction by policy.
+	Reason string `json:"reason,omitempty"`
 	// ContextLimit is the tokens the conversation may fill: the model's
 	// window less the room reserved for its answer.
 	ContextLimit int `json:"context_limit"`
@@ -159,7 +171,58 @@ type EngineerHandoffState struct {
 	ContextNotes   string   `json:"context_notes,omitempty"`
 }
 
+// InspectorHandoffState is what a pipeline's Inspector has established, handed
+// to the next pipeline (seed L27983).
+type InspectorHandoffState struct {
+	Criteria        string          `json:"criteria,omitempty"`
+	ChecksPerformed []string        `json:"checks_performed,omitempty"`
+	FixesRemaining  []string        `json:"fixes_remaining,omitempty"`
+	ValidationState map[string]bool `json:"validation_state,omitempty"`
+}
+
+// TesterHandoffState is what a pipeline's Tester has established (seed
+// L27990).
+type TesterHandoffState struct {
+	TestsCreated string   `json:"tests_created,omitempty"`
+	TestResults  []string `json:"test_results,omitempty"`
+	FailureDescs []string `json:"failure_descs,omitempty"`
+}
+
+// PipelineHandoffRequest is the Engineer's request, in place of its stage's
+// result, to hand its pipeline over: its conversation filled Reason's share
+// of its window. Checkpoint is the memory_checkpoint holding its state.
+type PipelineHandoffRequest struct {
+	PipelineID   string                `json:"pipeline_id"`
+	Stage        string                `json:"stage"`
+	Loop         int                   `json:"loop"`
+	Reason       string                `json:"reason"`
+	ContextUsage float64               `json:"context_usage"`
+	Checkpoint   string                `json:"checkpoint"`
+	Engineer     *EngineerHandoffState `json:"engineer,omitempty"`
+	// Summary is the checkpoint's text, for a state that did not decode.
+	Summary string `json:"summary,omitempty"`
+}
+
+// PipelineHandoff closes pipeline OldPipelineID and names NewPipelineID,
+// which starts with the three agents' states (seed L27959). HandoffIndex
+// counts the node's handoffs from 1.
+type PipelineHandoff struct {
+	OldPipelineID string                 `json:"old_pipeline_id"`
+	NewPipelineID string                 `json:"new_pipeline_id"`
+	DAGID         string                 `json:"dag_id"`
+	NodeID        string                 `json:"node_id"`
+	Reason        string                 `json:"reason"`
+	HandoffIndex  int                    `json:"handoff_index"`
+	Loop          int                    `json:"loop"`
+	Engineer      *EngineerHandoffState  `json:"engineer,omitempty"`
+	Summary       string                 `json:"summary,omitempty"`
+	Inspector     *InspectorHandoffState `json:"inspector,omitempty"`
+	Tester        *TesterHandoffState    `json:"tester,omitempty"`
+}
+
 var memoryTypes = map[Type]typeInfo{
-	TypeMemoryCheckpoint: entry[MemoryCheckpoint]("An agent's typed summary of its conversation at a share of its context window; the Archivalist keeps it."),
-	TypeMemoryCompacted:  entry[MemoryCompacted]("An agent's old turns were replaced by a checkpoint's summary."),
+	TypeMemoryCheckpoint:       entry[MemoryCheckpoint]("An agent's typed summary of its conversation at a share of its context window; the Archivalist keeps it."),
+	TypeMemoryCompacted:        entry[MemoryCompacted]("An agent's old turns were replaced by a checkpoint's summary."),
+	TypePipelineHandoffRequest: entry[PipelineHandoffRequest]("An Engineer whose conversation filled 95% of its window asks to hand its pipeline to a new one, with its state."),
+	TypePipelineHandoff:        entry[PipelineHandoff]("A pipeline handed over: the old one closed, the new one named, with the Engineer's, Inspector's and Tester's states."),
 }

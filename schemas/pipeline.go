@@ -57,6 +57,9 @@ type PipelineStarted struct {
 	GroupID        string `json:"group_id,omitempty"`
 	VariantID      string `json:"variant_id,omitempty"`
 	Approach       string `json:"approach,omitempty"`
+	// Handoff is the state a pipeline started by a handoff continues from
+	// (its first stage is the Engineer's, at the old pipeline's loop).
+	Handoff *PipelineHandoff `json:"handoff,omitempty"`
 }
 
 // PipelineStage asks an agent to do one stage of a pipeline.

@@ -6,6 +6,7 @@ package archivalist
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -238,6 +239,15 @@ func entryOf(env *schemas.Envelope) (schemas.HistoryEntry, bool, error) {
 		return schemas.HistoryEntry{Category: p.Category, DAGID: p.DAGID, NodeID: p.NodeID,
 			Summary: fmt.Sprintf("%s checkpoint %d of %s at %.0f%% of the context", p.Agent, p.Index, p.Key, p.ContextUsage*100),
 			Detail:  p.Text, Tags: []string{"memory", p.Agent, p.Kind}}, true, nil
+	case schemas.TypePipelineHandoff:
+		p, err := schemas.PayloadAs[schemas.PipelineHandoff](env)
+		if err != nil {
+			return e, false, err
+		}
+		detail, _ := json.MarshalIndent(p, "", "  ")
+		return schemas.HistoryEntry{Category: schemas.CategoryPipelineHandoff, DAGID: p.DAGID, NodeID: p.NodeID,
+			Summary: fmt.Sprintf("pipeline %s handed to %s (handoff %d, loop %d): %s", p.OldPipelineID, p.NewPipelineID, p.HandoffIndex, p.Loop, p.Reason),
+			Detail:  string(detail), Tags: []string{"memory", "handoff", env.Source}}, true, nil
 	case schemas.TypeStoreRequest:
 		p, err := schemas.PayloadAs[schemas.StoreRequest](env)
 		if err != nil {

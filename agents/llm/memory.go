@@ -94,7 +94,7 @@ func (m *Memory) Keep(ctx context.Context, callKey string, msgs []schemas.LLMMes
 	}
 	changed := false
 	if m.policy.Compact > 0 && usage >= m.policy.Compact {
-		out, err := m.compact(ctx, msgs, specs, usage, cp)
+		out, err := m.compact(ctx, msgs, specs, usage, cp, "")
 		if err != nil {
 			return nil, false, err
 		}
@@ -107,11 +107,28 @@ func (m *Memory) Keep(ctx context.Context, callKey string, msgs []schemas.LLMMes
 	return fitted, changed || fit, nil
 }
 
+// HandoffDue reports the share of the window msgs and specs fill, and
+// whether the agent's policy hands its work off at that share.
+func (m *Memory) HandoffDue(msgs []schemas.LLMMessage, specs []tools.ToolSpec) (float64, bool) {
+	u := m.usage(msgs, specs)
+	return u, m.policy.Handoff > 0 && u >= m.policy.Handoff
+}
+
+// Checkpoint writes a checkpoint of msgs whatever the share used, and
+// returns its event id and payload: the state a handoff carries.
+func (m *Memory) Checkpoint(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec) (string, schemas.MemoryCheckpoint, error) {
+	cp, err := m.checkpoint(ctx, msgs, m.usage(msgs, specs))
+	if err != nil {
+		return "", schemas.MemoryCheckpoint{}, err
+	}
+	return cp.id, cp.p, nil
+}
+
 // Compact writes a checkpoint and replaces the old turns by its summary,
 // whatever the share used: the Engineer's fallback when a pipeline handoff
-// fails (seed L28021-28032).
-func (m *Memory) Compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec) ([]schemas.LLMMessage, error) {
-	return m.compact(ctx, msgs, specs, m.usage(msgs, specs), nil)
+// fails or cannot be made (seed L28021-28032), reason saying which.
+func (m *Memory) Compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec, reason string) ([]schemas.LLMMessage, error) {
+	return m.compact(ctx, msgs, specs, m.usage(msgs, specs), nil, reason)
 }
 
 // window is the part of the model's context window a conversation may fill:
@@ -165,7 +182,7 @@ func (m *Memory) checkpoint(ctx context.Context, msgs []schemas.LLMMessage, usag
 // compact keeps the system messages, the task and the most recent turns
 // that fit in a quarter of the window, and puts the summary of a checkpoint
 // (cp, or a new one) in place of the rest.
-func (m *Memory) compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec, usage float64, cp *checkpoint) ([]schemas.LLMMessage, error) {
+func (m *Memory) compact(ctx context.Context, msgs []schemas.LLMMessage, specs []tools.ToolSpec, usage float64, cp *checkpoint, reason string) ([]schemas.LLMMessage, error) {
 	h := headLen(msgs)
 	window := m.window()
 	t := len(msgs)
@@ -193,7 +210,7 @@ func (m *Memory) compact(ctx context.Context, msgs []schemas.LLMMessage, specs [
 		"[Memory checkpoint %d replaces the %d earlier messages of this conversation; the Archivalist keeps it]\n%s", cp.p.Index, t-h, cp.p.Text)})
 	out = append(out, msgs[t:]...)
 	env, err := m.d.Derive(schemas.TypeMemoryCompacted, "user", fmt.Sprintf("memory/%s/compacted/%d", m.key, cp.p.Index), schemas.MemoryCompacted{
-		Agent: m.d.Agent, Key: m.key, Checkpoint: cp.id, Replaced: t - h,
+		Agent: m.d.Agent, Key: m.key, Checkpoint: cp.id, Replaced: t - h, Reason: reason,
 		TokensBefore: EstimateTokens(msgs, specs), TokensAfter: EstimateTokens(out, specs), ContextLimit: window,
 	})
 	if err != nil {

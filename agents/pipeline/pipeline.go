@@ -87,6 +87,8 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 		return a.user(ctx, d)
 	case schemas.TypeClarificationResponse:
 		return a.decide(ctx, d)
+	case schemas.TypePipelineHandoffRequest:
+		return a.handoff(ctx, d)
 	case schemas.TypeVariantRequest:
 		return a.variant(ctx, d)
 	case schemas.TypeVariantSelect:
@@ -167,13 +169,23 @@ func (a *Agent) begin(d *agents.Delivery, p schemas.PipelineStarted, key string)
 	}
 	pl := &projections.Pipeline{ID: p.PipelineID, Session: d.Env.SessionID, DAG: p.DAGID, Node: p.NodeID, Attempt: p.Attempt,
 		Mode: p.Mode, Agent: p.Agent, Prompt: p.Prompt, WorkDir: p.WorkDir, StartingCommit: p.StartingCommit, MaxLoops: p.MaxLoops,
-		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach}
-	first := schemas.StageImplement
-	if p.Mode == schemas.PipelineTDD {
+		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Handoff: p.Handoff}
+	first, loop := schemas.StageImplement, 1
+	switch {
+	case p.Handoff != nil:
+		// The Engineer's stage goes on in the new pipeline, at its loop.
+		loop = max(1, p.Handoff.Loop)
+		if s := p.Handoff.Inspector; s != nil {
+			pl.Criteria = s.Criteria
+		}
+		if s := p.Handoff.Tester; s != nil {
+			pl.Tests = s.TestsCreated
+		}
+	case p.Mode == schemas.PipelineTDD:
 		first = schemas.StageCriteria
 	}
 	s := &stepper{pl: pl, d: d}
-	s.dispatch(first, 1)
+	s.dispatch(first, loop)
 	if s.err != nil {
 		return nil, agents.Permanent(s.err)
 	}

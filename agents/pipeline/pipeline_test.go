@@ -88,13 +88,16 @@ type fixture struct {
 
 var workers = []string{"engineer", "inspector", "tester"}
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...func(*llm.Config)) *fixture {
 	t.Helper()
 	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
 		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
 	f.srv.Respond(f.respond)
-	c, err := llm.NewClient(llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond},
-		llm.Deps{Records: f.Store})
+	cfg := llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := llm.NewClient(cfg, llm.Deps{Records: f.Store})
 	if err != nil {
 		t.Fatal(err)
 	}

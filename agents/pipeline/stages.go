@@ -159,6 +159,9 @@ func stagePrompt(pl *projections.Pipeline, stage string, loop int) string {
 			fmt.Fprintf(&b, "\nLoop %d of %d. Findings of loop %d to fix, with their evidence:\n%s", loop, pl.MaxLoops, loop-1, fb)
 		}
 	}
+	if stage == schemas.StageImplement && pl.Handoff != nil {
+		b.WriteString(handoffPrompt(pl.Handoff))
+	}
 	if stage == schemas.StageImplement {
 		msgs := engineerMessages(pl)
 		if pl.Delivered < len(msgs) {

@@ -201,6 +201,8 @@ type loop struct {
 	verdict bool
 	// finish turns the loop's verdict into the events to append.
 	finish func(Verdict) ([]*schemas.Envelope, error)
+	// stage is the pipeline stage the loop runs (nil: a prompt node).
+	stage *schemas.PipelineStage
 
 	msgs     []schemas.LLMMessage
 	seen     int
@@ -240,6 +242,15 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 		// The schemas of the tools loaded so far, request_tools' among them
 		// on the very next request.
 		specs := l.skills.Tools.Specs()
+		if usage, due := l.mem.HandoffDue(l.msgs, specs); due {
+			outs, err := l.handoff(ctx, usage, specs)
+			if err != nil {
+				return l.llmFailed(ctx, err)
+			}
+			if outs != nil {
+				return outs, nil
+			}
+		}
 		fitted, changed, err := l.mem.Keep(ctx, l.key(step), l.msgs, specs)
 		if err != nil {
 			return l.llmFailed(ctx, err)
@@ -299,6 +310,48 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 			}
 		}
 	}
+}
+
+// handoff hands the pipeline of an Engineer whose conversation filled its
+// handoff share to a new pipeline (seed L27898-28032): a checkpoint of its
+// state, and a pipeline_handoff_request in place of the stage's result. A
+// handoff that cannot be made (no pipeline: a prompt node; the state not
+// written) falls back to summarise and compact, the reason recorded in the
+// memory_compacted event; nil events mean the loop goes on.
+func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpec) ([]*schemas.Envelope, error) {
+	reason := fmt.Sprintf("%s_context_%d%%", l.d.Agent, int(usage*100))
+	if l.stage == nil || l.stage.Stage != schemas.StageImplement {
+		return nil, l.compactInstead(ctx, specs, reason+": no pipeline to hand off to (a prompt node, not a pipeline's Engineer stage)")
+	}
+	id, cp, err := l.mem.Checkpoint(ctx, l.msgs, specs)
+	if err != nil {
+		if class, _ := agents.Classify(ctx, err); class != agents.ClassPermanent {
+			return nil, err // transient: the delivery is tried again
+		}
+		return nil, l.compactInstead(ctx, specs, reason+": the handoff state could not be written: "+err.Error())
+	}
+	e, err := l.d.Derive(schemas.TypePipelineHandoffRequest, "pipeline", "stage-result", schemas.PipelineHandoffRequest{
+		PipelineID: l.stage.PipelineID, Stage: l.stage.Stage, Loop: l.stage.Loop, Reason: reason, ContextUsage: usage,
+		Checkpoint: id, Engineer: cp.Engineer, Summary: cp.Text})
+	if err != nil {
+		return nil, agents.Permanent(err)
+	}
+	return []*schemas.Envelope{e}, nil
+}
+
+// compactInstead is the fallback of a handoff: summarise, hand the summary
+// to the Archivalist and compact. When even the summary cannot be had the
+// loop goes on and Fit leaves a note of what it cut, as for any agent.
+func (l *loop) compactInstead(ctx context.Context, specs []tools.ToolSpec, reason string) error {
+	msgs, err := l.mem.Compact(ctx, l.msgs, specs, reason)
+	if err != nil {
+		if class, _ := agents.Classify(ctx, err); class != agents.ClassPermanent {
+			return err
+		}
+		return nil
+	}
+	l.msgs, l.seen = msgs, 0
+	return nil
 }
 
 func (l *loop) task() hooks.Task { return hooks.Task{DAGID: l.node.DAGID, NodeID: l.node.NodeID} }

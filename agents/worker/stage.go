@@ -45,6 +45,7 @@ func (p *PromptLoop) RunStage(ctx context.Context, d *agents.Delivery, st *schem
 		return nil, err
 	}
 	l.verdict = reviewer(d.Agent) && st.Stage != schemas.StageCriteria
+	l.stage = st
 	l.finish = func(v Verdict) ([]*schemas.Envelope, error) { return StageOutcome(d, st, l, v) }
 	return l.run(ctx)
 }

@@ -52,7 +52,7 @@ or fail the node. The same question is in the session's pending items
 		},
 	}
 	ls.Flags().StringVar(&opts.Session, "session", "", "only this session's pipelines")
-	ls.Flags().StringVar(&opts.State, "state", "", "only pipelines in this state (running, awaiting_user, completed, failed)")
+	ls.Flags().StringVar(&opts.State, "state", "", "only pipelines in this state (running, awaiting_user, completed, failed, handed_off)")
 	ls.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per pipeline")
 	show := &cobra.Command{
 		Use:   "show PIPELINE",
@@ -84,9 +84,9 @@ or fail the node. The same question is in the session's pending items
 
 func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	switch projections.PipelineState(opts.State) {
-	case "", projections.PipelineRunning, projections.PipelineAwaitingUser, projections.PipelineCompleted, projections.PipelineFailed:
+	case "", projections.PipelineRunning, projections.PipelineAwaitingUser, projections.PipelineCompleted, projections.PipelineFailed, projections.PipelineHandedOff:
 	default:
-		return cmdutil.Usagef("--state %q: one of running, awaiting_user, completed, failed", opts.State)
+		return cmdutil.Usagef("--state %q: one of running, awaiting_user, completed, failed, handed_off", opts.State)
 	}
 	r, err := f.State(ctx)
 	if err != nil {
@@ -186,6 +186,11 @@ func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string)
 		fmt.Fprintf(w, "completed: %s\n", firstLine(p.Summary))
 	case projections.PipelineFailed:
 		fmt.Fprintf(w, "failed: %s\n", firstLine(p.Reason))
+	case projections.PipelineHandedOff:
+		fmt.Fprintf(w, "handed off to %s: %s (sylk pipeline show %s)\n", p.HandoffTo, p.Reason, p.HandoffTo)
+	}
+	if h := p.Handoff; h != nil {
+		fmt.Fprintf(w, "continues pipeline %s (handoff %d at loop %d: %s)\n", p.HandoffFrom, h.HandoffIndex, h.Loop, h.Reason)
 	}
 	return nil
 }
