@@ -49,6 +49,11 @@ func (a *Academic) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.E
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
+	// The documents ingested before the question are in the stream before
+	// it: wait until the projections hold them.
+	if err := a.Store.WaitFor(ctx, d.Seq); err != nil {
+		return nil, err
+	}
 	var emb *projections.CodeEmbedding
 	note := "Ranking: BM25 only (no embedding model is configured)."
 	if a.Embedder != nil {
