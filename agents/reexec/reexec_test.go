@@ -2,8 +2,10 @@ package reexec_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -256,6 +258,78 @@ nodes:
 	}
 	if d.Input == nil || d.Input.Seq != execSeq || d.Input.Type != schemas.TypeDAGExecute {
 		t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+	}
+}
+
+// A changed max_concurrency changes when nodes are dispatched, not what any
+// event says: it is reported at the first dispatch that one run made with more
+// nodes in flight than the other run's limit allows. Lowered, the recording
+// is what the new limit forbids (also below a default the recording does not
+// name); raised, the new run is what the recorded one forbade.
+func TestReexecuteReportsAChangedMaxConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		recorded, now int
+		was           any // the recorded limit, as the divergence says it
+		// in flight with b's dispatch in the recording and in the new run
+		recIn, newIn []string
+	}{
+		{"lowered", 3, 1, 3, []string{"a", "b"}, []string{"b"}},
+		{"lowered from the default", 0, 1, "default", []string{"a", "b"}, []string{"b"}},
+		{"raised", 1, 3, 1, []string{"b"}, []string{"a", "b"}},
+		{"unchanged", 0, 0, nil, nil, nil}, // four in flight at once, as the default allows
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			id := r.submit("S1", fmt.Sprintf(`
+name: wide
+policy: {max_concurrency: %d}
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: c, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: d, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: e, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`, tc.recorded))
+			r.wait("S1", id)
+			rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var execSeq uint64
+			for _, in := range rec.Inputs() {
+				if in.Env.Type == schemas.TypeDAGExecute {
+					p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
+					p.DAG.Policy.MaxConcurrency = tc.now
+					if err := in.Env.SetPayload(p); err != nil {
+						t.Fatal(err)
+					}
+					execSeq = in.Seq
+				}
+			}
+			rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
+			d := rep.Divergence
+			if tc.was == nil {
+				if !rep.Identical {
+					t.Fatalf("re-execution diverged: %+v", d)
+				}
+				return
+			}
+			if rep.Identical || d == nil {
+				t.Fatalf("no divergence reported: %+v", rep)
+			}
+			if d.Kind != "schedule" || d.Recorded == nil || d.New == nil || d.Recorded.Type != schemas.TypeTaskDispatch ||
+				d.Recorded.Payload["node_id"] != "b" || d.New.Payload["node_id"] != "b" {
+				t.Fatalf("divergence %s (%s): recorded %+v, new %+v; want at the dispatch of b", d.Kind, d.Reason, d.Recorded, d.New)
+			}
+			want := []reexec.Field{{Path: "max_concurrency", Recorded: tc.was, New: tc.now}, {Path: "in_flight", Recorded: tc.recIn, New: tc.newIn}}
+			if !reflect.DeepEqual(d.Fields, want) {
+				t.Fatalf("fields %+v, want %+v", d.Fields, want)
+			}
+			if d.Input == nil || d.Input.Seq != execSeq {
+				t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+			}
+		})
 	}
 }
 
