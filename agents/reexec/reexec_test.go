@@ -218,6 +218,28 @@ func TestReexecuteToolPlanIsIdenticalAndRunsNothing(t *testing.T) {
 	}
 }
 
+// changePlan loads session's recording with change made to the plan of its
+// dag_execute input, and returns it with that input's sequence.
+func (r *rig) changePlan(session string, change func(*schemas.DAG)) (*reexec.Recording, uint64) {
+	r.t.Helper()
+	rec, err := reexec.Load(r.ctx, r.store, session, 0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, in := range rec.Inputs() {
+		if in.Env.Type == schemas.TypeDAGExecute {
+			p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
+			change(&p.DAG)
+			if err := in.Env.SetPayload(p); err != nil {
+				r.t.Fatal(err)
+			}
+			return rec, in.Seq
+		}
+	}
+	r.t.Fatalf("session %s has no dag_execute input", session)
+	return nil, 0
+}
+
 // Changing one thing in the inputs (the command of one node of the plan) is
 // reported at the first event that follows from it, with the field that
 // differs and the input it follows from.
@@ -230,21 +252,7 @@ nodes:
   - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
 `)
 	r.wait("S1", id)
-	rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var execSeq uint64
-	for _, in := range rec.Inputs() {
-		if in.Env.Type == schemas.TypeDAGExecute {
-			p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
-			p.DAG.Nodes[1].Args = map[string]any{"argv": []any{"false"}}
-			if err := in.Env.SetPayload(p); err != nil {
-				t.Fatal(err)
-			}
-			execSeq = in.Seq
-		}
-	}
+	rec, execSeq := r.changePlan("S1", func(dag *schemas.DAG) { dag.Nodes[1].Args = map[string]any{"argv": []any{"false"}} })
 	rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
 	d := rep.Divergence
 	if rep.Identical || d == nil {
@@ -292,21 +300,7 @@ nodes:
   - {id: e, agent: engineer, tool: exec, args: {argv: ["true"]}}
 `, tc.recorded))
 			r.wait("S1", id)
-			rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var execSeq uint64
-			for _, in := range rec.Inputs() {
-				if in.Env.Type == schemas.TypeDAGExecute {
-					p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
-					p.DAG.Policy.MaxConcurrency = tc.now
-					if err := in.Env.SetPayload(p); err != nil {
-						t.Fatal(err)
-					}
-					execSeq = in.Seq
-				}
-			}
+			rec, execSeq := r.changePlan("S1", func(dag *schemas.DAG) { dag.Policy.MaxConcurrency = tc.now })
 			rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
 			d := rep.Divergence
 			if tc.was == nil {
