@@ -225,7 +225,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}()
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) { r.sched.push(ctx, r, m) },
-		jetstream.PullMaxMessages(r.opts.Concurrency*2),
+		jetstream.PullMaxMessages(r.opts.Concurrency*2), jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				r.opts.Logger.Debug("consume", "agent", r.opts.Agent, "err", err)
@@ -244,6 +244,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// pullExpiry is how long each pull request of a runner's consumer lasts.
+// The server sends heartbeats every half of it, and a client that misses
+// two pulls again: a pull left with a cluster member that died (the
+// consumer's leader, SIGKILLed) is replaced within pullExpiry, where the
+// default (30 s) would leave the agent idle for half a minute.
+const pullExpiry = 10 * time.Second
 
 // keepAlive tells the server, every third of AckWait until ctx ends, that the
 // jobs this process holds are being worked on or waiting their turn (held),

@@ -137,15 +137,19 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	}
 	defer client.Close()
 	log := events.New(client.JetStream())
+	event := func(i int) *schemas.Envelope {
+		t.Helper()
+		env, err := schemas.New(schemas.TypeSignal, "s-cluster", "user", "engineer", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession, Reason: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.ID = fmt.Sprintf("ev-%04d", i)
+		return env
+	}
 	appendN := func(from, n int) {
 		t.Helper()
 		for i := from; i < from+n; i++ {
-			env, err := schemas.New(schemas.TypeSignal, "s-cluster", "user", "engineer", time.Now(), schemas.Signal{Action: schemas.SignalPause, Scope: schemas.ScopeSession, Reason: fmt.Sprint(i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			env.ID = fmt.Sprintf("ev-%04d", i)
-			if _, err := log.Append(ctx, env); err != nil {
+			if _, err := log.Append(ctx, event(i)); err != nil {
 				t.Fatalf("append %d: %v", i, err)
 			}
 		}
@@ -155,10 +159,26 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	if leader < 0 {
 		t.Fatalf("leader %q is none of the members", reps[0].Leader)
 	}
+	// Appends in flight when the leader's member stops: some reach it and
+	// are never answered. Each is stored once all the same.
+	var pending []events.PendingAppend
+	for i := 20; i < 40; i++ {
+		p, err := log.AppendAsync(event(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
 	if err := members[leader].Close(); err != nil {
 		t.Fatal(err)
 	}
-	appendN(20, 20)
+	wctx, cancelWait := context.WithTimeout(ctx, time.Minute)
+	defer cancelWait()
+	for i, p := range pending {
+		if _, err := p.Wait(wctx); err != nil {
+			t.Fatalf("append %d, in flight when the leader stopped: %v", 20+i, err)
+		}
+	}
 	appendN(10, 20) // appended again: the stream keeps the first copies
 	other := members[(leader+1)%3]
 	s, err := other.JetStream().Stream(ctx, broker.Stream)

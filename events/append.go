@@ -34,6 +34,10 @@ const (
 
 	// errCodeBatchDuplicate is nats-server's JSAtomicPublishContainsDuplicateMessageErr.
 	errCodeBatchDuplicate jetstream.ErrorCode = 10201
+	// errCodeDuplicateInProcess is nats-server's
+	// JSStreamDuplicateMessageConflict: a message of the same id is being
+	// stored.
+	errCodeDuplicateInProcess jetstream.ErrorCode = 10158
 )
 
 // MaxBatch is the most events one atomic AppendBatch takes (the server's limit).
@@ -91,7 +95,15 @@ func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error)
 	if err != nil {
 		return 0, err
 	}
-	for attempt := 1; ; attempt++ {
+	return l.publish(ctx, m)
+}
+
+// publish sends m until a server stores it (or holds its id already).
+func (l *Log) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
+	fail := func(err error) (uint64, error) {
+		return 0, fmt.Errorf("append %s %s: %w", m.Header.Get(HeaderType), m.Header.Get(HeaderMsgID), err)
+	}
+	for attempt, waits := 1, 0; ; {
 		actx, cancel := context.WithTimeout(ctx, ackWait)
 		ack, err := l.js.PublishMsg(actx, m, failover...)
 		cancel()
@@ -101,15 +113,41 @@ func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error)
 		// An ack lost with a server that died (the client fails over to
 		// another) is asked for again with the same message: the stream keeps
 		// one copy of a Nats-Msg-Id, so a first copy that was stored is not
-		// stored twice.
-		unanswered := errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
-		if unanswered && (ctx.Err() != nil || attempt == lostAckRetries) {
-			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, errors.Join(err, ErrNoLeader))
+		// stored twice. A first copy still being stored (a new leader
+		// replicating what the old one took in) is waited for.
+		var apiErr *jetstream.APIError
+		inProcess := errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
+		if !inProcess && !unanswered(err) {
+			return fail(err)
 		}
-		if !unanswered || ctx.Err() != nil {
-			return 0, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
+		if inProcess {
+			waits++
+		} else {
+			attempt++
+		}
+		if waits > inProcessWaits {
+			return fail(err)
+		}
+		if ctx.Err() != nil || attempt > lostAckRetries {
+			return fail(errors.Join(err, ErrNoLeader))
+		}
+		if inProcess {
+			select {
+			case <-time.After(inProcessWait):
+			case <-ctx.Done():
+				return fail(errors.Join(err, ErrNoLeader))
+			}
 		}
 	}
+}
+
+// unanswered reports whether a publish got no answer from a stream: none
+// came in time, no server had the stream's leader, or the connection it
+// went out on was lost (the client reconnects to another server).
+func unanswered(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
+		errors.Is(err, nats.ErrDisconnected)
 }
 
 // ErrNoLeader is wrapped by an append that no server stored: the stream had
@@ -123,10 +161,14 @@ var ErrNoLeader = errors.New("the stream has no leader to store it: the server i
 var failover = []jetstream.PublishOpt{jetstream.WithRetryAttempts(60), jetstream.WithRetryWait(250 * time.Millisecond)}
 
 // An append whose ack does not come within ackWait (the server died with
-// it) is sent again, at most lostAckRetries times in all.
+// it) is sent again, at most lostAckRetries times in all; one whose first
+// copy the stream is still storing, after inProcessWait, at most
+// inProcessWaits times.
 const (
 	ackWait        = 5 * time.Second
 	lostAckRetries = 4
+	inProcessWait  = 250 * time.Millisecond
+	inProcessWaits = 40
 )
 
 // AppendBatch appends envs atomically: all are stored, in order, or none. It
@@ -202,18 +244,32 @@ func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error
 }
 
 // PendingAppend is an AppendAsync whose ack has not been waited for.
-type PendingAppend struct{ f jetstream.PubAckFuture }
+type PendingAppend struct {
+	f    jetstream.PubAckFuture
+	log  *Log
+	sent time.Time
+}
 
 // Wait returns the event's stream sequence once the stream has stored it.
+// An event whose ack has not come ackWait after it was sent is sent again,
+// the way Append sends it, with the same message id: the cluster member
+// that got it may have died before answering (its stream leader,
+// SIGKILLed), and nobody would ever answer that first copy.
 func (p PendingAppend) Wait(ctx context.Context) (uint64, error) {
+	t := time.NewTimer(time.Until(p.sent.Add(ackWait)))
+	defer t.Stop()
 	select {
 	case ack := <-p.f.Ok():
 		return ack.Sequence, nil
 	case err := <-p.f.Err():
-		return 0, fmt.Errorf("append %s: %w", p.f.Msg().Header.Get(HeaderMsgID), err)
+		if !unanswered(err) {
+			return 0, fmt.Errorf("append %s: %w", p.f.Msg().Header.Get(HeaderMsgID), err)
+		}
+	case <-t.C:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+	return p.log.publish(ctx, p.f.Msg())
 }
 
 // AppendAsync validates env and publishes it without waiting for the stream's
@@ -226,11 +282,12 @@ func (l *Log) AppendAsync(env *schemas.Envelope) (PendingAppend, error) {
 	if err != nil {
 		return PendingAppend{}, err
 	}
+	sent := time.Now()
 	f, err := l.js.PublishMsgAsync(m, append(failover, jetstream.WithStallWait(asyncStallWait))...)
 	if err != nil {
 		return PendingAppend{}, fmt.Errorf("append %s %s: %w", env.Type, env.ID, err)
 	}
-	return PendingAppend{f: f}, nil
+	return PendingAppend{f: f, log: l, sent: sent}, nil
 }
 
 // asyncStallWait is how long AppendAsync waits for room when too many appends

@@ -67,6 +67,13 @@
 //	             (the first record of a key stands; a second is refused)
 //	plans        plans/s/<sid>                     PlanMode (a session's plan mode)
 //	consults     consults/c/<sid>\0<request id>    Consult (one consultation)
+//	docs         docs/n                            totals of the corpus (documents, chunks, terms, last seq)
+//	             docs/d/<doc>                      DocRecord (the chunks' sections, hashes and terms)
+//	             docs/c/<doc>\0<i>                 the text of chunk i (i: big-endian uint32)
+//	             docs/e/<doc>\0<i>                 chunk i's embed hash (the text its vector is of)
+//	             docs/t/<term>\0<doc>\0<i>         the term's count in chunk i and the chunk's length (uvarints)
+//	             docs/s/<doc>                      a skipped file: its path, a newline, why
+//	             (<doc>: DocID of the document's absolute path)
 //	permits      permits/r/<sid>\0<id>             Permit: a permission request and its decision
 //	             permits/id/<id>                   the request's session
 //	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)

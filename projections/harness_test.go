@@ -761,6 +761,8 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 		return b.String()
 	case "code":
 		return w.code(args)
+	case "docs":
+		return w.docs(args)
 	case "failures":
 		q := projections.FailureQuery{Signature: args["signature"], Search: strings.ReplaceAll(args["search"], "+", " ")}
 		q.MinCount, _ = strconv.Atoi(args["min"])
@@ -881,6 +883,48 @@ func (w *world) code(args map[string]string) string {
 	}
 	if b.Len() == 0 {
 		return "(nothing)\n"
+	}
+	return b.String()
+}
+
+// docs runs a documents query and prints its answer one line per item; a
+// + in the text is a space.
+func (w *world) docs(args map[string]string) string {
+	q := projections.DocsQuery{Kind: args["kind"], Text: strings.ReplaceAll(args["text"], "+", " "), Path: args["path"]}
+	if m := args["model"]; m != "" {
+		q.Embedding = &projections.CodeEmbedding{Model: m}
+		for _, x := range strings.Split(args["vector"], ",") {
+			f, _ := strconv.ParseFloat(x, 32)
+			q.Embedding.Vector = append(q.Embedding.Vector, float32(f))
+		}
+	}
+	res, err := w.store.Docs(w.ctx, q)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "corpus: %d docs, %d chunks\n", res.TotalDocs, res.TotalChunks)
+	if res.Ranking == projections.RankHybrid {
+		fmt.Fprintf(&b, "%s over %d vectors\n", res.Ranking, res.Vectors)
+	}
+	for _, h := range res.Hits {
+		fmt.Fprintf(&b, "%.3f %s#%s [%d] %q", h.Score, h.Path, h.Section, h.Chunk, h.Text)
+		if res.Ranking == projections.RankHybrid {
+			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
+		}
+		b.WriteString("\n")
+	}
+	for _, d := range res.Docs {
+		fmt.Fprintf(&b, "doc %s %s %q chunks=%d hash=%s seq=%d\n", d.Path, d.Format, d.Title, d.Chunks, d.Hash, d.Seq)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(&b, "skipped %s: %s\n", s.Path, s.Reason)
+	}
+	for _, c := range res.Chunks {
+		fmt.Fprintf(&b, "chunk %q %q embed=%s\n", c.Section, c.Text, c.EmbedHash)
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(&b, "unknown terms: %s\n", strings.Join(res.Unknown, ","))
 	}
 	return b.String()
 }

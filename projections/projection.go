@@ -27,6 +27,7 @@ const (
 	Permits     = "permits"
 	Schedules   = "schedules"
 	Audit       = "audit"
+	Docs        = "docs"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -66,6 +67,7 @@ var projectionList = []*projection{
 	{name: Permits, version: 1, apply: applyPermits},
 	{name: Schedules, version: 1, apply: applySchedules},
 	{name: Audit, version: 1, apply: applyAudit},
+	{name: Docs, version: 1, apply: applyDocs},
 }
 
 // ProjectionNames lists the projections.

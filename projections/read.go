@@ -61,6 +61,8 @@ type Reader interface {
 	Failures(ctx context.Context, q FailureQuery) ([]*FailureMemory, error)
 	// Code answers a query on the code index of a work directory.
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
+	// Docs answers a query on the documents the Academic ingested.
+	Docs(ctx context.Context, q DocsQuery) (*DocsResult, error)
 	// Pipeline and Pipelines read single-worker pipelines; VariantGroup and
 	// VariantGroups their variant groups (f.State is ignored).
 	Pipeline(ctx context.Context, id string) (*Pipeline, error)

@@ -144,6 +144,9 @@ type CodeHealthReport struct {
 	DebtMarkers int     `json:"debt_markers"`
 	DebtPer1K   float64 `json:"debt_per_1k_lines"`
 	Documented  float64 `json:"documented"`
+	// Languages counts the source files (not tests, not build files) of
+	// each programming language.
+	Languages map[string]int `json:"languages,omitempty"`
 	// Maturity: DISCIPLINED, TRANSITIONAL, LEGACY or GREENFIELD.
 	Maturity       string `json:"maturity"`
 	Recommendation string `json:"recommendation"`
@@ -288,26 +291,14 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 // search ranks files by BM25 over the query's terms; df is counted while the
 // postings are read, so it needs no counters of its own.
 func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error {
-	var terms []string
-	Terms(q.Text, func(t string) {
-		if !slices.Contains(terms, t) {
-			terms = append(terms, t)
-		}
-	})
-	if len(terms) == 0 {
-		return fmt.Errorf("%w: code: %q has no searchable word (letters or digits, at least %d)", ErrInvalidQuery, q.Text, minTermLen)
+	terms, err := queryTerms("code", q.Text)
+	if err != nil {
+		return err
 	}
 	avgdl := float64(root.Length) / float64(max(root.Files, 1))
-	scores := map[string]float64{}
-	type posting struct {
-		path   string
-		tf, dl int
-	}
-	var ps []posting
-	for _, term := range terms {
-		ps = ps[:0]
+	hits, unknown, err := rankBM25(terms, root.Files, avgdl, func(term string, add func(posting)) error {
 		prefix := codeTermPrefix(c.rid, term)
-		err := scanPrefix(c.r, prefix, func(k, v []byte) error {
+		return scanPrefix(c.r, prefix, func(k, v []byte) error {
 			g, err := c.segment(binary.BigEndian.Uint64(k[len(prefix):]))
 			if err != nil {
 				return err
@@ -326,42 +317,19 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], len(g.paths), k)
 				}
 				if p := g.paths[x[0]]; !g.dead[p] {
-					ps = append(ps, posting{path: p, tf: int(x[1]), dl: int(x[2])})
+					add(posting{id: p, tf: int(x[1]), dl: int(x[2])})
 				}
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		if len(ps) == 0 {
-			out.Unknown = append(out.Unknown, term)
-		}
-		for _, p := range ps {
-			scores[p.path] += bm25(p.tf, p.dl, len(ps), root.Files, avgdl)
-		}
+	})
+	if err != nil {
+		return err
 	}
-	hits := make([]CodeHit, 0, len(scores))
-	for p, sc := range scores {
-		hits = append(hits, CodeHit{Path: p, Score: sc})
-	}
-	sortHits(hits)
-	out.Ranking = RankLexical
-	if q.Embedding != nil {
-		ix := c.vectors.get(c.rid, q.Embedding)
-		ix.mu.Lock()
-		err := ix.sync(c.r, root.Seq)
-		var near []vectorHit
-		if err == nil {
-			near, err = ix.search(q.Embedding.Vector, max(5*q.Limit, 50))
-		}
-		out.Vectors = len(ix.vecs)
-		ix.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		hits = fuse(hits, near)
-		out.Ranking = RankHybrid
+	out.Unknown = unknown
+	hits, out.Ranking, out.Vectors, err = c.vectors.rerank(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, q.Limit, hits)
+	if err != nil {
+		return err
 	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
@@ -385,6 +353,53 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 	}
 	out.Hits = hits
 	return nil
+}
+
+// queryTerms are the distinct search terms of text; none is an error.
+func queryTerms(what, text string) ([]string, error) {
+	var terms []string
+	Terms(text, func(t string) {
+		if !slices.Contains(terms, t) {
+			terms = append(terms, t)
+		}
+	})
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("%w: %s: %q has no searchable word (letters or digits, at least %d)", ErrInvalidQuery, what, text, minTermLen)
+	}
+	return terms, nil
+}
+
+// posting is a term's count in a text (a file, a chunk) of length dl.
+type posting struct {
+	id     string
+	tf, dl int
+}
+
+// rankBM25 scores every text the terms' postings name by BM25 over n texts
+// of mean length avgdl, best first; df is counted while the postings are
+// read, so it needs no counters of its own. unknown are the terms no text
+// holds.
+func rankBM25(terms []string, n int, avgdl float64, postings func(term string, add func(posting)) error) (hits []CodeHit, unknown []string, err error) {
+	scores := map[string]float64{}
+	var ps []posting
+	for _, term := range terms {
+		ps = ps[:0]
+		if err := postings(term, func(p posting) { ps = append(ps, p) }); err != nil {
+			return nil, nil, err
+		}
+		if len(ps) == 0 {
+			unknown = append(unknown, term)
+		}
+		for _, p := range ps {
+			scores[p.id] += bm25(p.tf, p.dl, len(ps), n, avgdl)
+		}
+	}
+	hits = make([]CodeHit, 0, len(scores))
+	for id, sc := range scores {
+		hits = append(hits, CodeHit{Path: id, Score: sc})
+	}
+	sortHits(hits)
+	return hits, unknown, nil
 }
 
 func sortHits(hits []CodeHit) {
@@ -622,6 +637,13 @@ func (c *codeReader) health(area string) (*CodeHealthReport, error) {
 			h.TestFiles++
 		case f.Lang != "text" && f.Lang != "markdown" && f.Lang != "data":
 			h.SourceFiles++
+			if f.Lang == "build" {
+				break
+			}
+			if h.Languages == nil {
+				h.Languages = map[string]int{}
+			}
+			h.Languages[f.Lang]++
 		}
 		for _, s := range f.Symbols {
 			decls++

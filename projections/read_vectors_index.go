@@ -41,47 +41,81 @@ type vectorIndexes struct {
 	m  map[string]*vectorIndex
 }
 
-func (v *vectorIndexes) get(rid string, e *CodeEmbedding) *vectorIndex {
+// get is the index of the vectors of the texts listed under prefix (id ->
+// embed hash) by e's model.
+func (v *vectorIndexes) get(prefix []byte, e *CodeEmbedding) *vectorIndex {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	k := rid + "\x00" + e.Model + "\x00" + fmt.Sprint(e.Dims)
+	k := string(prefix) + "\x00" + e.Model + "\x00" + fmt.Sprint(e.Dims)
 	if v.m == nil {
 		v.m = map[string]*vectorIndex{}
 	}
 	ix := v.m[k]
 	if ix == nil {
-		ix = &vectorIndex{rid: rid, model: e.Model, dims: e.Dims}
+		ix = &vectorIndex{prefix: prefix, model: e.Model, dims: e.Dims}
 		v.m[k] = ix
 	}
 	return ix
 }
 
-// vectorIndex is one work directory's vectors of one model.
+// nearest returns the k texts listed under prefix (up to date with the
+// listing at seq) whose vectors by e's model are nearest to e's, nearest
+// first, and how many texts have a vector.
+func (v *vectorIndexes) nearest(r pebble.Reader, prefix []byte, seq uint64, e *CodeEmbedding, k int) ([]vectorHit, int, error) {
+	ix := v.get(prefix, e)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.sync(r, seq); err != nil {
+		return nil, 0, err
+	}
+	near, err := ix.search(e.Vector, k)
+	return near, len(ix.vecs), err
+}
+
+// rerank fuses the lexical ranking hits with the vector ranking of the
+// texts listed under prefix when e is set (RankHybrid), and returns the
+// ranking, how it was made, and how many texts had a vector.
+func (v *vectorIndexes) rerank(r pebble.Reader, prefix []byte, seq uint64, e *CodeEmbedding, limit int, hits []CodeHit) ([]CodeHit, string, int, error) {
+	if e == nil {
+		return hits, RankLexical, 0, nil
+	}
+	near, n, err := v.nearest(r, prefix, seq, e, max(5*limit, 50))
+	if err != nil {
+		return nil, "", n, err
+	}
+	return fuse(hits, near), RankHybrid, n, nil
+}
+
+// vectorIndex is the vectors of one model of the texts listed under prefix
+// (a work directory's files, or the documents' chunks), by id (a path, a
+// chunk).
 type vectorIndex struct {
-	rid, model string
-	dims       int
+	prefix []byte
+	model  string
+	dims   int
 
 	mu      sync.Mutex
-	rootSeq uint64               // the code root's seq it is up to date with
-	hashes  map[string]string    // path -> embed hash of the vector held
-	vecs    map[string][]float32 // path -> vector
+	rootSeq uint64               // the seq of the listing it is up to date with
+	hashes  map[string]string    // id -> embed hash of the vector held
+	vecs    map[string][]float32 // id -> vector
 	missing int                  // files whose vector is not recorded yet
 	width   int                  // the vectors' length
 }
 
-// vectorHit is a file and its cosine similarity to the query.
+// vectorHit is a text (a file's path, a chunk's id) and its cosine
+// similarity to the query.
 type vectorHit struct {
 	path string
 	sim  float32
 }
 
-// sync brings the index up to date with r: the files whose embed hash
-// changed, the files gone, the vectors recorded since.
+// sync brings the index up to date with r: the texts whose embed hash
+// changed, the texts gone, the vectors recorded since.
 func (v *vectorIndex) sync(r pebble.Reader, rootSeq uint64) error {
 	if v.hashes != nil && v.rootSeq == rootSeq && v.missing == 0 {
 		return nil
 	}
-	cur, err := readMap(r, codeEmbedsPrefix(v.rid))
+	cur, err := readMap(r, v.prefix)
 	if err != nil {
 		return err
 	}

@@ -93,11 +93,10 @@ type Answer struct {
 
 // Knowledge agents' requests and responses.
 type (
-	ResearchRequest  Query
-	ResearchResponse Answer
-	ContextRequest   Query
-	ContextResponse  Answer
-	HistoryResponse  Answer
+	ResearchRequest Query
+	ContextRequest  Query
+	ContextResponse Answer
+	HistoryResponse Answer
 )
 
 // HistoryRequest queries the Archivalist (the seed's ArchiveQuery, L1922-1940).

@@ -75,13 +75,18 @@ func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 
 // workDir is the session's work directory, else the default.
 func (l *Librarian) workDir(ctx context.Context, session string) string {
-	if s, err := l.Store.Session(ctx, session); err == nil && s.Config.WorkDir != "" {
+	return WorkDir(ctx, l.Store, session, l.DefaultWorkDir)
+}
+
+// WorkDir is the work directory of session, else def, else ".".
+func WorkDir(ctx context.Context, r projections.Reader, session, def string) string {
+	if s, err := r.Session(ctx, session); err == nil && s.Config.WorkDir != "" {
 		return s.Config.WorkDir
 	}
-	if l.DefaultWorkDir == "" {
+	if def == "" {
 		return "."
 	}
-	return l.DefaultWorkDir
+	return def
 }
 
 // refresh records what changed in root since the index last saw it, and
@@ -113,17 +118,7 @@ func (l *Librarian) embedding(ctx context.Context, d *agents.Delivery, ix *Index
 	if l.Embedder == nil {
 		return nil, "Ranking: BM25 only (no embedding model is configured)."
 	}
-	rec := func(ctx context.Context, embs []schemas.Embedding) (uint64, error) {
-		envs, err := llm.EmbeddingEvents(d.Env.SessionID, Name, d.Now(), embs)
-		if err != nil {
-			return 0, err
-		}
-		last, err := appendCaused(ctx, d, envs)
-		if err != nil {
-			return 0, err
-		}
-		return last, l.Store.WaitFor(ctx, last)
-	}
+	rec := RecordCaused(d, l.Store, Name)
 	if _, err := ix.Embed(ctx, l.Store, l.Embedder, rec); err != nil {
 		return nil, "Ranking: BM25 only (embedding the files failed: " + err.Error() + ")."
 	}
@@ -132,6 +127,22 @@ func (l *Librarian) embedding(ctx context.Context, d *agents.Delivery, ix *Index
 		return nil, "Ranking: BM25 only (embedding the question failed: " + err.Error() + ")."
 	}
 	return &projections.CodeEmbedding{Model: l.Embedder.Model(), Dims: l.Embedder.Dims(), Vector: vecs[0]}, ""
+}
+
+// RecordCaused records embeddings as events of agent caused by the
+// delivered request, and waits until r has folded them.
+func RecordCaused(d *agents.Delivery, r projections.Reader, agent string) llm.RecordEmbeddings {
+	return func(ctx context.Context, embs []schemas.Embedding) (uint64, error) {
+		envs, err := llm.EmbeddingEvents(d.Env.SessionID, agent, d.Now(), embs)
+		if err != nil {
+			return 0, err
+		}
+		last, err := appendCaused(ctx, d, envs)
+		if err != nil {
+			return 0, err
+		}
+		return last, r.WaitFor(ctx, last)
+	}
 }
 
 // appendCaused appends envs now, as caused by the delivered request, and
@@ -166,7 +177,7 @@ func Answer(ctx context.Context, r projections.Reader, root, query string, emb *
 			refs = append(refs, s)
 		}
 	}
-	for _, name := range identifiers(query) {
+	for _, name := range Identifiers(query) {
 		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5})
 		if err != nil {
 			return schemas.ContextResponse{}, err
@@ -244,10 +255,10 @@ func qualifiedName(s projections.CodeSymbolHit) string {
 	return s.Name
 }
 
-// identifiers are the words of a question that look like names in code:
-// with an upper-case letter after the first, an underscore, or a dot
-// between words (Store.History, parse_config, RootID).
-func identifiers(q string) []string {
+// Identifiers are the words of a text that look like names in code: with
+// an upper-case letter after the first, an underscore, or a dot between
+// words (Store.History, parse_config, RootID).
+func Identifiers(q string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '.'

@@ -107,7 +107,9 @@ type WhatIf struct {
 type Divergence struct {
 	// Kind: "differs" (same position, other content), "missing" (not
 	// produced again), "extra" (produced, not recorded), "request" (an LLM
-	// call asked something else), "call" (a call the recording lacks).
+	// call asked something else), "call" (a call the recording lacks),
+	// "schedule" (a run had more nodes of a DAG in flight than the other
+	// run's max_concurrency allows).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	// Input is the recorded input the divergence follows from.
@@ -194,7 +196,9 @@ type engine struct {
 	newByID  map[string]*schemas.Envelope
 	newSeq   map[string]uint64
 	newOuts  []*schemas.Envelope
-	lastNew  time.Time
+	// newLimits are the max_concurrency each DAG runs under in the new run.
+	newLimits map[string]int
+	lastNew   time.Time
 	// run is the new run's events of the recording's sessions, in order;
 	// at the first divergence's position (see report).
 	run []*events.Event
@@ -211,7 +215,8 @@ type callChange struct {
 
 func newEngine(rec *Recording, opts Options) *engine {
 	e := &engine{rec: rec, opts: opts, served: map[string]bool{}, byID: map[string]*Recorded{}, children: map[string][]*Recorded{},
-		pairOf: map[*Recorded]*schemas.Envelope{}, newToRec: map[string]*Recorded{}, newByID: map[string]*schemas.Envelope{}, newSeq: map[string]uint64{}}
+		pairOf: map[*Recorded]*schemas.Envelope{}, newToRec: map[string]*Recorded{}, newByID: map[string]*schemas.Envelope{}, newSeq: map[string]uint64{},
+		newLimits: map[string]int{}}
 	for _, r := range rec.Events {
 		e.byID[r.Env.ID] = r
 		if r.Kind == Output {
@@ -516,6 +521,9 @@ func (e *engine) take(ev *events.Event) {
 	e.newSeq[env.ID] = ev.Seq
 	if slices.Contains(e.rec.Sessions, env.SessionID) {
 		e.run = append(e.run, ev)
+		if dag, limit, ok := limitOf(env); ok {
+			e.newLimits[dag] = limit
+		}
 	}
 	if r := e.byID[env.ID]; r != nil && r.Kind == Input {
 		return // fed by the engine
@@ -705,6 +713,7 @@ func (e *engine) report() *Report {
 				Input: e.input(n.ID), New: Normalize(e.newSeq[n.ID], n)})
 		}
 	}
+	e.scheduleDivergences(consider)
 	r.Divergence = first
 	r.Identical = first == nil
 	e.at = at

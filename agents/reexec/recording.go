@@ -110,12 +110,14 @@ type Recording struct {
 	hooks    map[string]*schemas.HookDecision
 	llm      map[string]*schemas.LLMResponse
 	requests map[string]*schemas.LLMRequest
+	// limits are the max_concurrency each DAG ran under, by DAG id.
+	limits map[string]int
 }
 
 // Load reads a session's history (through its lineage, for a fork) up to
 // until (0: its end) from r.
 func Load(ctx context.Context, r projections.Reader, session string, until uint64) (*Recording, error) {
-	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, hooks: map[string]*schemas.HookDecision{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}}
+	rec := &Recording{Session: session, tools: map[string]*schemas.ToolResult{}, skills: map[string]*schemas.SkillsSelected{}, hooks: map[string]*schemas.HookDecision{}, llm: map[string]*schemas.LLMResponse{}, requests: map[string]*schemas.LLMRequest{}, limits: map[string]int{}}
 	q := projections.LogQuery{Session: session}
 	var last uint64
 	for {
@@ -175,6 +177,9 @@ func (rec *Recording) add(seq uint64, env *schemas.Envelope) {
 	rec.Events = append(rec.Events, r)
 	if !slices.Contains(rec.Sessions, env.SessionID) {
 		rec.Sessions = append(rec.Sessions, env.SessionID)
+	}
+	if dag, limit, ok := limitOf(env); ok {
+		rec.limits[dag] = limit
 	}
 	switch env.Type {
 	case schemas.TypeToolResult:

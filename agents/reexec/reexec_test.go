@@ -2,8 +2,10 @@ package reexec_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +218,28 @@ func TestReexecuteToolPlanIsIdenticalAndRunsNothing(t *testing.T) {
 	}
 }
 
+// changePlan loads session's recording with change made to the plan of its
+// dag_execute input, and returns it with that input's sequence.
+func (r *rig) changePlan(session string, change func(*schemas.DAG)) (*reexec.Recording, uint64) {
+	r.t.Helper()
+	rec, err := reexec.Load(r.ctx, r.store, session, 0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, in := range rec.Inputs() {
+		if in.Env.Type == schemas.TypeDAGExecute {
+			p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
+			change(&p.DAG)
+			if err := in.Env.SetPayload(p); err != nil {
+				r.t.Fatal(err)
+			}
+			return rec, in.Seq
+		}
+	}
+	r.t.Fatalf("session %s has no dag_execute input", session)
+	return nil, 0
+}
+
 // Changing one thing in the inputs (the command of one node of the plan) is
 // reported at the first event that follows from it, with the field that
 // differs and the input it follows from.
@@ -228,21 +252,7 @@ nodes:
   - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}, depends_on: [a]}
 `)
 	r.wait("S1", id)
-	rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var execSeq uint64
-	for _, in := range rec.Inputs() {
-		if in.Env.Type == schemas.TypeDAGExecute {
-			p, _ := schemas.PayloadAs[schemas.DAGExecute](in.Env)
-			p.DAG.Nodes[1].Args = map[string]any{"argv": []any{"false"}}
-			if err := in.Env.SetPayload(p); err != nil {
-				t.Fatal(err)
-			}
-			execSeq = in.Seq
-		}
-	}
+	rec, execSeq := r.changePlan("S1", func(dag *schemas.DAG) { dag.Nodes[1].Args = map[string]any{"argv": []any{"false"}} })
 	rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
 	d := rep.Divergence
 	if rep.Identical || d == nil {
@@ -256,6 +266,64 @@ nodes:
 	}
 	if d.Input == nil || d.Input.Seq != execSeq || d.Input.Type != schemas.TypeDAGExecute {
 		t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+	}
+}
+
+// A changed max_concurrency changes when nodes are dispatched, not what any
+// event says: it is reported at the first dispatch that one run made with more
+// nodes in flight than the other run's limit allows. Lowered, the recording
+// is what the new limit forbids (also below a default the recording does not
+// name); raised, the new run is what the recorded one forbade.
+func TestReexecuteReportsAChangedMaxConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		recorded, now int
+		was           any // the recorded limit, as the divergence says it
+		// in flight with b's dispatch in the recording and in the new run
+		recIn, newIn []string
+	}{
+		{"lowered", 3, 1, 3, []string{"a", "b"}, []string{"b"}},
+		{"lowered from the default", 0, 1, "default", []string{"a", "b"}, []string{"b"}},
+		{"raised", 1, 3, 1, []string{"b"}, []string{"a", "b"}},
+		{"unchanged", 0, 0, nil, nil, nil}, // four in flight at once, as the default allows
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			id := r.submit("S1", fmt.Sprintf(`
+name: wide
+policy: {max_concurrency: %d}
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: c, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: d, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: e, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`, tc.recorded))
+			r.wait("S1", id)
+			rec, execSeq := r.changePlan("S1", func(dag *schemas.DAG) { dag.Policy.MaxConcurrency = tc.now })
+			rep := r.run(rec, reexec.Options{Idle: 300 * time.Millisecond})
+			d := rep.Divergence
+			if tc.was == nil {
+				if !rep.Identical {
+					t.Fatalf("re-execution diverged: %+v", d)
+				}
+				return
+			}
+			if rep.Identical || d == nil {
+				t.Fatalf("no divergence reported: %+v", rep)
+			}
+			if d.Kind != "schedule" || d.Recorded == nil || d.New == nil || d.Recorded.Type != schemas.TypeTaskDispatch ||
+				d.Recorded.Payload["node_id"] != "b" || d.New.Payload["node_id"] != "b" {
+				t.Fatalf("divergence %s (%s): recorded %+v, new %+v; want at the dispatch of b", d.Kind, d.Reason, d.Recorded, d.New)
+			}
+			want := []reexec.Field{{Path: "max_concurrency", Recorded: tc.was, New: tc.now}, {Path: "in_flight", Recorded: tc.recIn, New: tc.newIn}}
+			if !reflect.DeepEqual(d.Fields, want) {
+				t.Fatalf("fields %+v, want %+v", d.Fields, want)
+			}
+			if d.Input == nil || d.Input.Seq != execSeq {
+				t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+			}
+		})
 	}
 }
 

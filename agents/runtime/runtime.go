@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/academic"
 	"github.com/sylk/sylk/agents/architect"
 	"github.com/sylk/sylk/agents/archivalist"
 	"github.com/sylk/sylk/agents/consult"
@@ -46,7 +47,7 @@ func ToolAgents() []string { return slices.Clone(toolAgents) }
 
 // AgentNames are the agents Run can start, among which Config.Agents chooses.
 func AgentNames() []string {
-	return append([]string{guide.Name, architect.Name, orchestrator.Name, archivalist.Name, librarian.Name, pipeline.Name}, toolAgents...)
+	return append([]string{guide.Name, architect.Name, orchestrator.Name, archivalist.Name, librarian.Name, academic.Name, pipeline.Name}, toolAgents...)
 }
 
 // Config configures the runtime.
@@ -250,12 +251,9 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }),
 			consult.Wrap(archivalist.Name, &archivalist.Archivalist{Store: c.Store}, responder)},
 		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
+		{base(academic.Name), consult.Wrap(academic.Name, &academic.Academic{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
-	}
-	if c.LLM != nil {
-		// The Academic has no work of its own yet: it answers consultations.
-		all = append(all, agent{base("academic"), consult.Wrap("academic", nil, responder)})
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {

@@ -61,6 +61,9 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 		for _, p := range procs {
 			p.kill(t)
 		}
+		if t.Failed() {
+			dumpLogs(t, dirs)
+		}
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -136,5 +139,21 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 			procs[i] = launchServe(t, bin, dirs[i], work, args(i)...)
 			procs[i].waitReady(t, dirs[i])
 		}
+	}
+}
+
+// dumpLogs writes the last lines of each member's log (<data>.log) to the
+// test's output, for a failure to be read after the temporary directory
+// is gone.
+func dumpLogs(t *testing.T, dirs []string) {
+	const keep = 60
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + ".log")
+		if err != nil {
+			t.Logf("%s.log: %v", d, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("the last %d lines of %s.log:\n%s", keep, filepath.Base(d), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/consumer"
 	"github.com/sylk/sylk/cmd/sylk/dag"
 	"github.com/sylk/sylk/cmd/sylk/dlq"
+	"github.com/sylk/sylk/cmd/sylk/docs"
 	"github.com/sylk/sylk/cmd/sylk/history"
 	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
@@ -58,6 +59,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		projections.NewCmdProjections(f),
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),
+		docs.NewCmdDocs(f),
 		skill.NewCmdSkill(f),
 		user.NewCmdUser(f),
 		auditcmd.NewCmdAudit(f),

@@ -38,6 +38,7 @@
 //	                              until_time, limit]        []HistoryEntry
 //	sylk.api.history.failures    [failures]                []FailureMemory
 //	sylk.api.code.query          [code]                    CodeResult
+//	sylk.api.docs.query          [docs]                    DocsResult
 //	sylk.api.pipeline.get        [id]                      Pipeline
 //	sylk.api.pipeline.list       [session, dag, node, state]  []Pipeline
 //	sylk.api.variant.get         [id]                      VariantGroup
@@ -97,6 +98,7 @@ const (
 	SubjectRejectionList  = Prefix + ".rejection.list"
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
+	SubjectDocs           = Prefix + ".docs.query"
 	SubjectFailures       = Prefix + ".history.failures"
 	SubjectPipelineGet    = Prefix + ".pipeline.get"
 	SubjectPipelineList   = Prefix + ".pipeline.list"
@@ -164,6 +166,8 @@ type Request struct {
 	Code *projections.CodeQuery `json:"code,omitempty"`
 	// Audit is an audit query.
 	Audit *projections.AuditQuery `json:"audit,omitempty"`
+	// Docs is a documents query.
+	Docs *projections.DocsQuery `json:"docs,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied
 	// this stream sequence.
 	MinSeq uint64 `json:"min_seq,omitempty"`

@@ -211,6 +211,11 @@ func (c *Client) Code(ctx context.Context, q projections.CodeQuery) (*projection
 	return one[projections.CodeResult](ctx, c, SubjectCode, &Request{Code: &q})
 }
 
+// Docs answers a query on the documents the Academic ingested.
+func (c *Client) Docs(ctx context.Context, q projections.DocsQuery) (*projections.DocsResult, error) {
+	return one[projections.DocsResult](ctx, c, SubjectDocs, &Request{Docs: &q})
+}
+
 // History lists what the Archivalist recorded, newest first.
 func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*projections.HistoryEntry, error) {
 	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))

@@ -250,6 +250,12 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.Code(ctx, *r.Code)
 		},
+		SubjectDocs: func(ctx context.Context, r *Request) (any, error) {
+			if r.Docs == nil {
+				return nil, fmt.Errorf("%w: docs: the request has no docs query", errBadRequest)
+			}
+			return st.Docs(ctx, *r.Docs)
+		},
 		SubjectPipelineGet: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("id", r.ID); err != nil {
 				return nil, err
