@@ -97,6 +97,7 @@ func (s *Signer) run(ctx context.Context) error {
 	defer tail.Stop()
 	from := to + 1
 	leaves := make([]Hash, 0, s.Interval)
+	var hasher leafHasher
 	for {
 		ev, err := tail.Next(ctx)
 		if err != nil {
@@ -108,7 +109,7 @@ func (s *Signer) run(ctx context.Context) error {
 				return err
 			}
 		}
-		leaf := Leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
+		leaf := hasher.leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
 		if leaves, chain, from, lastCP, err = s.add(ctx, leaves, leaf, chain, from, lastCP, ev.Time); err != nil {
 			return err
 		}

@@ -74,6 +74,7 @@ type verifier struct {
 	last     uint64          // the last sequence read
 	leaves   map[uint64]Hash // computed leaves not yet checked against a checkpoint
 	prev     *checked        // the last verified checkpoint
+	hasher   leafHasher
 }
 
 // anchor finds the checkpoint ending at to and starts the chain from it.
@@ -105,7 +106,7 @@ func (v *verifier) event(ev *events.Event) error {
 		v.problem(v.last+1, ev.Seq-1, ProblemGap, "sequences %d to %d are missing from the stream", v.last+1, ev.Seq-1)
 	}
 	v.last = ev.Seq
-	v.leaves[ev.Seq] = Leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
+	v.leaves[ev.Seq] = v.hasher.leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
 	if ev.Subject != CheckpointSubject {
 		return nil
 	}

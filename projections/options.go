@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -58,6 +60,11 @@ type Options struct {
 	// Logger receives warnings (a store moved aside, a projection rebuilt) and
 	// Pebble's own messages at debug level. Default slog.Default().
 	Logger *slog.Logger
+
+	// Skip names projections this store does not fold: their cursors stay
+	// where they are, so a store opened later without them catches them up.
+	// It measures what a projection costs (sylk bench rebuild).
+	Skip []string
 
 	CacheObjects          int
 	BatchEvents           int
@@ -120,5 +127,13 @@ func (o *Options) Validate() error {
 	case uint64(o.BatchBytes) > o.MemTableBytes/3:
 		return fmt.Errorf("%w: BatchBytes %d is above a third of MemTableBytes %d", ErrInvalidOptions, o.BatchBytes, o.MemTableBytes)
 	}
+	for _, name := range o.Skip {
+		if projectionByName(name) == nil {
+			return fmt.Errorf("%w: Skip: no projection %q (there are %s)", ErrInvalidOptions, name, strings.Join(ProjectionNames(), ", "))
+		}
+	}
 	return nil
 }
+
+// folds reports whether the store folds projection p (see Skip).
+func (o *Options) folds(p *projection) bool { return !slices.Contains(o.Skip, p.name) }

@@ -292,7 +292,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	cursors := p.s.cursorsCopy()
 	var fresh [][]byte
 	for _, pr := range projectionList {
-		if cursors[pr.name] == 0 {
+		if cursors[pr.name] == 0 && o.folds(pr) {
 			fresh = append(fresh, pr.prefix())
 		}
 	}
@@ -444,7 +444,7 @@ func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uin
 	}
 	advanced := map[string]uint64{}
 	for _, pr := range projectionList {
-		if !writeObjects && !pr.writesOnly {
+		if (!writeObjects && !pr.writesOnly) || !p.s.opts.folds(pr) {
 			continue
 		}
 		to := last.seq
@@ -629,7 +629,7 @@ func (p *Projector) apply(ctx context.Context, t *tx, e *event, cursors map[stri
 		defer func() { seed.close(); e.fork = nil }()
 	}
 	for _, pr := range projectionList {
-		if e.seq <= cursors[pr.name] {
+		if e.seq <= cursors[pr.name] || !p.s.opts.folds(pr) {
 			continue
 		}
 		if p.until != nil && e.seq > p.until[pr.name] {

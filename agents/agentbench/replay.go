@@ -67,7 +67,7 @@ func Fork(ctx context.Context, cfg ForkConfig, progress func(string)) ([]eventbe
 		return nil, err
 	}
 	report(fmt.Sprintf("%d forks at the end of each", cfg.Forks))
-	var took [2]time.Duration
+	var took, cpu [2]time.Duration
 	for i := range cfg.Forks {
 		for j, parent := range []string{"short", "long"} {
 			id := fmt.Sprintf("%s-f%d", parent, i)
@@ -75,7 +75,7 @@ func Fork(ctx context.Context, cfg ForkConfig, progress func(string)) ([]eventbe
 			if err != nil {
 				return nil, err
 			}
-			start := time.Now()
+			start, cpu0 := time.Now(), eventbench.ProcessCPU()
 			seq, err := log.Append(ctx, env)
 			if err != nil {
 				return nil, err
@@ -87,12 +87,14 @@ func Fork(ctx context.Context, cfg ForkConfig, progress func(string)) ([]eventbe
 				return nil, fmt.Errorf("fork %s: %w", id, err)
 			}
 			took[j] += time.Since(start)
+			cpu[j] += eventbench.ProcessCPU() - cpu0
 		}
 	}
-	m := func(n int, d time.Duration) eventbench.Measure {
-		return eventbench.Measure{Name: fmt.Sprintf("fork at the end of %d events", n), Ops: cfg.Forks, Seconds: d.Seconds(), PerSec: float64(cfg.Forks) / d.Seconds()}
+	m := func(n int, d, cpu time.Duration) eventbench.Measure {
+		return eventbench.Measure{Name: fmt.Sprintf("fork at the end of %d events", n), Ops: cfg.Forks, Seconds: d.Seconds(), PerSec: float64(cfg.Forks) / d.Seconds(),
+			CPUPerOp: perOp(cpu, cfg.Forks)}
 	}
-	return []eventbench.Comparison{eventbench.Compare(fmt.Sprintf("fork: %d-event parent vs %d-event parent", cfg.Long, cfg.Short), m(cfg.Long, took[1]), m(cfg.Short, took[0]), ForkTarget)}, nil
+	return []eventbench.Comparison{eventbench.Compare(fmt.Sprintf("fork: %d-event parent vs %d-event parent", cfg.Long, cfg.Short), m(cfg.Long, took[1], cpu[1]), m(cfg.Short, took[0], cpu[0]), ForkTarget)}, nil
 }
 
 // session appends a session of n events (created, resumed, then user
@@ -162,10 +164,12 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 	agentsCfg.DefaultWorkDir = work
 
 	report(fmt.Sprintf("%d no-op nodes live, %d at a time", cfg.Nodes, cfg.MaxConcurrency))
+	cpu0 := eventbench.ProcessCPU()
 	wall, _, err := runDAG(ctx, log, "live", cfg.Nodes, cfg.MaxConcurrency, false, work)
 	if err != nil {
 		return nil, err
 	}
+	liveCPU := eventbench.ProcessCPU() - cpu0
 	srv.stopAgents()
 	if _, err := store.Projector(log).CatchUp(ctx); err != nil {
 		return nil, err
@@ -179,14 +183,22 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 	}
 	n := len(rec.Events)
 	report(fmt.Sprintf("re-executing the recorded session (%d events)", n))
+	cpu0 = eventbench.ProcessCPU()
 	rep, err := reexec.Run(ctx, rec, reexec.Options{Runtime: agentsCfg, Dir: filepath.Join(cfg.DataDir, "reexec-run")})
 	if err != nil {
 		return nil, err
 	}
+	reCPU := eventbench.ProcessCPU() - cpu0
 	if !rep.Identical {
 		return nil, fmt.Errorf("the re-execution diverged: %s", rep.Divergence.Reason)
 	}
-	liveM := eventbench.Measure{Name: "live run", Ops: n, Seconds: wall.Seconds(), PerSec: float64(n) / wall.Seconds()}
-	reM := eventbench.Measure{Name: fmt.Sprintf("re-execution (%d calls served, %d made)", rep.CallsServed, rep.CallsMade), Ops: n, Seconds: rep.Seconds, PerSec: float64(n) / rep.Seconds}
+	liveM := eventbench.Measure{Name: "live run", Ops: n, Seconds: wall.Seconds(), PerSec: float64(n) / wall.Seconds(), CPUPerOp: perOp(liveCPU, n)}
+	reM := eventbench.Measure{Name: fmt.Sprintf("re-execution (%d calls served, %d made)", rep.CallsServed, rep.CallsMade), Ops: n, Seconds: rep.Seconds, PerSec: float64(n) / rep.Seconds,
+		CPUPerOp: perOp(reCPU, n)}
 	return []eventbench.Comparison{eventbench.Compare(fmt.Sprintf("re-execute a %d-node DAG session vs its live run", cfg.Nodes), reM, liveM, ReexecuteTarget)}, nil
+}
+
+// perOp is cpu in microseconds per op, as eventbench.Measure.CPUPerOp.
+func perOp(cpu time.Duration, ops int) float64 {
+	return float64(cpu) / float64(time.Microsecond) / float64(ops)
 }

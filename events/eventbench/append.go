@@ -155,7 +155,7 @@ func appendMode(ctx context.Context, cfg AppendConfig, mode string, progress fun
 		if err != nil {
 			return nil, err
 		}
-		raw, async = faster(raw, r), faster(async, s)
+		raw, async = Faster(raw, r), Faster(async, s)
 	}
 	envs, err := Envelopes(cfg.Events)
 	if err != nil {
@@ -195,14 +195,6 @@ func appendMode(ctx context.Context, cfg AppendConfig, mode string, progress fun
 		out = append(out, Compare("durable: atomic batches vs per-message publish", batched, perMsg, TargetBatchedVsPerMsgDurable))
 	}
 	return out, nil
-}
-
-// faster returns the faster of two measures; a zero Measure loses.
-func faster(a, b Measure) Measure {
-	if a.PerSec >= b.PerSec {
-		return a
-	}
-	return b
 }
 
 // appendBatches appends envs in batches of size, with up to inFlight batches

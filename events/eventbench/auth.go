@@ -76,7 +76,7 @@ func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(
 			if err != nil {
 				return Comparison{}, fmt.Errorf("%s: %w", side.name, err)
 			}
-			*side.best = faster(*side.best, m)
+			*side.best = Faster(*side.best, m)
 		}
 	}
 	return Compare(fmt.Sprintf("append with auth on (agent credential) vs auth off (sync %s)", mode), withAuth, without, TargetAuthCost), nil

@@ -56,6 +56,15 @@ func (c Comparison) String() string {
 	return fmt.Sprintf("%-48s %10.0f/s vs %10.0f/s  ratio %6.2f %s", c.Name, c.Sylk.PerSec, c.Baseline.PerSec, c.Ratio, verdict)
 }
 
+// Faster returns the faster of two measures; a zero Measure loses. A
+// benchmark of several rounds keeps each side's best.
+func Faster(a, b Measure) Measure {
+	if a.PerSec >= b.PerSec {
+		return a
+	}
+	return b
+}
+
 // Time runs fn, which performs ops operations, and measures it with its
 // allocations and the process's CPU time.
 func Time(name string, ops int, fn func() error) (Measure, error) {

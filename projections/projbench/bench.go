@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,6 +32,9 @@ const (
 	TargetReplayFlat = 0.5
 	// TargetStartup: ready within one second after a clean stop.
 	TargetStartup = 1.0
+	// TargetAuditRebuild: the audit projection costs a rebuild at most a
+	// tenth of its speed.
+	TargetAuditRebuild = 0.9
 )
 
 // Config sizes the benchmarks.
@@ -53,7 +57,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c *Config) ensureDefaults() {
+// EnsureDefaults fills the unset fields.
+func (c *Config) EnsureDefaults() {
 	if c.Events == 0 {
 		c.Events = 50_000
 	}
@@ -103,7 +108,7 @@ type RebuildResult struct {
 // the rebuild produced; and opening the rebuilt store again after a clean
 // stop.
 func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
-	cfg.ensureDefaults()
+	cfg.EnsureDefaults()
 	ds, err := Generate(ctx, cfg.Dir, cfg.Events, cfg.Progress)
 	if err != nil {
 		return nil, err
@@ -122,7 +127,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	// open: a heap still holding the last rebuild's objects made the next raw
 	// read collect less often, and faster.
 	dir := filepath.Join(ds.Dir, "projections") // where sylk looks for them
-	var read, rebuild eventbench.Measure
+	var read, rebuild, noAudit eventbench.Measure
 	var store *projections.Store
 	for round := range cfg.Rounds {
 		if store != nil {
@@ -132,11 +137,11 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		}
 		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d events", round+1, cfg.Rounds, n))
 		runtime.GC()
-		r, err := rawRead(ctx, b.JetStream(), n)
+		r, err := RawRead(ctx, b.JetStream(), n)
 		if err != nil {
 			return nil, err
 		}
-		read = faster(read, r)
+		read = eventbench.Faster(read, r)
 		os.RemoveAll(dir)
 		if store, err = projections.Open(ctx, projections.Options{Dir: dir, Logger: cfg.Logger}); err != nil {
 			return nil, err
@@ -150,7 +155,13 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 			store.Close()
 			return nil, err
 		}
-		rebuild = faster(rebuild, r)
+		rebuild = eventbench.Faster(rebuild, r)
+		cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild without the audit projection", round+1, cfg.Rounds))
+		if r, err = rebuildSkipping(ctx, dir+"-noaudit", log, n, projections.Audit); err != nil {
+			store.Close()
+			return nil, err
+		}
+		noAudit = eventbench.Faster(noAudit, r)
 	}
 
 	cfg.Progress("raw Pebble batched writes of the same keys")
@@ -170,6 +181,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		eventbench.Compare(fmt.Sprintf("rebuild vs slower raw part (%d events)", n), rebuild, slower, TargetRebuild),
 		eventbench.Compare(fmt.Sprintf("rebuild vs raw ordered read (%d events)", n), rebuild, read, 0),
 		eventbench.Compare(fmt.Sprintf("rebuild vs raw pebble writes (%d events)", n), rebuild, write, 0),
+		eventbench.Compare(fmt.Sprintf("rebuild with vs without audit (%d events)", n), rebuild, noAudit, TargetAuditRebuild),
 	}}
 
 	cfg.Progress("start-up after a clean stop")
@@ -179,6 +191,22 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	}
 	res.Comparisons = append(res.Comparisons, StartupComparison(res.Startup))
 	return res, nil
+}
+
+// rebuildSkipping measures a rebuild of every projection but skip into a
+// fresh store in dir, removed after.
+func rebuildSkipping(ctx context.Context, dir string, log *events.Log, n int, skip ...string) (eventbench.Measure, error) {
+	os.RemoveAll(dir)
+	defer os.RemoveAll(dir)
+	store, err := projections.Open(ctx, projections.Options{Dir: dir, Logger: slog.New(slog.DiscardHandler), Skip: skip})
+	if err != nil {
+		return eventbench.Measure{}, err
+	}
+	defer store.Close()
+	runtime.GC()
+	return eventbench.Time(fmt.Sprintf("sylk rebuild without %s", strings.Join(skip, ", ")), n, func() error {
+		return store.Projector(log).Rebuild(ctx, nil)
+	})
 }
 
 // StartupComparison states start-up as a comparison with a one-second budget:
@@ -192,14 +220,6 @@ func StartupComparison(s *StartupReport) eventbench.Comparison {
 	return eventbench.Compare("start-up after a clean stop", sylk, budget, TargetStartup)
 }
 
-// faster returns the faster of two measures; a zero Measure loses.
-func faster(a, b eventbench.Measure) eventbench.Measure {
-	if a.PerSec >= b.PerSec {
-		return a
-	}
-	return b
-}
-
 func measure(name string, ops int, d time.Duration) eventbench.Measure {
 	m := eventbench.Measure{Name: name, Ops: ops, Seconds: d.Seconds()}
 	if d > 0 {
@@ -208,8 +228,9 @@ func measure(name string, ops int, d time.Duration) eventbench.Measure {
 	return m
 }
 
-// rawRead reads the whole stream with a bare ordered consumer.
-func rawRead(ctx context.Context, js jetstream.JetStream, n int) (eventbench.Measure, error) {
+// RawRead reads the whole stream, n messages, with a bare ordered consumer:
+// the baseline of every fold and replay of it.
+func RawRead(ctx context.Context, js jetstream.JetStream, n int) (eventbench.Measure, error) {
 	m, err := eventbench.Time("jetstream ordered consumer read", n, func() error {
 		cons, err := js.OrderedConsumer(ctx, broker.Stream, jetstream.OrderedConsumerConfig{})
 		if err != nil {
@@ -324,7 +345,7 @@ func startup(ctx context.Context, dir string, log *events.Log, n int, logger *sl
 // session log against a subject-filtered ordered consumer reading the same
 // session from the same stream, over Samples different sessions.
 func Replay(ctx context.Context, cfg Config) ([]eventbench.Comparison, error) {
-	cfg.ensureDefaults()
+	cfg.EnsureDefaults()
 	var out []eventbench.Comparison
 	var first, last eventbench.Measure
 	for i, n := range cfg.Sizes {

@@ -22,8 +22,8 @@ func TestBenchmarksRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Comparisons) != 4 {
-		t.Fatalf("%d rebuild comparisons, want 4", len(res.Comparisons))
+	if len(res.Comparisons) != 5 || !strings.Contains(res.Comparisons[3].Name, "without audit") || res.Comparisons[3].Target != projbench.TargetAuditRebuild {
+		t.Fatalf("rebuild comparisons: %v", res.Comparisons)
 	}
 	for _, c := range res.Comparisons {
 		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || c.Ratio <= 0 {
