@@ -2,6 +2,7 @@ package reexec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,6 +267,38 @@ nodes:
 	}
 	if d.Input == nil || d.Input.Seq != execSeq || d.Input.Type != schemas.TypeDAGExecute {
 		t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
+	}
+}
+
+// A session with nothing from outside the agents has nothing to feed a
+// re-execution: refused, with the reason.
+func TestReexecuteRefusesASessionWithNoInputs(t *testing.T) {
+	r := newRig(t)
+	n, _ := schemas.New(schemas.TypeNotice, "S9", "orchestrator", "user", time.Now(), schemas.Notice{Level: schemas.NoticeInfo, Text: "from an agent"})
+	r.append(n)
+	r.idle()
+	if _, err := reexec.Load(r.ctx, r.store, "S9", 0); !errors.Is(err, reexec.ErrNoInputs) {
+		t.Fatalf("Load of a session of agents' events only: %v, want %v", err, reexec.ErrNoInputs)
+	}
+}
+
+// A session whose DAG still runs is re-executed as far as it is recorded,
+// and the report says so.
+func TestReexecuteASessionStillRunning(t *testing.T) {
+	r := newRig(t)
+	id := r.submit("S1", `
+name: slow
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+  - {id: b, agent: engineer, tool: exec, args: {argv: [sleep, "60"]}, depends_on: [a]}
+`)
+	brokertest.Eventually(t, 30*time.Second, "node b running", func() bool {
+		d, err := r.store.SessionDAG(r.ctx, "S1", id)
+		return err == nil && d.Node("b").State == projections.NodeRunning
+	})
+	rep := r.reexecute("S1", reexec.Options{Idle: 300 * time.Millisecond})
+	if !rep.Running || !rep.Identical || rep.CallsMade != 0 || rep.Events == 0 {
+		t.Fatalf("report %+v, %+v: want what is recorded so far re-executed, identical, and said to be running", rep, rep.Divergence)
 	}
 }
 
