@@ -32,7 +32,7 @@ func applyConsults(t *tx, ev *event) error {
 			return err
 		}
 		store(t, k, &Consult{ID: env.ID, Session: env.SessionID, From: env.Source, To: env.Target, Question: p.Question,
-			Chain: p.Chain, Blocking: p.Blocking, State: ConsultOpen, Seq: ev.seq, At: env.Timestamp})
+			Chain: p.Chain, Blocking: p.Blocking, State: ConsultOpen, Seq: ev.seq, At: env.Timestamp, Parent: env.ParentID})
 	case schemas.TypeConsultResponse:
 		p, err := payloadOf[schemas.ConsultResponse](t, Consults, ev)
 		if p == nil {
@@ -56,6 +56,25 @@ func applyConsults(t *tx, ev *event) error {
 		if p.Refused != "" {
 			c.State = ConsultRefused
 		}
+		store(t, k, c)
+	case schemas.TypeConsultDelivered:
+		p, err := payloadOf[schemas.ConsultDelivered](t, Consults, ev)
+		if p == nil {
+			return err
+		}
+		k := consultKey(env.SessionID, p.RequestID)
+		c, err := load[Consult](t, k)
+		switch {
+		case err != nil:
+			return err
+		case c == nil:
+			return t.reject(Consults, ev, "no consultation %q in session %s", p.RequestID, env.SessionID)
+		case c.State == ConsultOpen || c.Blocking:
+			return t.reject(Consults, ev, "consultation %s is %s (blocking=%v): only a settled non-blocking one is delivered", p.RequestID, c.State, c.Blocking)
+		case c.Delivered != nil:
+			return t.reject(Consults, ev, "consultation %s was delivered at seq %d", p.RequestID, c.Delivered.Seq)
+		}
+		c.Delivered = &ConsultDelivered{Key: p.Key, Step: p.Step, Seq: ev.seq}
 		store(t, k, c)
 	}
 	return nil

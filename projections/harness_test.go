@@ -468,6 +468,9 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 			if c.AnswerSeq > 0 {
 				fmt.Fprintf(&b, " answer@%d=%q", c.AnswerSeq, c.Answer+c.Refused)
 			}
+			if d := c.Delivered; d != nil {
+				fmt.Fprintf(&b, " delivered@%d to %s (parent %s) step %d", d.Seq, d.Key, c.Parent, d.Step)
+			}
 			b.WriteString("\n")
 		}
 		return b.String()

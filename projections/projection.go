@@ -63,7 +63,7 @@ var projectionList = []*projection{
 	{name: Pipelines, version: 1, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Plans, version: 1, apply: applyPlans},
-	{name: Consults, version: 1, apply: applyConsults},
+	{name: Consults, version: 2, apply: applyConsults},
 	{name: Permits, version: 1, apply: applyPermits},
 	{name: Schedules, version: 1, apply: applySchedules},
 	{name: Audit, version: 1, apply: applyAudit},

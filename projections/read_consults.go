@@ -24,6 +24,19 @@ type Consult struct {
 	Seq       uint64    `json:"seq"`
 	At        time.Time `json:"at"`
 	AnswerSeq uint64    `json:"answer_seq,omitempty"`
+	// Parent is the asker's message the consultation was asked in (its
+	// conversation); Delivered, for a non-blocking one, where its answer was
+	// put into that conversation.
+	Parent    string            `json:"parent,omitempty"`
+	Delivered *ConsultDelivered `json:"delivered,omitempty"`
+}
+
+// ConsultDelivered is where the answer to a non-blocking consultation was put
+// into the asker's conversation: before the model call Key (step Step).
+type ConsultDelivered struct {
+	Key  string `json:"key"`
+	Step int    `json:"step"`
+	Seq  uint64 `json:"seq"`
 }
 
 // Consult returns a consultation by its request's event id.

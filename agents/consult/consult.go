@@ -71,6 +71,7 @@ func Allowed(from, to string) error {
 type Answers interface {
 	agents.Caught
 	Consult(ctx context.Context, session, id string) (*projections.Consult, error)
+	Consults(ctx context.Context, session string) ([]*projections.Consult, error)
 }
 
 // Consulter makes consultations for asking agents. It implements
@@ -97,7 +98,7 @@ func (c *Consulter) Specs(agent string) []tools.ToolSpec {
 			Parameters: json.RawMessage(`{"type": "object", "properties": {
  "question": {"type": "string", "description": "one specific question"},
  "context": {"type": "string", "description": "what the other agent needs to know to answer"},
- "blocking": {"type": "boolean", "description": "wait for the answer (default true); false asks and goes on, the answer is recorded for later"}},
+ "blocking": {"type": "boolean", "description": "wait for the answer (default true); false asks and goes on; the answer comes in a later message once it is there"}},
  "required": ["question"], "additionalProperties": false}`),
 			ReadOnly: true,
 		})
@@ -170,7 +171,7 @@ func (r *runner) Run(ctx context.Context, agent string, call tools.Call) (tools.
 	}
 	res := tools.Result{CallID: call.ID, Tool: call.Tool, OK: true}
 	if !blocking {
-		res.Summary = fmt.Sprintf("asked the %s (consultation %s); its answer is recorded as a consult_response, not awaited", r.to, req.ID)
+		res.Summary = fmt.Sprintf("asked the %s (consultation %s); its answer comes in a later message, once it is there", r.to, req.ID)
 		return res, nil
 	}
 	c, err := r.c.wait(ctx, req.SessionID, req.ID, seq)
@@ -187,6 +188,46 @@ func (r *runner) Run(ctx context.Context, agent string, call tools.Call) (tools.
 	res.Summary = fmt.Sprintf("the %s answers:", r.to)
 	res.Output = c.Answer
 	return res, nil
+}
+
+// Arrived returns the answers to the non-blocking consultations asked in
+// d's conversation to put into it before its model call key (step step), as
+// messages: the ones recorded as put there (a replay puts them at the same
+// place), and the ones settled since that are not in done, recorded now
+// (consult_delivered). done holds the consultations this run of the
+// conversation has been given; Arrived adds to it.
+func (c *Consulter) Arrived(ctx context.Context, d *agents.Delivery, key string, step int, done map[string]bool) ([]schemas.LLMMessage, error) {
+	cs, err := c.Answers.Consults(ctx, d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	var out []schemas.LLMMessage
+	for _, x := range cs {
+		if x.Parent != d.Env.ID || x.Blocking || done[x.ID] {
+			continue
+		}
+		switch {
+		case x.Delivered != nil && (x.Delivered.Key != key || x.Delivered.Step != step):
+			continue // put elsewhere in the conversation
+		case x.Delivered == nil && x.State == projections.ConsultOpen:
+			continue // not answered yet
+		case x.Delivered == nil:
+			env, err := d.Derive(schemas.TypeConsultDelivered, "user", "consult-delivered/"+x.ID, schemas.ConsultDelivered{RequestID: x.ID, Key: key, Step: step})
+			if err != nil {
+				return nil, agents.Permanent(err)
+			}
+			if _, err := d.AppendNow(ctx, env); err != nil {
+				return nil, err
+			}
+		}
+		done[x.ID] = true
+		text := fmt.Sprintf("[The %s answers your consultation %s (%q)]\n%s", x.To, x.ID, x.Question, x.Answer)
+		if x.State == projections.ConsultRefused {
+			text = fmt.Sprintf("[The %s could not answer your consultation %s (%q): %s]", x.To, x.ID, x.Question, x.Refused)
+		}
+		out = append(out, schemas.LLMMessage{Role: "user", Content: text})
+	}
+	return out, nil
 }
 
 func (c *Consulter) timeout() time.Duration {

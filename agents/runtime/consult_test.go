@@ -103,3 +103,57 @@ func TestConsultationChainAndRefusedLoop(t *testing.T) {
 		return err == nil && len(hs) == 2 && strings.Contains(hs[1].Summary+hs[0].Summary, "engineer -> librarian: where is the config loader?")
 	})
 }
+
+// A non-blocking consultation: the Engineer asks the Librarian and goes on
+// working; the answer, once there, is put into its conversation before a
+// later call, and where it was put is recorded (consult_delivered), once.
+func TestAsyncConsultationAnswerReachesTheAsker(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Respond(func(req llmtest.Request) llmtest.Reply {
+		sys := req.System()
+		first := req.Messages[len(req.Messages)-1].Role == "user" && len(req.Messages) == 2
+		switch {
+		case strings.Contains(sys, "You are the Engineer") && first:
+			return llmtest.Tools(llmtest.Call("c1", "consult_librarian", `{"question": "where is the config loader?", "blocking": false}`))
+		case strings.Contains(sys, "You are the Engineer"):
+			if strings.Contains(req.Last(), "[The librarian answers your consultation") {
+				return llmtest.Text("The loader is in config.go, as the Librarian says.")
+			}
+			return llmtest.Tools(llmtest.Call("s", "exec", `{"argv": ["sleep", "0.3"]}`))
+		case strings.Contains(sys, "You are the librarian"):
+			return llmtest.Text("config.go, at the root of the module.")
+		}
+		return llmtest.Status(400)
+	})
+	r := newRig(t, withLLM(t, srv, llm.Config{}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpSession(t, r, "S1")
+		}
+	})
+	dag := r.wait(r.submit("S1", `nodes: [{id: ask, agent: engineer, prompt: "find the config loader"}]`))
+	if dag.State != projections.DAGSucceeded {
+		t.Fatalf("DAG %s", dag.State)
+	}
+	cs, err := r.store.Consults(r.ctx, "S1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Blocking || cs[0].State != projections.ConsultAnswered || cs[0].Delivered == nil || cs[0].Delivered.Step < 1 {
+		t.Fatalf("consultations %+v", cs)
+	}
+	if n := len(r.events(events.Filter{Session: "S1", Type: schemas.TypeConsultDelivered})); n != 1 {
+		t.Fatalf("%d consult_delivered events", n)
+	}
+	var asked, told bool
+	for _, e := range r.events(events.Filter{Session: "S1", Type: schemas.TypeToolResult}) {
+		p, _ := schemas.PayloadAs[schemas.ToolResult](e)
+		asked = asked || (p.Tool == "consult_librarian" && p.OK && strings.Contains(p.Summary, "comes in a later message"))
+	}
+	for _, req := range srv.Requests() {
+		told = told || (strings.Contains(req.System(), "You are the Engineer") && strings.Contains(req.Last(), "config.go, at the root of the module."))
+	}
+	if !asked || !told {
+		t.Fatalf("asked without waiting: %v; the answer reached the Engineer: %v", asked, told)
+	}
+}

@@ -41,6 +41,10 @@ type Consulter interface {
 	// Runner runs the consult tool named tool for the delivery d (one that
 	// names an unknown agent too, to refuse it); nil for other tools.
 	Runner(d *agents.Delivery, tool string) agents.ToolRunner
+	// Arrived returns the answers to d's non-blocking consultations to put
+	// into its conversation before the model call key (step step), and
+	// records where they were put; done holds the ones given already.
+	Arrived(ctx context.Context, d *agents.Delivery, key string, step int, done map[string]bool) ([]schemas.LLMMessage, error)
 }
 
 // Loop is one conversation's settings.

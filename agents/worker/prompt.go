@@ -181,7 +181,7 @@ func (p *PromptLoop) newLoop(ctx context.Context, d *agents.Delivery, node *sche
 	if node.Timeout > 0 && node.Timeout < wall {
 		wall = node.Timeout
 	}
-	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall),
+	l := &loop{p: p, d: d, node: node, exec: exec, lim: lim, skills: sk, deadline: time.Now().Add(wall), answered: map[string]bool{},
 		mem: p.LLM.Memory(d, fmt.Sprintf("%s/%d", node.NodeID, node.Attempt), node.DAGID, node.NodeID)}
 	l.msgs = []schemas.LLMMessage{{Role: "system", Content: p.system(d.Agent) + "\n\n" + sk.Prompt()}, {Role: "user", Content: first}}
 	return l, nil
@@ -203,6 +203,9 @@ type loop struct {
 	finish func(Verdict) ([]*schemas.Envelope, error)
 	// stage is the pipeline stage the loop runs (nil: a prompt node).
 	stage *schemas.PipelineStage
+	// answered are the non-blocking consultations whose answers the
+	// conversation holds.
+	answered map[string]bool
 
 	msgs     []schemas.LLMMessage
 	seen     int
@@ -241,6 +244,13 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 		}
 		// The schemas of the tools loaded so far, request_tools' among them
 		// on the very next request.
+		if l.p.Consult != nil {
+			answers, err := l.p.Consult.Arrived(ctx, l.d, l.key(step), step, l.answered)
+			if err != nil {
+				return nil, err
+			}
+			l.msgs = append(l.msgs, answers...)
+		}
 		specs := l.skills.Tools.Specs()
 		if usage, due := l.mem.HandoffDue(l.msgs, specs); due {
 			outs, err := l.handoff(ctx, usage, specs)
