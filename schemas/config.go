@@ -16,13 +16,13 @@ var configTypes = map[Type]typeInfo{
 // effect now (dotted, as in `sylk config show`); Restart the changed keys
 // that take effect only when the server restarts.
 type ConfigChanged struct {
-	Files   []string `json:"files"`
+	Files   []string `json:"files,omitempty"`
 	Applied []string `json:"applied,omitempty"`
 	Restart []string `json:"restart,omitempty"`
 }
 
 // ConfigRejected is a reload that was refused, with every problem found.
 type ConfigRejected struct {
-	Files    []string `json:"files"`
-	Problems []string `json:"problems"`
+	Files    []string `json:"files,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 }
