@@ -47,7 +47,17 @@ func auditEntryKey(suffix []byte) []byte {
 // auditIndexPrefix is the prefix of index dim ('c' category, 's' session,
 // 'a' agent, 'o' outcome) for value.
 func auditIndexPrefix(dim byte, value string) []byte {
-	return under(key("audit/"+string(dim)+"/", value))
+	return appendAuditIndexKey(nil, dim, value, nil)
+}
+
+// appendAuditIndexKey appends the key of index dim for value and the entry
+// filed under suffix to b.
+func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte {
+	b = append(b, "audit/"...)
+	b = append(b, dim, '/')
+	b = append(b, value...)
+	b = append(b, sep)
+	return append(b, suffix...)
 }
 func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
@@ -86,7 +96,8 @@ func applyAudit(t *tx, ev *event) error {
 		if err != nil {
 			return err
 		}
-		if err := t.set(auditEntryKey(suffix), v); err != nil {
+		t.kbuf = append(append(t.kbuf[:0], auditEntryPrefix...), suffix...)
+		if err := t.set(t.kbuf, v); err != nil {
 			return err
 		}
 	}
@@ -106,7 +117,7 @@ func auditIndex(t *tx, e *AuditEntry, suffix []byte, withOutcome bool) error {
 		if i.value == "" {
 			continue
 		}
-		k := append(append(t.kbuf[:0], auditIndexPrefix(i.dim, i.value)...), suffix...)
+		k := appendAuditIndexKey(t.kbuf[:0], i.dim, i.value, suffix)
 		t.kbuf = k
 		if err := t.set(k, nil); err != nil {
 			return err
@@ -150,8 +161,8 @@ func auditToolResult(t *tx, ev *event) error {
 	if p.OK {
 		return nil
 	}
-	k := append(auditIndexPrefix('o', e.Outcome), c.Suffix...)
-	return t.set(k, nil)
+	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, c.Suffix)
+	return t.set(t.kbuf, nil)
 }
 
 // fileTools are the tools whose calls are file operations; every other

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/sylk/sylk/projections/ann"
 )
 
 // BenchmarkVectorScan is the vector side of a hybrid search at a large work
@@ -18,7 +20,7 @@ func BenchmarkVectorScan(b *testing.B) {
 		for j := range v {
 			v[j] = float32(rng.NormFloat64())
 		}
-		vecs[fmt.Sprintf("f%05d", i)] = unit(v)
+		vecs[fmt.Sprintf("f%05d", i)] = ann.Unit(v)
 	}
 	q := vecs["f00042"]
 	b.ResetTimer()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sylk/sylk/agents"
@@ -24,17 +25,18 @@ type Records interface {
 	HookDecision(ctx context.Context, callID string) (*schemas.HookDecision, uint64, error)
 }
 
-// Pipeline runs the hooks of every point in their order. It is immutable
-// once built and safe for concurrent use; a nil *Pipeline runs no hook.
+// Pipeline runs the hooks of every point in their order. It is safe for
+// concurrent use; a nil *Pipeline runs no hook.
 type Pipeline struct {
 	records Records
-	points  [numPoints][]*Hook
+	points  atomic.Pointer[[numPoints][]*Hook] // whole sets, swapped by Replace
 }
 
 // New orders hooks by priority, ties in the order given. Hook names must be
 // unique per point, and triggers are for tool points only.
 func New(records Records, hooks ...Hook) (*Pipeline, error) {
 	p := &Pipeline{records: records}
+	var points [numPoints][]*Hook
 	var errs []error
 	for i := range hooks {
 		h := hooks[i]
@@ -47,25 +49,31 @@ func New(records Records, hooks ...Hook) (*Pipeline, error) {
 			errs = append(errs, fmt.Errorf("hook %s: nothing to run", h.Name))
 		case len(h.Trigger) > 0 && !h.Point.tool():
 			errs = append(errs, fmt.Errorf("hook %s: a trigger names tools, so it needs pre_tool or post_tool, not %s", h.Name, h.Point))
-		case slices.ContainsFunc(p.points[h.Point], func(o *Hook) bool { return o.Name == h.Name }):
+		case slices.ContainsFunc(points[h.Point], func(o *Hook) bool { return o.Name == h.Name }):
 			errs = append(errs, fmt.Errorf("hook %s: two hooks of that name at %s", h.Name, h.Point))
 		default:
-			p.points[h.Point] = append(p.points[h.Point], &h)
+			points[h.Point] = append(points[h.Point], &h)
 		}
 	}
-	for i := range p.points {
-		slices.SortStableFunc(p.points[i], func(a, b *Hook) int { return int(a.Priority) - int(b.Priority) })
+	for i := range points {
+		slices.SortStableFunc(points[i], func(a, b *Hook) int { return int(a.Priority) - int(b.Priority) })
 	}
+	p.points.Store(&points)
 	return p, errors.Join(errs...)
 }
+
+// Replace makes p run q's hooks from now on: a configuration reload.
+// Invocations under way finish with the hooks they began with.
+func (p *Pipeline) Replace(q *Pipeline) { p.points.Store(q.points.Load()) }
 
 // Order returns the hooks of point pt in the order they run.
 func (p *Pipeline) Order(pt Point) []Hook {
 	if p == nil || pt >= numPoints {
 		return nil
 	}
-	out := make([]Hook, len(p.points[pt]))
-	for i, h := range p.points[pt] {
+	hooks := p.points.Load()[pt]
+	out := make([]Hook, len(hooks))
+	for i, h := range hooks {
 		out[i] = *h
 	}
 	return out
@@ -103,10 +111,11 @@ func (p *Pipeline) run(ctx context.Context, d *agents.Delivery, key string, data
 		return nil, nil
 	}
 	var hs []*Hook
-	for _, h := range p.points[data.Point] {
+	all := p.points.Load()[data.Point]
+	for _, h := range all {
 		if h.applies(d.Agent, data.Tool) {
 			if hs == nil {
-				hs = make([]*Hook, 0, len(p.points[data.Point]))
+				hs = make([]*Hook, 0, len(all))
 			}
 			hs = append(hs, h)
 		}
@@ -263,13 +272,24 @@ func reuse(d *agents.Delivery, rec *schemas.HookDecision) (*outcome, error) {
 	return out, nil
 }
 
-// PreMessage runs the pre_message hooks: agents.MessageHooks.
+// PreMessage runs the pre_message hooks: agents.MessageHooks. A message a
+// hook blocks is not handled. Unless the hook appended events in its stead
+// (Step 0's reroute_request), the user is told why: whoever waits for its
+// outcome (a 'sylk run') would otherwise wait for ever.
 func (p *Pipeline) PreMessage(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, bool, error) {
 	out, err := p.run(ctx, d, "message", &Data{Point: PreMessage})
 	if err != nil || out == nil {
 		return nil, err == nil, err
 	}
-	return out.events, out.action == Continue, nil
+	if out.action != Block || len(out.events) > 0 {
+		return out.events, out.action == Continue, nil
+	}
+	n, err := d.Derive(schemas.TypeNotice, "user", "hook-blocked", schemas.Notice{Level: schemas.NoticeError,
+		Text: fmt.Sprintf("%s not handled: %s", d.Env.Type, out.blocked()), Hint: "sylk hook ls lists the hooks; the config's hooks: section changes them"})
+	if err != nil {
+		return nil, false, err
+	}
+	return append(out.events, n), false, nil
 }
 
 // PostMessage runs the post_message hooks: agents.MessageHooks.

@@ -108,6 +108,23 @@ func TestNewRefusesBadHooks(t *testing.T) {
 	}
 }
 
+// Replace swaps every point's hooks at once (a configuration reload).
+func TestReplaceSwapsTheHooks(t *testing.T) {
+	run := func(context.Context, *Data) (Decision, error) { return Decision{}, nil }
+	p, err := New(nil, Hook{Name: "old", Point: PreTool, Run: run}, Hook{Name: "kept", Point: PostTool, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := New(nil, Hook{Name: "new", Point: PreTool, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Replace(q)
+	if pre, post := p.Order(PreTool), p.Order(PostTool); len(pre) != 1 || pre[0].Name != "new" || len(post) != 0 {
+		t.Fatalf("after Replace: pre_tool %v, post_tool %v; want only the new pipeline's hook", pre, post)
+	}
+}
+
 func TestParsePriority(t *testing.T) {
 	for in, want := range map[string]Priority{"first": First, "Early": Early, "normal": Normal, "late": Late, "last": Last, "30": 30, "0": 0, "100": 100} {
 		if got, err := ParsePriority(in); err != nil || got != want {

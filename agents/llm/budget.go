@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -233,7 +234,7 @@ func (l *Ledger) Report(session string) Report {
 // budget checks calls against the limits: spent (from Usage) plus reserved
 // (calls in flight) plus the estimate must stay within each limit.
 type budget struct {
-	limits Budgets
+	limits atomic.Pointer[Budgets] // replaced by Client.Reconfigure
 	usage  Usage
 
 	mu       sync.Mutex
@@ -241,7 +242,9 @@ type budget struct {
 }
 
 func newBudget(limits Budgets, usage Usage) *budget {
-	return &budget{limits: limits, usage: usage, reserved: map[Scope]int64{}}
+	b := &budget{usage: usage, reserved: map[Scope]int64{}}
+	b.limits.Store(&limits)
+	return b
 }
 
 // limit is one budget a call is checked against.
@@ -252,12 +255,13 @@ type limit struct {
 }
 
 func (b *budget) limitsFor(session, dag, node string) []limit {
+	limits := b.limits.Load()
 	out := []limit{
-		{Scope{}, b.limits.Global, ErrGlobalBudgetExceeded},
-		{Scope{Session: session}, b.limits.Session, ErrSessionBudgetExceeded},
+		{Scope{}, limits.Global, ErrGlobalBudgetExceeded},
+		{Scope{Session: session}, limits.Session, ErrSessionBudgetExceeded},
 	}
 	if dag != "" || node != "" {
-		out = append(out, limit{Scope{Session: session, DAGID: dag, NodeID: node}, b.limits.Task, ErrTaskBudgetExceeded})
+		out = append(out, limit{Scope{Session: session, DAGID: dag, NodeID: node}, limits.Task, ErrTaskBudgetExceeded})
 	}
 	return out
 }

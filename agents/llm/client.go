@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/sylk/sylk/agents"
@@ -85,7 +86,7 @@ type Deps struct {
 // as events so a redelivery reuses the answer (see Complete). It is safe for
 // concurrent use; one per process.
 type Client struct {
-	cfg      Config
+	cfg      atomic.Pointer[Config] // replaced by Reconfigure
 	records  Records
 	replay   Recording
 	usage    Usage
@@ -120,19 +121,49 @@ func NewClient(cfg Config, deps Deps) (*Client, error) {
 		deps.Usage = NewLedger()
 	}
 	c := &Client{
-		cfg: cfg, records: deps.Records, replay: deps.Recording, usage: deps.Usage, live: deps.Live, red: deps.Redactor,
+		records: deps.Records, replay: deps.Recording, usage: deps.Usage, live: deps.Live, red: deps.Redactor,
 		log: deps.Logger, now: deps.Now,
 		prov:   newProvider(&cfg, deps.HTTPClient, deps.Now),
 		gate:   newGate(cfg.Concurrency, deps.Now),
 		budget: newBudget(cfg.Budgets, deps.Usage),
 	}
+	c.cfg.Store(&cfg)
 	c.recorder, _ = deps.Usage.(UsageRecorder)
 	c.pauses = &pauser{c: c}
 	return c, nil
 }
 
 // Config is the client's configuration, defaults applied.
-func (c *Client) Config() Config { return c.cfg }
+func (c *Client) Config() Config { return *c.cfg.Load() }
+
+// conf is the configuration calls are made with now.
+func (c *Client) conf() *Config { return c.cfg.Load() }
+
+// LiveKeys are the configuration keys (under llm.) Reconfigure takes while
+// the client runs; the others (the endpoint, its key and provider, the
+// timeouts, the concurrency and the embeddings) are fixed when it is made.
+var LiveKeys = []string{
+	"model", "agent_models", "budgets", "prices", "max_context_tokens", "reserve_tokens", "max_tokens", "no_stream",
+	"retries", "rate_limit_retries", "backoff", "max_backoff", "rate_limit_backoff", "max_rate_limit_backoff",
+}
+
+// Reconfigure takes next's LiveKeys for the calls that start from now on;
+// calls in flight finish with the configuration they began with. next is
+// checked first and, if invalid, nothing changes.
+func (c *Client) Reconfigure(next Config) error {
+	next.EnsureDefaults()
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	cur := *c.conf()
+	cur.Model, cur.AgentModels, cur.Budgets, cur.Prices = next.Model, next.AgentModels, next.Budgets, next.Prices
+	cur.MaxContextTokens, cur.ReserveTokens, cur.MaxTokens, cur.NoStream = next.MaxContextTokens, next.ReserveTokens, next.MaxTokens, next.NoStream
+	cur.Retries, cur.RateLimitRetries, cur.Backoff, cur.MaxBackoff = next.Retries, next.RateLimitRetries, next.Backoff, next.MaxBackoff
+	cur.RateLimitBackoff, cur.MaxRateLimitBackoff = next.RateLimitBackoff, next.MaxRateLimitBackoff
+	c.budget.limits.Store(&cur.Budgets)
+	c.cfg.Store(&cur)
+	return nil
+}
 
 // Close ends a rate-limit pause this client started (appending its resume)
 // and stops its timers. Calls still waiting keep waiting for their contexts.
@@ -210,12 +241,12 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 
 	model := req.Model
 	if model == "" {
-		model = c.cfg.ModelFor(d.Agent)
+		model = c.conf().ModelFor(d.Agent)
 	}
 	msgs := c.redactAll(req.Messages)
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.cfg.MaxTokens
+		maxTokens = c.conf().MaxTokens
 	}
 	answer := estimatedAnswer
 	if maxTokens > 0 {
@@ -289,8 +320,8 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 		resp.Usage = schemas.Usage{PromptTokens: estimate - answer, CompletionTokens: completion, TotalTokens: estimate - answer + completion}
 	}
 	usage := schemas.LLMUsage{
-		CallID: callID, Agent: d.Agent, Provider: c.cfg.Provider, Model: resp.Model, DAGID: req.DAGID, NodeID: req.NodeID, Usage: resp.Usage,
-		CostUSD: c.cfg.cost(resp.Model, usageCounts{resp.Usage.PromptTokens, resp.Usage.CompletionTokens}),
+		CallID: callID, Agent: d.Agent, Provider: c.conf().Provider, Model: resp.Model, DAGID: req.DAGID, NodeID: req.NodeID, Usage: resp.Usage,
+		CostUSD: c.conf().cost(resp.Model, usageCounts{resp.Usage.PromptTokens, resp.Usage.CompletionTokens}),
 	}
 	if err := c.record(ctx, d, callID, resp, &usage); err != nil {
 		return resp, false, err
@@ -367,7 +398,7 @@ func appendAll(ctx context.Context, log *events.Log, envs []*schemas.Envelope) e
 
 // attempts calls until an answer, a permanent refusal, or the retries run out.
 func (c *Client) attempts(ctx context.Context, d *agents.Delivery, callID string, req ireq, prio schemas.Priority) (outcome, error) {
-	stream := !c.cfg.NoStream
+	stream := !c.conf().NoStream
 	live := c.chunks(d, callID)
 	var transient, limited int
 	for {
@@ -401,21 +432,21 @@ func (c *Client) attempts(ctx context.Context, d *agents.Delivery, callID string
 			limited++
 			wait := out.retryAfter
 			if !out.hasRetryAfter {
-				wait = doubling(c.cfg.RateLimitBackoff, c.cfg.MaxRateLimitBackoff, limited)
+				wait = doubling(c.conf().RateLimitBackoff, c.conf().MaxRateLimitBackoff, limited)
 			}
-			if limited > c.cfg.RateLimitRetries {
-				return outcome{}, agents.Transient(fmt.Errorf("llm: still rate limited after %d retries: %w", c.cfg.RateLimitRetries, out.err), wait)
+			if limited > c.conf().RateLimitRetries {
+				return outcome{}, agents.Transient(fmt.Errorf("llm: still rate limited after %d retries: %w", c.conf().RateLimitRetries, out.err), wait)
 			}
 			c.log.Warn("llm rate limited", "agent", d.Agent, "call", callID, "attempt", limited, "wait", wait, "retry_after_given", out.hasRetryAfter)
 			c.pauses.begin(ctx, d, fmt.Sprintf("%s/%d/%d", callID, d.Attempt, limited), c.now().Add(wait),
-				fmt.Sprintf("rate limited by %s (HTTP 429): resuming in %s", c.cfg.Provider, wait.Round(time.Millisecond)))
+				fmt.Sprintf("rate limited by %s (HTTP 429): resuming in %s", c.conf().Provider, wait.Round(time.Millisecond)))
 		default:
 			br.Record(true)
 			transient++
-			if transient > c.cfg.Retries {
+			if transient > c.conf().Retries {
 				return outcome{}, agents.Transient(fmt.Errorf("llm: %d attempts failed: %w", transient, out.err), 0)
 			}
-			wait := doubling(c.cfg.Backoff, c.cfg.MaxBackoff, transient)
+			wait := doubling(c.conf().Backoff, c.conf().MaxBackoff, transient)
 			c.log.Info("llm call failed; retrying", "agent", d.Agent, "call", callID, "status", out.status, "in", wait, "err", out.err)
 			if err := sleep(ctx, wait); err != nil {
 				return outcome{}, err
@@ -512,7 +543,7 @@ func (l *liveChunks) end(finish string)       { l.publish("end", finish) }
 func (l *liveChunks) fail(err error)          { l.publish("error", l.c.redact(err.Error())) }
 
 func (l *liveChunks) publish(kind, text string) {
-	if l.c.live == nil || l.c.cfg.NoStream {
+	if l.c.live == nil || l.c.conf().NoStream {
 		return
 	}
 	env, err := l.d.Env.Derive(schemas.TypeStreamChunk, l.d.Agent, "user", l.c.now(), schemas.StreamChunk{Index: l.index, Kind: kind, Text: text, CallID: l.callID})

@@ -502,3 +502,43 @@ func TestResumeStalePause(t *testing.T) {
 		t.Fatalf("%d signals: the user's pause was resumed", n)
 	}
 }
+
+// Reconfigure changes the model and the budgets of the calls that follow;
+// the endpoint stays the one the client was made with, and an invalid
+// configuration changes nothing.
+func TestReconfigureTakesLiveSettings(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.client.CheckBudget(ctx, "S1", "", "", 1000); err != nil {
+		t.Fatalf("no budget yet: %v", err)
+	}
+	next := f.client.Config()
+	next.Model, next.BaseURL, next.Budgets.Session = "other-model", "http://127.0.0.1:1/v1", 500
+	if err := f.client.Reconfigure(next); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client.CheckBudget(ctx, "S1", "", "", 1000); !errors.Is(err, llm.ErrSessionBudgetExceeded) {
+		t.Fatalf("after the session budget went to 500, a 1000-token call: %v", err)
+	}
+	got := f.client.Config()
+	if got.Model != "other-model" || got.BaseURL != f.srv.URL() {
+		t.Fatalf("model %q base URL %q: want the new model on the old endpoint", got.Model, got.BaseURL)
+	}
+	bad := got
+	bad.MaxContextTokens, bad.ReserveTokens = 100, 200
+	if err := f.client.Reconfigure(bad); err == nil {
+		t.Fatal("a reserve larger than the context window was taken")
+	}
+	if f.client.Config().ReserveTokens == 200 {
+		t.Fatal("an invalid configuration changed the client")
+	}
+	f.srv.Script(llmtest.Text("ok"))
+	res := f.engineer(one(llm.Request{Key: "q", Messages: msgs("q")}), false)
+	f.send("go")
+	if r := f.waitIdle(res, 1)[0]; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if reqs := f.srv.Requests(); reqs[0].Model != "other-model" {
+		t.Fatalf("the call used model %q", reqs[0].Model)
+	}
+}

@@ -43,7 +43,7 @@ type FitRequest struct {
 // the recorded summary.
 func (c *Client) Fit(ctx context.Context, d *agents.Delivery, r FitRequest) ([]schemas.LLMMessage, bool, error) {
 	msgs := r.Messages
-	available := c.cfg.MaxContextTokens - c.cfg.ReserveTokens - EstimateTokens(nil, r.Tools)
+	available := c.conf().MaxContextTokens - c.conf().ReserveTokens - EstimateTokens(nil, r.Tools)
 	if EstimateTokens(msgs, nil) <= available {
 		return msgs, false, nil
 	}

@@ -134,7 +134,7 @@ func (m *Memory) Compact(ctx context.Context, msgs []schemas.LLMMessage, specs [
 // window is the part of the model's context window a conversation may fill:
 // the rest is reserved for the answer. The policy's shares are of this, so
 // its compaction comes before Fit would have to cut.
-func (m *Memory) window() int { return m.c.cfg.MaxContextTokens - m.c.cfg.ReserveTokens }
+func (m *Memory) window() int { return m.c.conf().MaxContextTokens - m.c.conf().ReserveTokens }
 
 // usage is the share of the window msgs and specs fill.
 func (m *Memory) usage(msgs []schemas.LLMMessage, specs []tools.ToolSpec) float64 {

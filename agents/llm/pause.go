@@ -69,7 +69,7 @@ func (p *pauser) begin(ctx context.Context, d *agents.Delivery, key string, unti
 				Action: schemas.SignalPause, Scope: schemas.ScopeAll, Reason: reason, ResumeAt: until.UTC(),
 			})
 			if err == nil {
-				env.Metadata = map[string]string{MetaRateLimit: p.c.cfg.Provider}
+				env.Metadata = map[string]string{MetaRateLimit: p.c.conf().Provider}
 				if _, err = d.AppendNow(ctx, env); err == nil {
 					ep.pause = env
 				}

@@ -103,6 +103,9 @@ type Config struct {
 	// OnRunner, if set, sees each agent's runner before it starts (metrics
 	// read what it holds).
 	OnRunner func(*agents.Runner)
+	// OnHooks, if set, sees the hook pipeline the agents run, which a
+	// configuration reload may Replace.
+	OnHooks func(*hooks.Pipeline)
 }
 
 // Catalog is what DAGs are validated against: which agents run nodes, the
@@ -336,6 +339,9 @@ func Run(ctx context.Context, cfg Config) error {
 	hp, err := cfg.Pipeline()
 	if err != nil {
 		return err
+	}
+	if cfg.OnHooks != nil {
+		cfg.OnHooks(hp)
 	}
 	log := events.New(cfg.JetStream)
 	ctx, cancel := context.WithCancel(ctx)

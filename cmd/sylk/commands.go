@@ -5,6 +5,7 @@ import (
 
 	auditcmd "github.com/sylk/sylk/cmd/sylk/audit"
 	"github.com/sylk/sylk/cmd/sylk/bench"
+	"github.com/sylk/sylk/cmd/sylk/config"
 	"github.com/sylk/sylk/cmd/sylk/consumer"
 	"github.com/sylk/sylk/cmd/sylk/dag"
 	"github.com/sylk/sylk/cmd/sylk/dlq"
@@ -39,6 +40,7 @@ import (
 func commands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		serve.NewCmdServe(f, nil),
+		config.NewCmdConfig(f),
 		runcmd.NewCmdRun(f),
 		plan.NewCmdPlan(f),
 		permit.NewCmdPermit(f),

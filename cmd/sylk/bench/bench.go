@@ -18,6 +18,6 @@ data directory, and reports both with ratio = Sylk's speed / baseline's speed
 	}
 	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchDAGCmd(f), newBenchResumeCmd(f))
 	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f), newBenchIndexCmd(f), newBenchAuditCmd(f))
-	cmd.AddCommand(newBenchForkCmd(f), newBenchReexecuteCmd(f))
+	cmd.AddCommand(newBenchForkCmd(f), newBenchReexecuteCmd(f), newBenchVectorCmd(f))
 	return cmd
 }

@@ -187,7 +187,8 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 	bopts.Name = "sylk-serve"
 	rt := f.RuntimeConfig()
 	rt.Agents = opts.Agents
-	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: rt, LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure, Roles: opts.Roles, Scheduler: true})
+	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: rt, LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure, Roles: opts.Roles, Scheduler: true,
+		Reload: f.Reload, Watch: cmdutil.ConfigDirs()})
 	if errors.Is(err, broker.ErrInvalidOptions) {
 		return cmdutil.UsageError{Err: err}
 	}

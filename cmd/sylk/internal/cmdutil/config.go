@@ -8,11 +8,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/sylk/sylk/agents/guide"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/schemas"
 )
@@ -80,13 +85,7 @@ type Config struct {
 // configFiles returns the config files that exist, lowest precedence first.
 func configFiles() []string {
 	var files []string
-	userDir := os.Getenv("XDG_CONFIG_HOME")
-	if userDir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			userDir = filepath.Join(home, ".config")
-		}
-	}
-	if userDir != "" {
+	if userDir := userConfigDir(); userDir != "" {
 		files = append(files, filepath.Join(userDir, "sylk", "config.yaml"))
 	}
 	if wd, err := os.Getwd(); err == nil {
@@ -124,20 +123,33 @@ func ProjectDir() string {
 
 // loadConfig reads the config files, then the SYLK_* variables (the LLM's
 // with llm.Config.FromEnv, which also reads OPENAI_API_KEY and
-// OPENAI_BASE_URL).
-func loadConfig() (Config, error) {
-	var cfg Config
+// OPENAI_BASE_URL). Every file is read, so that problems lists what is wrong
+// in each; origins says which layer set each key.
+func loadConfig() (cfg Config, origins Origins, files []string, problems []error) {
+	origins = Origins{}
+	seen := flatten(cfg)
 	for _, path := range configFiles() {
 		b, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		files = append(files, path)
 		if err != nil {
-			return cfg, err
+			problems = append(problems, err)
+			continue
 		}
-		if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-			return cfg, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+		next := cfg
+		if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&next); err != nil && !errors.Is(err, io.EOF) {
+			problems = append(problems, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true)))
+			// Read it again past unknown keys, so that the checks of its
+			// values report their problems too.
+			next = cfg
+			if yaml.NewDecoder(bytes.NewReader(b)).Decode(&next) != nil {
+				continue
+			}
 		}
+		cfg = next
+		seen = origins.mark(seen, cfg, path)
 	}
 	for env, field := range map[string]*string{
 		"SYLK_DATA": &cfg.Data, "SYLK_NATS_URL": &cfg.NATSURL, "SYLK_LISTEN": &cfg.Listen, "SYLK_HTTP": &cfg.HTTP,
@@ -149,7 +161,33 @@ func loadConfig() (Config, error) {
 		}
 	}
 	if err := cfg.LLM.FromEnv(os.LookupEnv); err != nil {
-		return cfg, UsageError{Err: err}
+		problems = append(problems, err)
 	}
-	return cfg, nil
+	origins.mark(seen, cfg, SourceEnv)
+	return cfg, origins, files, problems
+}
+
+// check lists every problem of cfg that its types do not catch.
+func check(cfg Config) []error {
+	var problems []error
+	if cfg.AckWait != "" {
+		if d, err := time.ParseDuration(cfg.AckWait); err != nil || d <= 0 {
+			problems = append(problems, fmt.Errorf("ack_wait %q: want a positive duration like 30s", cfg.AckWait))
+		}
+	}
+	if _, err := logLevel(cfg.LogLevel); err != nil {
+		problems = append(problems, err)
+	}
+	if err := guide.CheckRoutes(cfg.Routes); err != nil {
+		problems = append(problems, fmt.Errorf("config: %w", err))
+	}
+	for agent := range cfg.Prompts {
+		if !slices.Contains(runtime.ToolAgents(), agent) {
+			problems = append(problems, fmt.Errorf("config: prompts: %q: want one of the agents that run prompt nodes, %s", agent, strings.Join(runtime.ToolAgents(), ", ")))
+		}
+	}
+	if _, err := hooks.FromConfig(cfg.Hooks, nil); err != nil {
+		problems = append(problems, fmt.Errorf("config: %w", err))
+	}
+	return problems
 }

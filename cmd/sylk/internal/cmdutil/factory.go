@@ -7,18 +7,13 @@ package cmdutil
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sylk/sylk/agents/guide"
-	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/skills"
@@ -35,8 +30,16 @@ type Factory struct {
 	Cfg Config
 	Now func() time.Time
 
+	// Origins says where each value of Cfg came from; ConfigFiles are the
+	// config files read, lowest precedence first.
+	Origins     Origins
+	ConfigFiles []string
+
 	flagData, flagNATSURL, flagLogLevel, flagCreds string
 	flagLLM                                        llmFlags
+	// cmd is the command configured, whose flags a reload applies again.
+	cmd   *cobra.Command
+	level slog.LevelVar
 
 	broker *broker.Broker
 	server *server.Server
@@ -119,12 +122,24 @@ func (f *Factory) LLMConfig() (llm.Config, error) {
 }
 
 // Configure layers config files, SYLK_* variables and flags into f.Cfg, and sets
-// up logging.
+// up logging. Every problem found is reported at once.
 func (f *Factory) Configure(cmd *cobra.Command) error {
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
+	cfg, origins, files, problems := f.readConfig(cmd)
+	if len(problems) > 0 {
+		return UsageError{Err: errors.Join(problems...)}
 	}
+	level, _ := logLevel(cfg.LogLevel) // checked
+	f.level.Set(level)
+	slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: &f.level})))
+	f.Cfg, f.Origins, f.ConfigFiles, f.cmd = cfg, origins, files, cmd
+	return nil
+}
+
+// readConfig layers the config files, the SYLK_* variables, cmd's flags and
+// the defaults that depend on the command, and checks the result.
+func (f *Factory) readConfig(cmd *cobra.Command) (Config, Origins, []string, []error) {
+	cfg, origins, files, problems := loadConfig()
+	seen := flatten(cfg)
 	flags := cmd.Flags()
 	if flags.Changed("data") {
 		cfg.Data = f.flagData
@@ -139,37 +154,16 @@ func (f *Factory) Configure(cmd *cobra.Command) error {
 		cfg.Creds = f.flagCreds
 	}
 	if err := f.flagLLM.apply(flags, &cfg.LLM); err != nil {
-		return err
+		problems = append(problems, err)
 	}
+	origins.mark(seen, cfg, SourceFlag)
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "warn"
 		if cmd.Name() == "serve" {
 			cfg.LogLevel = "info"
 		}
 	}
-	if cfg.AckWait != "" {
-		if d, err := time.ParseDuration(cfg.AckWait); err != nil || d <= 0 {
-			return Usagef("ack_wait %q: want a positive duration like 30s", cfg.AckWait)
-		}
-	}
-	if err := guide.CheckRoutes(cfg.Routes); err != nil {
-		return UsageError{Err: fmt.Errorf("config: %w", err)}
-	}
-	for agent := range cfg.Prompts {
-		if !slices.Contains(runtime.ToolAgents(), agent) {
-			return Usagef("config: prompts: %q: want one of the agents that run prompt nodes, %s", agent, strings.Join(runtime.ToolAgents(), ", "))
-		}
-	}
-	if _, err := hooks.FromConfig(cfg.Hooks, nil); err != nil {
-		return UsageError{Err: fmt.Errorf("config: %w", err)}
-	}
-	level, err := logLevel(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
-	f.Cfg = cfg
-	return nil
+	return cfg, origins, files, append(problems, check(cfg)...)
 }
 
 // SkillsCache is the skills discovery cache, a file in the data directory

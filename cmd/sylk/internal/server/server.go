@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/schedule"
@@ -45,6 +46,8 @@ type Server struct {
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
 	metrics  *metrics.Metrics
+	// live is what a configuration reload changes.
+	live live
 }
 
 // serverComponent runs beside the broker until ctx ends.
@@ -76,6 +79,11 @@ type Options struct {
 	// Scheduler fires due schedules (`sylk serve`; not the servers commands
 	// start for their own duration).
 	Scheduler bool
+	// Reload, if set, reads the configuration again after an edit of a
+	// config file (ConfigFile) in one of the Watch directories; the server
+	// takes what it can without a restart (see Reload).
+	Reload func() Reload
+	Watch  []string
 }
 
 // The roles of a server process.
@@ -244,9 +252,9 @@ func (s *Server) Stop() error {
 }
 
 // components lists what runs beside the broker: the projector folding the
-// stream into the store, the agents, the scheduler (`sylk serve`), and the
-// audit chain's signer (on the server that owns the data directory, whose
-// key signs).
+// stream into the store, the agents, the scheduler and the config watcher
+// (`sylk serve`), and the audit chain's signer (on the server that owns the
+// data directory, whose key signs).
 func components(o Options) []serverComponent {
 	all := []serverComponent{
 		{"audit", func(ctx context.Context, s *Server) error {
@@ -269,12 +277,19 @@ func components(o Options) []serverComponent {
 			}
 			return (&schedule.Scheduler{Log: events.New(s.broker.JetStream()), Store: s.store, Catalog: cat, Now: time.Now, Logger: slog.Default()}).Run(ctx)
 		}},
+		{"config", func(ctx context.Context, s *Server) error {
+			if o.Reload == nil {
+				return nil
+			}
+			return s.watchConfig(ctx, o)
+		}},
 		{"agents", func(ctx context.Context, s *Server) error {
 			cfg := o.Runtime
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
 			if s.metrics != nil {
 				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
 			}
+			cfg.OnHooks = func(hp *hooks.Pipeline) { s.live.set(func(l *live) { l.hooks = hp }) }
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
@@ -283,12 +298,14 @@ func components(o Options) []serverComponent {
 			if cfg.Embedder, err = embedder(o.LLM); err != nil {
 				return errors.Join(err, closeLLM())
 			}
+			s.live.set(func(l *live) { l.runtime, l.llm = cfg, client })
 			err = runtime.Run(ctx, cfg)
 			return errors.Join(err, closeLLM())
 		}},
 	}
-	role := map[string]string{"audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
-	return slices.DeleteFunc(all, func(c serverComponent) bool { return !o.runs(role[c.name]) })
+	role := map[string]string{"config": "", "audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
+	// The config watcher runs whatever the roles: every process logs.
+	return slices.DeleteFunc(all, func(c serverComponent) bool { return role[c.name] != "" && !o.runs(role[c.name]) })
 }
 
 // embedder is the embedder the configuration names (with or without a chat
