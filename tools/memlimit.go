@@ -28,6 +28,15 @@ func DefaultMemoryLimit() ByteSize {
 	return fallbackMemoryLimit
 }
 
+// CheckMemoryLimit reports a memory limit Validate refuses; 0 (the
+// default) and -1 (unlimited) are accepted.
+func CheckMemoryLimit(limit ByteSize) error {
+	if limit != 0 && limit != -1 && limit < minMemoryLimit {
+		return fmt.Errorf("memory_limit %d is below %s: give a size such as 2GiB, or unlimited", int64(limit), ByteSize(minMemoryLimit))
+	}
+	return nil
+}
+
 // ByteSize is a size in bytes. In configuration it is written as a number
 // of bytes or with a unit: "512MiB", "4GiB", "2G" (K, M, G and T are powers
 // of 1024 too); "unlimited" is -1.

@@ -363,8 +363,8 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrent < 1 {
 		return bad("max_concurrent must be at least 1, got %d", o.MaxConcurrent)
 	}
-	if o.MemoryLimit != -1 && o.MemoryLimit < minMemoryLimit {
-		return bad("memory_limit %d is below %s: give a size such as 2GiB, or -1 (unlimited)", int64(o.MemoryLimit), ByteSize(minMemoryLimit))
+	if err := CheckMemoryLimit(o.MemoryLimit); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

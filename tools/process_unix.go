@@ -239,10 +239,13 @@ func memoryLimit(configured ByteSize) int64 {
 }
 
 // MemoryLimitText says the memory limit each tool process runs under and
-// how it is applied, for the server's start-up log. It expects
-// EnsureDefaults to have run.
+// how it is applied, for the server's start-up log.
 func (o *Options) MemoryLimitText() string {
-	limit := memoryLimit(o.MemoryLimit)
+	configured := o.MemoryLimit
+	if configured == 0 {
+		configured = DefaultMemoryLimit()
+	}
+	limit := memoryLimit(configured)
 	if limit == 0 {
 		return "unlimited"
 	}
