@@ -106,6 +106,12 @@ type Options struct {
 	// further calls wait for a slot (or their context). Default 8.
 	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
 
+	// MemoryLimit caps the memory of each tool process (its private
+	// writable memory, RLIMIT_DATA, which its children inherit): an
+	// allocation beyond it fails, and the result says the limit was
+	// exceeded. 0 means DefaultMemoryLimit(); -1 means no limit.
+	MemoryLimit ByteSize `json:"memory_limit,omitempty" yaml:"memory_limit,omitempty"`
+
 	// Logger receives kill-sequence escalations and cleanup warnings.
 	// Default: discard.
 	Logger *slog.Logger `json:"-" yaml:"-"`
@@ -278,6 +284,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxConcurrent == 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit()
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -353,6 +362,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrent < 1 {
 		return bad("max_concurrent must be at least 1, got %d", o.MaxConcurrent)
+	}
+	if err := CheckMemoryLimit(o.MemoryLimit); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

@@ -54,6 +54,8 @@ func TestOptionsValidate(t *testing.T) {
 			o.Permissions = Policy{Agents: map[string]AgentPolicy{"x": {Tools: []string{"exce"}}}}
 		},
 		"negative concurrency": func(o *Options) { o.MaxConcurrent = -1 },
+		"tiny memory limit":    func(o *Options) { o.MemoryLimit = 1 << 20 },
+		"memory limit -2":      func(o *Options) { o.MemoryLimit = -2 },
 	} {
 		o := Options{WorkDir: "."}
 		mutate(&o)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // groupHasLive reports whether a process of group pgid is alive, reading
@@ -43,4 +44,13 @@ func groupHasLive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// totalMemory is the machine's physical memory in bytes, 0 when unknown.
+func totalMemory() uint64 {
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
 }

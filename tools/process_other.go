@@ -34,6 +34,7 @@ type procResult struct {
 	raw         *rawBuf
 	duration    time.Duration
 	base        time.Duration
+	memLimit    int64
 }
 
 // runProcess is not implemented without Unix process groups (on Windows it
@@ -46,3 +47,10 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 func startErrorText(argv0 string, err error) string {
 	return fmt.Sprintf("cannot start %q: %v", argv0, err)
 }
+
+// totalMemory is not read on this system.
+func totalMemory() uint64 { return 0 }
+
+// MemoryLimitText says that no memory limit applies here: processes do not
+// run at all.
+func (o *Options) MemoryLimitText() string { return "none (no tool processes on this system)" }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type procResult struct {
 	raw         *rawBuf // stdout verbatim, when procSpec.rawLimit > 0
 	duration    time.Duration
 	base        time.Duration // the base timeout it ran with
+	memLimit    int64         // the memory limit it ran under; 0: none
 }
 
 var errTimedOut = errors.New("tools: adaptive timeout")
@@ -103,8 +105,13 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
+	limit := memoryLimit(e.opts.MemoryLimit)
 	cmd := exec.CommandContext(runCtx, prog)
 	cmd.Args = spec.argv
+	if limit > 0 {
+		cmd.Path, cmd.Args = limitShim(limit, prog, spec.argv)
+		res.memLimit = limit
+	}
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	cmd.Stdout, cmd.Stderr = outW, errW
@@ -197,6 +204,52 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 		e.opts.Logger.Warn("tools: processes survived SIGKILL", "pgid", cmd.Process.Pid, "argv0", spec.argv[0])
 	}
 	return res
+}
+
+// shimShell applies the memory limit: Go cannot set a resource limit
+// between fork and exec, and setting it on a child after Start would race
+// with the child's first allocations (and miss what it forked meanwhile).
+// The shell sets it on itself, then execs the program in the same process,
+// so the pid, the process group and the kill sequence are unchanged. The
+// program's argv[0] becomes its resolved path.
+const shimShell = "/bin/sh"
+
+// limitShim returns the path and argv that run argv (prog is its resolved
+// program) under a data-segment limit of limit bytes. ulimit -d without -S
+// or -H sets the hard limit too, so the program cannot raise it.
+func limitShim(limit int64, prog string, argv []string) (string, []string) {
+	kib := strconv.FormatInt(max(limit>>10, 1), 10)
+	shim := []string{"sylk-memlimit", "-c", `ulimit -d "$1" && shift && exec "$@"`, "sylk-memlimit", kib, prog}
+	return shimShell, append(shim, argv[1:]...)
+}
+
+// memoryLimit is the limit children get, in bytes: the configured one, or
+// this process's own hard RLIMIT_DATA when that is lower (a child cannot
+// raise it); 0 for no limit.
+func memoryLimit(configured ByteSize) int64 {
+	if configured < 0 {
+		return 0 // unlimited: the inherited limit, if any, applies as it is
+	}
+	limit := uint64(configured)
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_DATA, &rl) == nil {
+		limit = min(limit, rl.Max) // RLIM_INFINITY is the largest value
+	}
+	return int64(limit)
+}
+
+// MemoryLimitText says the memory limit each tool process runs under and
+// how it is applied, for the server's start-up log.
+func (o *Options) MemoryLimitText() string {
+	configured := o.MemoryLimit
+	if configured == 0 {
+		configured = DefaultMemoryLimit()
+	}
+	limit := memoryLimit(configured)
+	if limit == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%s per process (rlimit RLIMIT_DATA, set by %s before the tool starts)", ByteSize(limit), shimShell)
 }
 
 func processStatus(cmd *exec.Cmd) (syscall.WaitStatus, bool) {

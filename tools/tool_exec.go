@@ -176,6 +176,11 @@ func (e *Executor) processResult(pr procResult, argv0, what string) Result {
 	if len(pr.killSignals) > 0 && (pr.timedOut || pr.canceled) {
 		outcome += "; stopped with " + strings.Join(pr.killSignals, ", ") + "; output is partial"
 	}
+	if !r.OK && !pr.timedOut && !pr.canceled && pr.memLimit > 0 {
+		if m := memoryOutcome(pr.memLimit, pr.signal, r.Stderr, r.Stdout); m != "" {
+			outcome += "; " + m
+		}
+	}
 	if pr.orphans {
 		outcome += "; background processes it left running were killed"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 // Config is Sylk's configuration. Layers, each over the one before: built-in
@@ -80,6 +81,17 @@ type Config struct {
 	// recorded work first: sylk replay --reexecute --all.
 	Routes  map[schemas.Type]string `yaml:"routes"`
 	Prompts map[string]string       `yaml:"prompts"`
+	// Tools are the limits of tool processes. A change takes effect at the
+	// next start.
+	Tools ToolsConfig `yaml:"tools"`
+}
+
+// ToolsConfig is the tools section of the config file.
+type ToolsConfig struct {
+	// MemoryLimit caps each tool process's memory (tools.Options
+	// MemoryLimit): "2GiB", "512MiB", a number of bytes, or "unlimited".
+	// Default half of the machine's memory.
+	MemoryLimit tools.ByteSize `yaml:"memory_limit"`
 }
 
 // configFiles returns the config files that exist, lowest precedence first.
@@ -188,6 +200,9 @@ func check(cfg Config) []error {
 	}
 	if _, err := hooks.FromConfig(cfg.Hooks, nil); err != nil {
 		problems = append(problems, fmt.Errorf("config: %w", err))
+	}
+	if err := tools.CheckMemoryLimit(cfg.Tools.MemoryLimit); err != nil {
+		problems = append(problems, fmt.Errorf("config: tools.%w", err))
 	}
 	return problems
 }

@@ -295,7 +295,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
 	cfg := runtime.Config{
-		Tools:          tools.Options{Permissions: policy},
+		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit},
 		DefaultWorkDir: wd,
 		Hooks:          f.Cfg.Hooks,
 		Routes:         f.Cfg.Routes,

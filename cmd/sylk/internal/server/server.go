@@ -290,6 +290,7 @@ func components(o Options) []serverComponent {
 				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
 			}
 			cfg.OnHooks = func(hp *hooks.Pipeline) { s.live.set(func(l *live) { l.hooks = hp }) }
+			slog.Info("tool memory limit: " + cfg.Tools.MemoryLimitText())
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
