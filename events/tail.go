@@ -103,42 +103,94 @@ func Raw() ReadOption { return func(o *readOptions) { o.raw = true } }
 // restart included) it resumes after the last event it returned: no gap, no
 // duplicate.
 type Tail struct {
-	msgs jetstream.MessagesContext
-	last uint64
-	raw  bool
+	log     *Log
+	subject string
+	from    Cursor
+	msgs    jetstream.MessagesContext
+	last    uint64
+	raw     bool
 }
 
 // Tail follows events matching subject (a filter such as Filter.Subject gives)
 // from the cursor on.
 func (l *Log) Tail(ctx context.Context, subject string, from Cursor, opts ...ReadOption) (*Tail, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	t := &Tail{log: l, subject: subject, from: from, raw: readOptionsOf(opts).raw}
+	if err := t.open(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// open starts the tail's ordered consumer where the tail resumes.
+func (t *Tail) open(ctx context.Context) error {
+	from := t.from
+	if t.last > 0 {
+		from = t.Cursor()
+	}
+	// An ordered consumer replaces its server-side consumer, under the same
+	// name and the next serial, when it loses it (its server died); a
+	// cluster that failed over can refuse that name for good, so after a few
+	// attempts the tail starts a consumer of a new name instead (open).
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{t.subject}, MaxResetAttempts: tailResetAttempts}
 	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = from.start()
-	cons, err := l.js.OrderedConsumer(ctx, broker.Stream, cfg)
+	cons, err := t.log.js.OrderedConsumer(ctx, broker.Stream, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("tail %s: %w", subject, err)
+		return fmt.Errorf("tail %s: %w", t.subject, err)
 	}
 	msgs, err := cons.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("tail %s: %w", subject, err)
+		return fmt.Errorf("tail %s: %w", t.subject, err)
 	}
-	return &Tail{msgs: msgs, raw: readOptionsOf(opts).raw}, nil
+	t.msgs = msgs
+	return nil
 }
+
+// tailResetAttempts bounds an ordered consumer's own attempts to replace its
+// lost server-side consumer (1 s, 2 s, 4 s apart).
+const tailResetAttempts = 3
 
 // Next blocks until the next event, or ctx ends.
 func (t *Tail) Next(ctx context.Context) (*Event, error) {
-	m, err := t.msgs.Next(jetstream.NextContext(ctx))
-	if err != nil {
+	for {
+		m, err := t.msgs.Next(jetstream.NextContext(ctx))
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, err
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return nil, err
+		}
+		if err != nil {
+			// The ordered consumer gave up replacing its consumer: a new
+			// one goes on after the last event returned.
+			t.msgs.Stop()
+			if err := t.reopen(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ev, err := eventOf(m, t.raw)
+		if err != nil {
+			return nil, err
+		}
+		t.last = ev.Seq
+		return ev, nil
 	}
-	ev, err := eventOf(m, t.raw)
-	if err != nil {
-		return nil, err
+}
+
+// reopen opens the tail again until it succeeds or ctx ends, a second
+// apart.
+func (t *Tail) reopen(ctx context.Context) error {
+	for {
+		err := t.open(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	t.last = ev.Seq
-	return ev, nil
 }
 
 // Cursor is where a new Tail would resume: after the last event returned.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,17 @@ import (
 	"github.com/sylk/sylk/events"
 )
 
+// The chain the cluster tests run, and the agents of each of their three
+// `sylk serve` processes: every agent runs in two processes at least,
+// engineers in all three.
+const clusterNodes = 40
+
+var clusterAgents = []string{
+	"guide,architect,orchestrator,inspector,engineer",
+	"orchestrator,archivalist,librarian,tester,engineer",
+	"guide,architect,archivalist,librarian,inspector,tester,engineer",
+}
+
 // TestClusterSurvivesLeaderKill runs three `sylk serve` processes as a
 // cluster on loopback, with streams of three copies and the agents spread
 // over them, runs a 40-node chain, SIGKILLs the process holding the stream
@@ -23,23 +36,16 @@ import (
 // envelope id twice, the DLQ is empty and every process's projections
 // equal a rebuild.
 func TestClusterSurvivesLeaderKill(t *testing.T) {
-	const nodes, kills = 40, 1
 	bin := sylkBinary(t)
 	dirs := brokertest.ClusterDataDirs(t, 3, func(d string) error { _, err := audit.LoadKey(d); return err })
 	work := filepath.Join(filepath.Dir(dirs[0]), "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeChainPlan(t, work, nodes, "0.05")
+	writeChainPlan(t, work, clusterNodes, "0.05")
 
 	addrs := brokertest.FreeAddrs(t, 6)
 	routes, listen := addrs[:3], addrs[3:]
-	// Every agent runs in two processes at least, engineers in all three.
-	agentsOf := []string{
-		"guide,architect,orchestrator,inspector,engineer",
-		"orchestrator,archivalist,librarian,tester,engineer",
-		"guide,architect,archivalist,librarian,inspector,tester,engineer",
-	}
 	args := func(i int) []string {
 		var others []string
 		for j, r := range routes {
@@ -48,7 +54,7 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 			}
 		}
 		return []string{"--listen", listen[i], "--sync", "always", "--ack-wait", "2s", "--cluster-name", "t",
-			"--cluster-listen", routes[i], "--routes", strings.Join(others, ","), "--replicas", "3", "--agents", agentsOf[i]}
+			"--cluster-listen", routes[i], "--routes", strings.Join(others, ","), "--replicas", "3", "--agents", clusterAgents[i]}
 	}
 	procs := make([]*serveProc, 3)
 	for i := range procs {
@@ -62,58 +68,30 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 			p.kill(t)
 		}
 		if t.Failed() {
-			dumpLogs(t, dirs)
+			dumpLogs(t, dirs...)
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	var urls []string
 	for _, l := range listen {
 		urls = append(urls, "nats://"+l)
 	}
-	client, err := broker.Connect(ctx, broker.Options{NATSURL: strings.Join(urls, ","), CredsFile: filepath.Join(dirs[0], "auth", "users", "admin.creds"), Name: "cluster-test"})
-	if err != nil {
-		t.Fatal(err)
+	client := connectCluster(t, broker.Options{NATSURL: strings.Join(urls, ","), CredsFile: filepath.Join(dirs[0], "auth", "users", "admin.creds")})
+	var names []string
+	for _, r := range routes {
+		names = append(names, "sylk-"+strings.ReplaceAll(r, ":", "-"))
 	}
-	defer client.Close()
-	submitted := submitPlan(t, bin, dirs[0], work)
-
-	// Mid-run, the process holding the stream leader dies; later it comes back.
-	lines := filepath.Join(work, "lines.txt")
-	brokertest.Eventually(t, time.Minute, "ten nodes started", func() bool { return len(readLines(t, lines)) >= 20 })
-	reps, err := broker.Replicas(ctx, client.JetStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := slices.IndexFunc(routes, func(r string) bool { return reps[0].Leader == "sylk-"+strings.ReplaceAll(r, ":", "-") })
-	if leader < 0 {
-		t.Fatalf("stream leader %q is none of the members %v", reps[0].Leader, routes)
-	}
-	procs[leader].kill(t)
-	at := len(readLines(t, lines))
-	t.Logf("killed member %d (%s, the stream leader) at %d lines", leader, reps[0].Leader, at)
-	brokertest.Eventually(t, time.Minute, "ten more nodes without it", func() bool { return len(readLines(t, lines)) >= at+20 })
-	procs[leader] = launchServe(t, bin, dirs[leader], work, args(leader)...)
-	procs[leader].waitReady(t, dirs[leader])
-
-	checkChainRun(t, client.JetStream(), submitted.Session, work, nodes, kills)
-
-	// No envelope id twice in the stream.
-	evs, err := events.New(client.JetStream()).Read(ctx, events.Filter{}.Subject(), events.Cursor{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]uint64{}
-	for _, ev := range evs {
-		if first, ok := seen[ev.Env.ID]; ok {
-			t.Errorf("envelope %s stored twice: seq %d and %d", ev.Env.ID, first, ev.Seq)
-		}
-		seen[ev.Env.ID] = ev.Seq
-	}
+	runChainThroughLeaderKill(t, bin, work, client, dirs[0], nil, names, func(i int) {
+		procs[i].kill(t)
+	}, func(i int) {
+		procs[i] = launchServe(t, bin, dirs[i], work, args(i)...)
+		procs[i].waitReady(t, dirs[i])
+	})
 
 	// Each process's projections equal a rebuild: stopped one at a time (two
 	// members keep the stream up), verified against the cluster, restarted.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	log := events.New(client.JetStream())
 	for i := range procs {
 		// Stop a member only once every copy is current: with a follower
@@ -142,18 +120,195 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	}
 }
 
-// dumpLogs writes the last lines of each member's log (<data>.log) to the
+// TestExternalNATSClusterSurvivesLeaderKill runs the same chain against
+// three plain nats-server processes (a cluster built from the module Sylk
+// embeds, streams of three copies) with three `sylk serve --roles
+// projections,agents` processes attached, each failing over between all
+// three servers. The server holding the stream leader is SIGKILLed mid-run
+// and restarted later; the checks are those of the embedded cluster.
+func TestExternalNATSClusterSurvivesLeaderKill(t *testing.T) {
+	bin, natsBin := sylkBinary(t), natsServerBinary(t)
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeChainPlan(t, work, clusterNodes, "0.05")
+
+	addrs := brokertest.FreeAddrs(t, 6)
+	var urls, routes, names []string
+	for i := range 3 {
+		urls = append(urls, "nats://"+addrs[i])
+		routes = append(routes, "nats://"+addrs[3+i])
+		names = append(names, fmt.Sprintf("ns%d", i))
+	}
+	natsArgs := func(i int) []string {
+		host, port, _ := net.SplitHostPort(addrs[i])
+		return []string{"--jetstream", "--store_dir", filepath.Join(root, names[i]), "--addr", host, "--port", port,
+			"--server_name", names[i], "--cluster_name", "ext", "--cluster", routes[i], "--routes", strings.Join(routes, ",")}
+	}
+	servers := make([]*serveProc, 3)
+	for i := range servers {
+		servers[i] = launchProc(t, filepath.Join(root, names[i]+".log"), root, natsBin, natsArgs(i)...)
+	}
+	dirs := make([]string, 3)
+	procs := make([]*serveProc, 3)
+	t.Cleanup(func() {
+		for _, p := range slices.Concat(procs, servers) {
+			if p != nil {
+				p.kill(t)
+			}
+		}
+		if t.Failed() {
+			for _, n := range names {
+				dirs = append(dirs, filepath.Join(root, n))
+			}
+			dumpLogs(t, dirs...)
+		}
+	})
+	// The test's client makes the streams, with three copies, once the
+	// servers have a JetStream leader.
+	all := strings.Join(urls, ",")
+	client := connectCluster(t, broker.Options{NATSURL: all, Replicas: 3})
+
+	for i := range procs {
+		dirs[i] = filepath.Join(root, fmt.Sprintf("s%d", i))
+		procs[i] = launchServe(t, bin, dirs[i], work, "--nats-url", all, "--roles", "projections,agents", "--ack-wait", "2s", "--agents", clusterAgents[i])
+	}
+	for i := range procs {
+		brokertest.Eventually(t, time.Minute, fmt.Sprintf("serve %d up", i), func() bool {
+			b, _ := os.ReadFile(dirs[i] + ".log")
+			return strings.Contains(string(b), "sylk serving")
+		})
+	}
+
+	runChainThroughLeaderKill(t, bin, work, client, dirs[0], []string{"--nats-url", all}, names, func(i int) {
+		servers[i].kill(t)
+	}, func(i int) {
+		servers[i] = launchProc(t, filepath.Join(root, names[i]+".log"), root, natsBin, natsArgs(i)...)
+	})
+
+	// Each process's projections equal a rebuild of the stream.
+	log := events.New(client.JetStream())
+	for i, p := range procs {
+		p.stop(t)
+		verifyStore(t, dirs[i], log)
+	}
+}
+
+// connectCluster connects a client to a cluster's members, once they have
+// a JetStream leader and can make the streams.
+func connectCluster(t *testing.T, opts broker.Options) *broker.Broker {
+	t.Helper()
+	opts.Name = "cluster-test"
+	var client *broker.Broker
+	brokertest.Eventually(t, time.Minute, "a client of the cluster", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		client, err = broker.Connect(ctx, opts)
+		return err == nil
+	})
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// runChainThroughLeaderKill submits the chain plan of work (through the
+// sylk of data, with flags), SIGKILLs the member holding the stream leader
+// once ten nodes started (kill, by its index in names, the members' server
+// names), waits for ten more to run without it, brings it back (restart)
+// and checks the run: every node once plus at most one repeat, an empty
+// DLQ, no envelope id stored twice.
+func runChainThroughLeaderKill(t *testing.T, bin, work string, client *broker.Broker, data string, flags, names []string, kill, restart func(i int)) {
+	t.Helper()
+	const kills = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	submitted := submitPlan(t, bin, data, work, flags...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpCluster(t, client)
+		}
+	})
+
+	lines := filepath.Join(work, "lines.txt")
+	brokertest.Eventually(t, time.Minute, "ten nodes started", func() bool { return len(readLines(t, lines)) >= 20 })
+	reps, err := broker.Replicas(ctx, client.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := slices.Index(names, reps[0].Leader)
+	if leader < 0 {
+		t.Fatalf("stream leader %q is none of the members %v", reps[0].Leader, names)
+	}
+	kill(leader)
+	at := len(readLines(t, lines))
+	t.Logf("killed member %d (%s, the stream leader) at %d lines", leader, reps[0].Leader, at)
+	brokertest.Eventually(t, time.Minute, "ten more nodes without it", func() bool { return len(readLines(t, lines)) >= at+20 })
+	restart(leader)
+
+	checkChainRun(t, client.JetStream(), submitted.Session, work, clusterNodes, kills)
+
+	evs, err := events.New(client.JetStream()).Read(ctx, events.Filter{}.Subject(), events.Cursor{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	for _, ev := range evs {
+		if first, ok := seen[ev.Env.ID]; ok {
+			t.Errorf("envelope %s stored twice: seq %d and %d", ev.Env.ID, first, ev.Seq)
+		}
+		seen[ev.Env.ID] = ev.Seq
+	}
+}
+
+// dumpLogs writes the last lines of each process's log (<path>.log) to the
 // test's output, for a failure to be read after the temporary directory
 // is gone.
-func dumpLogs(t *testing.T, dirs []string) {
+func dumpLogs(t *testing.T, paths ...string) {
 	const keep = 60
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + ".log")
+	for _, p := range paths {
+		b, err := os.ReadFile(p + ".log")
 		if err != nil {
-			t.Logf("%s.log: %v", d, err)
+			t.Logf("%s.log: %v", p, err)
 			continue
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		t.Logf("the last %d lines of %s.log:\n%s", keep, filepath.Base(d), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
+		t.Logf("the last %d lines of %s.log:\n%s", keep, filepath.Base(p), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
+	}
+}
+
+// dumpCluster writes what a stalled run is waiting on to the test's output:
+// each consumer's state, and the stream's last events.
+func dumpCluster(t *testing.T, client *broker.Broker) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	js := client.JetStream()
+	s, err := js.Stream(ctx, broker.Stream)
+	if err != nil {
+		t.Logf("stream: %v", err)
+		return
+	}
+	for name := range s.ConsumerNames(ctx).Name() {
+		c, err := s.Consumer(ctx, name)
+		if err != nil {
+			t.Logf("consumer %s: %v", name, err)
+			continue
+		}
+		i := c.CachedInfo()
+		t.Logf("consumer %s: leader %s, pending %d, ack pending %d, redelivered %d, waiting pulls %d, delivered %d, ack floor %d",
+			name, i.Cluster.Leader, i.NumPending, i.NumAckPending, i.NumRedelivered, i.NumWaiting, i.Delivered.Stream, i.AckFloor.Stream)
+	}
+	last, err := events.New(js).LastSeq(ctx)
+	if err != nil {
+		t.Logf("last seq: %v", err)
+		return
+	}
+	evs, err := events.New(js).Read(ctx, events.Filter{}.Subject(), events.Cursor{Seq: max(1, last-14)}, 0)
+	if err != nil {
+		t.Logf("read: %v", err)
+	}
+	for _, ev := range evs {
+		t.Logf("seq %d %s %s -> %s", ev.Seq, ev.Time.Format("15:04:05.000"), ev.Subject, ev.Env.ID)
 	}
 }

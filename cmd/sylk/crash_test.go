@@ -45,9 +45,15 @@ func startServe(t *testing.T, bin, data, workDir string, flags ...string) *serve
 // appended to data.log, without waiting for it to be ready.
 func launchServe(t *testing.T, bin, data, workDir string, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--data", data, "serve"}, args...)...)
+	return launchProc(t, data+".log", workDir, bin, append([]string{"--data", data, "serve"}, args...)...)
+}
+
+// launchProc starts bin with args in workDir, its output appended to logPath.
+func launchProc(t *testing.T, logPath, workDir, bin string, args ...string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = workDir
-	logf, err := os.OpenFile(filepath.Join(data+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +155,11 @@ func writeChainPlan(t *testing.T, work string, nodes int, sleep string) {
 	}
 }
 
-// submitPlan submits work/plan.yaml to the server of data, detached.
-func submitPlan(t *testing.T, bin, data, work string) conversation.Outcome {
+// submitPlan submits work/plan.yaml to the server of data (or the one the
+// global flags name), detached.
+func submitPlan(t *testing.T, bin, data, work string, flags ...string) conversation.Outcome {
 	t.Helper()
-	run := exec.Command(bin, "--data", data, "run", "plan.yaml", "--detach", "--json")
+	run := exec.Command(bin, append(append([]string{"--data", data}, flags...), "run", "plan.yaml", "--detach", "--json")...)
 	run.Dir = work
 	out, err := run.Output()
 	if err != nil {
@@ -177,6 +184,9 @@ func checkChainRun(t *testing.T, js jetstream.JetStream, session, work string, n
 	var outcome *schemas.WorkflowComplete
 	brokertest.Eventually(t, 3*time.Minute, "the DAG completes after the kills", func() bool {
 		evs, err := log.Read(ctx, events.Filter{Session: session, Type: schemas.TypeWorkflowComplete}.Subject(), events.Cursor{}, 0)
+		if err != nil {
+			t.Logf("read the outcome: %v", err)
+		}
 		if err != nil || len(evs) == 0 {
 			return false
 		}

@@ -30,14 +30,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// removingBinary runs the tests, then removes the binary sylkBinary built
+// removingBinary runs the tests, then removes the binaries buildBinary built
 // (each run builds its own: left behind, they fill the disk).
 type removingBinary struct{ *testing.M }
 
 func (m removingBinary) Run() int {
 	defer func() {
-		if sylkBin != "" {
-			os.RemoveAll(filepath.Dir(sylkBin))
+		if binDir != "" {
+			os.RemoveAll(binDir)
 		}
 	}()
 	return m.M.Run()

@@ -25,32 +25,55 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
+// The binaries the tests build, once per run, into binDir (which TestMain
+// removes): path by package, or the error building it gave.
 var (
-	sylkBinOnce sync.Once
-	sylkBin     string
-	sylkBinErr  error
+	binMu   sync.Mutex
+	binDir  string
+	binPath = map[string]string{}
+	binErr  = map[string]error{}
 )
 
 // sylkBinary builds the sylk binary once, without the race detector, for the
 // tests that run it as a real process and need it at full speed.
-func sylkBinary(t *testing.T) string {
+func sylkBinary(t *testing.T) string { return buildBinary(t, "sylk", ".") }
+
+// natsServerBinary builds a plain nats-server from the module Sylk embeds
+// (nothing is downloaded), for the tests against an external NATS.
+func natsServerBinary(t *testing.T) string {
+	return buildBinary(t, "nats-server", "github.com/nats-io/nats-server/v2")
+}
+
+func buildBinary(t *testing.T, name, pkg string) string {
 	t.Helper()
-	sylkBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sylk-bin-")
-		if err != nil {
-			sylkBinErr = err
-			return
-		}
-		sylkBin = filepath.Join(dir, "sylk")
-		out, err := exec.Command("go", "build", "-o", sylkBin, ".").CombinedOutput()
-		if err != nil {
-			sylkBinErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if sylkBinErr != nil {
-		t.Fatal(sylkBinErr)
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPath[pkg]; ok {
+		return p
 	}
-	return sylkBin
+	if err, ok := binErr[pkg]; ok {
+		t.Fatal(err)
+	}
+	err := func() error {
+		if binDir == "" {
+			d, err := os.MkdirTemp("", "sylk-bin-")
+			if err != nil {
+				return err
+			}
+			binDir = d
+		}
+		p := filepath.Join(binDir, name)
+		if out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+		}
+		binPath[pkg] = p
+		return nil
+	}()
+	if err != nil {
+		binErr[pkg] = err
+		t.Fatal(err)
+	}
+	return binPath[pkg]
 }
 
 // killTemplate is one session of events addressed to the user, which no agent
