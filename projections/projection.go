@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -91,8 +92,9 @@ func projectionByName(name string) *projection {
 // event is one stream event being applied, with its payload decoded once for
 // all projections.
 type event struct {
-	seq uint64
-	env *schemas.Envelope // nil when the bytes are not an envelope
+	seq     uint64
+	subject string
+	env     *schemas.Envelope // nil when the bytes are not an envelope
 	// envelope holds a Raw read's decoded envelope: one allocation for both.
 	envelope schemas.Envelope
 	data     []byte
@@ -117,7 +119,7 @@ type event struct {
 }
 
 func newEvent(ev *events.Event) *event {
-	e := &event{seq: ev.Seq, env: ev.Env, data: ev.Data, err: ev.Err, pending: ev.Pending}
+	e := &event{seq: ev.Seq, subject: ev.Subject, env: ev.Env, data: ev.Data, err: ev.Err, pending: ev.Pending}
 	switch {
 	case ev.Env != nil:
 		e.id = ev.Env.ID
@@ -135,7 +137,7 @@ func decodeEvent(ev *events.Event) *event {
 	if ev.Env != nil || ev.Err != nil {
 		return newEvent(ev) // decoded already
 	}
-	e := &event{seq: ev.Seq, data: ev.Data, pending: ev.Pending}
+	e := &event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
 	if e.payload, e.err = schemas.UnmarshalPayloadInto(ev.Data, &e.envelope); e.err == nil {
 		e.env = &e.envelope
 		e.id, e.decoded = e.env.ID, true
@@ -143,6 +145,16 @@ func decodeEvent(ev *events.Event) *event {
 		e.id = v[0]
 	}
 	return e
+}
+
+// sessionOfSubject reads the session and type tokens of a SYLK subject,
+// sylk.v1.<session>.<source>.<target>.<type>; empty when it is not one.
+func sessionOfSubject(subject string) (string, schemas.Type) {
+	toks := strings.Split(strings.TrimPrefix(subject, events.Prefix+"."), ".")
+	if len(toks) != 4 || !strings.HasPrefix(subject, events.Prefix+".") || !schemas.ValidName(toks[0]) {
+		return "", ""
+	}
+	return toks[0], schemas.Type(toks[3])
 }
 
 // decode returns the decoded payload (a pointer to the type's struct).
@@ -159,6 +171,10 @@ func (t *tx) reject(p string, e *event, format string, args ...any) error {
 	r := Rejection{Projection: p, Seq: e.seq, ID: e.id, Reason: fmt.Sprintf(format, args...)}
 	if e.env != nil {
 		r.Session, r.Type = e.env.SessionID, e.env.Type
+	} else {
+		// Bytes that do not decode (another schema version) still belong
+		// to the session their subject names: replay reports them there.
+		r.Session, r.Type = sessionOfSubject(e.subject)
 	}
 	v, err := json.Marshal(r)
 	if err != nil {

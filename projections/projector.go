@@ -227,16 +227,18 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		// folds.
 		send := func(ev *events.Event) error {
 			e := decodeEvent(ev)
-			if e.env == nil && e.id == "" && ev.Header == nil {
-				// Bytes that are no envelope, read without headers: their
-				// rejection names them by their message id.
+			if e.env == nil && (e.subject == "" || e.id == "" && ev.Header == nil) {
+				// Bytes that are no envelope, read in bulk: their rejection
+				// names them by their message id, under the session of
+				// their subject. Rare: one more read each.
 				full, err := p.src.Get(rctx, ev.Seq)
 				if err != nil {
 					return err
 				}
-				if v := full.Header[events.HeaderMsgID]; len(v) > 0 {
+				if v := full.Header[events.HeaderMsgID]; len(v) > 0 && e.id == "" {
 					e.id = v[0]
 				}
+				e.subject = full.Subject
 			}
 			select {
 			case ch <- e:

@@ -159,6 +159,9 @@ func Load(ctx context.Context, r projections.Reader, session string, until uint6
 	if err := rec.addGlobal(ctx, r, bound); err != nil {
 		return nil, err
 	}
+	if err := rec.addUndecodable(ctx, r, until); err != nil {
+		return nil, err
+	}
 	if len(rec.Inputs()) == 0 {
 		return nil, fmt.Errorf("%w: nothing in session %s came from outside the agents (%d events)", ErrNoInputs, session, len(rec.Events))
 	}
@@ -170,6 +173,23 @@ func Load(ctx context.Context, r projections.Reader, session string, until uint6
 		rec.Running = len(dags) > 0
 	}
 	return rec, nil
+}
+
+// addUndecodable adds to Problems the session's events up to until (0: all) that
+// the projections could not file at all (bytes that are no envelope of this
+// build's schema: another version's), as they recorded them.
+func (rec *Recording) addUndecodable(ctx context.Context, r projections.Reader, until uint64) error {
+	rejected, err := r.Rejections(ctx, projections.RejectionFilter{Projection: projections.Log, Session: rec.Session})
+	if err != nil {
+		return err
+	}
+	for _, x := range rejected {
+		if until == 0 || x.Seq <= until {
+			rec.Problems = append(rec.Problems, Problem{Seq: x.Seq, Err: x.Reason})
+		}
+	}
+	slices.SortFunc(rec.Problems, func(a, b Problem) int { return cmp.Compare(a.Seq, b.Seq) })
+	return nil
 }
 
 func (rec *Recording) add(seq uint64, env *schemas.Envelope) {

@@ -167,6 +167,18 @@ func replayRun(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) err
 		}
 		q.From = page.Next
 	}
+	// Bytes the projections could not file as an event of this build's
+	// schema (another version's) are not in the log: say where they are.
+	rejected, err := r.Rejections(ctx, projections.RejectionFilter{Projection: projections.Log, Session: opts.Session})
+	if err != nil {
+		return err
+	}
+	for _, x := range rejected {
+		if until.Seq == 0 || x.Seq <= until.Seq {
+			fmt.Fprintf(f.IO.ErrOut, "seq %d of session %s does not decode (another schema version?), not shown: %s\n", x.Seq, opts.Session, x.Reason)
+			n++
+		}
+	}
 	if n == 0 {
 		if _, err := r.Session(ctx, opts.Session); err != nil {
 			return cmdutil.SessionNotFound(opts.Session, err)
