@@ -181,14 +181,24 @@ func TestTransientErrorsRetryThenDeadLetter(t *testing.T) {
 	}
 }
 
+// dlq returns the DLQ's messages once it holds want of them, each checked to
+// be consumer's.
 func (h *harness) dlq(t *testing.T, consumer string, want int) []*jetstream.RawStreamMsg {
 	s, err := h.b.JetStream().Stream(h.ctx, broker.DLQStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, _ := s.Info(h.ctx)
-	if int(info.State.Msgs) != want {
-		t.Fatalf("DLQ holds %d messages, want %d", info.State.Msgs, want)
+	// A dead letter is written by the runner that gave up, which may still be
+	// at it when another message's handling is seen to end: poll.
+	var info *jetstream.StreamInfo
+	held := -1
+	if !brokertest.Poll(10*time.Second, func() bool {
+		if info, err = s.Info(h.ctx); err == nil {
+			held = int(info.State.Msgs)
+		}
+		return held == want
+	}) {
+		t.Fatalf("DLQ holds %d messages, want %d (last error %v)", held, want, err)
 	}
 	var out []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
@@ -278,6 +288,9 @@ func TestFairShareBetweenSessions(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	release := make(chan struct{})
+	// Released at the end whatever happens: a failed check below must not
+	// leave the runner's stop waiting on a handler that waits for ever.
+	releaseAll := sync.OnceFunc(func() { close(release) })
 	h.run(HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
 		<-release
 		mu.Lock()
@@ -285,6 +298,7 @@ func TestFairShareBetweenSessions(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}), Options{Agent: "worker", Concurrency: 1, PerSession: 1})
+	t.Cleanup(releaseAll)
 	for i := range 20 {
 		h.send("busy", "worker", strconv.Itoa(i))
 	}
@@ -297,7 +311,7 @@ func TestFairShareBetweenSessions(t *testing.T) {
 		info, err := c.Info(h.ctx)
 		return err == nil && info.NumPending == 0
 	})
-	close(release)
+	releaseAll()
 	brokertest.Eventually(t, 10*time.Second, "all handled", func() bool { return h.consumerIdle("worker") })
 	mu.Lock()
 	defer mu.Unlock()
