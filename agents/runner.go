@@ -374,8 +374,8 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 	if d.Attempt > 1 && r.opts.Caught != nil {
 		// A redelivery: whatever an earlier attempt recorded must be visible
 		// before the handler looks for it.
-		if err := r.waitCaughtUp(hctx); err != nil {
-			return Transient(err, 0)
+		if err := CatchUp(hctx, r.log, r.opts.Caught); err != nil {
+			return err
 		}
 	}
 	outs, err := r.hooked(hctx, d)
@@ -406,12 +406,26 @@ func (r *Runner) hooked(ctx context.Context, d *Delivery) ([]*schemas.Envelope, 
 	return append(pre, post...), nil
 }
 
-func (r *Runner) waitCaughtUp(ctx context.Context) error {
-	last, err := r.log.LastSeq(ctx)
+// CatchUpWait bounds CatchUp: projections that have not caught up by then
+// (a stuck projector, a rebuild of a long stream) make the message go back to
+// the stream, for this process or another to handle it later, rather than
+// hold it for as long as the keep-alive runs.
+const CatchUpWait = 30 * time.Second
+
+// CatchUp waits until c has applied everything the stream held when it was
+// called, for at most CatchUpWait. Its errors are Transient: the message is
+// handled again after a backoff.
+func CatchUp(ctx context.Context, log *events.Log, c Caught) error {
+	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+	defer cancel()
+	last, err := log.LastSeq(ctx)
 	if err != nil {
-		return err
+		return Transient(fmt.Errorf("read the stream's last sequence: %w", err), 0)
 	}
-	return r.opts.Caught.WaitFor(ctx, last)
+	if err := c.WaitFor(ctx, last); err != nil {
+		return Transient(fmt.Errorf("projections catching up to seq %d: %w", last, err), 0)
+	}
+	return nil
 }
 
 // appendOutputs appends a handler's events in order, pipelined: each is

@@ -257,8 +257,22 @@ func localURL(u string) string {
 	return p.String()
 }
 
+// AckWait is how long an asynchronous publish waits for the stream's ack
+// before giving it up: the member that got it may have died before answering
+// (its stream leader, SIGKILLed), and nobody would ever answer it.
+const AckWait = 5 * time.Second
+
+// NewJetStream is the JetStream context of Sylk's clients on nc: an
+// asynchronous publish unanswered after AckWait fails with
+// jetstream.ErrAsyncPublishTimeout and leaves nats.go's table of pending acks,
+// so lost acks do not pile up there (nor hold a stall) for the connection's
+// life.
+func NewJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
+	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(AckWait))
+}
+
 func (b *Broker) setup(ctx context.Context) error {
-	js, err := jetstream.New(b.nc)
+	js, err := NewJetStream(b.nc)
 	if err != nil {
 		return err
 	}

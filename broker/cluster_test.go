@@ -179,6 +179,11 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 			t.Fatalf("append %d, in flight when the leader stopped: %v", 20+i, err)
 		}
 	}
+	// The acks the dead leader never sent are not left pending in nats.go
+	// for the connection's life.
+	if n := client.JetStream().PublishAsyncPending(); n != 0 {
+		t.Fatalf("%d appends still await an ack that will never come", n)
+	}
 	appendN(10, 20) // appended again: the stream keeps the first copies
 	other := members[(leader+1)%3]
 	s, err := other.JetStream().Stream(ctx, broker.Stream)

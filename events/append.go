@@ -165,7 +165,7 @@ var failover = []jetstream.PublishOpt{jetstream.WithRetryAttempts(60), jetstream
 // copy the stream is still storing, after inProcessWait, at most
 // inProcessWaits times.
 const (
-	ackWait        = 5 * time.Second
+	ackWait        = broker.AckWait
 	lostAckRetries = 4
 	inProcessWait  = 250 * time.Millisecond
 	inProcessWaits = 40
@@ -254,9 +254,11 @@ type PendingAppend struct {
 // An event whose ack has not come ackWait after it was sent is sent again,
 // the way Append sends it, with the same message id: the cluster member
 // that got it may have died before answering (its stream leader,
-// SIGKILLed), and nobody would ever answer that first copy.
+// SIGKILLed), and nobody would ever answer that first copy. A JetStream
+// context of broker.NewJetStream reports that itself (and forgets the
+// pending ack); the timer, a little later, covers one made without it.
 func (p PendingAppend) Wait(ctx context.Context) (uint64, error) {
-	t := time.NewTimer(time.Until(p.sent.Add(ackWait)))
+	t := time.NewTimer(time.Until(p.sent.Add(ackWait + lostAckMargin)))
 	defer t.Stop()
 	select {
 	case ack := <-p.f.Ok():
@@ -271,6 +273,10 @@ func (p PendingAppend) Wait(ctx context.Context) (uint64, error) {
 	}
 	return p.log.publish(ctx, p.f.Msg())
 }
+
+// lostAckMargin lets the JetStream context's own ack timeout (AckWait after
+// the publish) fire before Wait's.
+const lostAckMargin = time.Second
 
 // AppendAsync validates env and publishes it without waiting for the stream's
 // ack, so many appends share the round trip: the throughput path for producers

@@ -265,13 +265,11 @@ func (l *Log) get(ctx context.Context, seq uint64) (*Event, error) {
 
 // LastSeq is the sequence of the last event in the stream (0 when empty).
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	// Stream asks for the stream's info (one request): asking again with
+	// Info would double the cost of a call made at every Orchestrator step.
 	s, err := l.js.Stream(ctx, broker.Stream)
 	if err != nil {
 		return 0, err
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.LastSeq, nil
+	return s.CachedInfo().State.LastSeq, nil
 }

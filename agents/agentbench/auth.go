@@ -46,7 +46,7 @@ func routeAuthCost(ctx context.Context, cfg RouteConfig, mode string, progress f
 			return eventbench.Comparison{}, err
 		}
 		ncs = append(ncs, nc)
-		if conns[kind], err = jetstream.New(nc); err != nil {
+		if conns[kind], err = broker.NewJetStream(nc); err != nil {
 			return eventbench.Comparison{}, err
 		}
 	}

@@ -114,12 +114,8 @@ func (a *Archivalist) approach(ctx context.Context, env *schemas.Envelope, dag, 
 // once the store has folded what was recorded so far, and returns the
 // notice its count calls for, if any.
 func (a *Archivalist) recurrence(ctx context.Context, d *agents.Delivery, e *schemas.HistoryEntry) (*schemas.Envelope, error) {
-	last, err := d.Log().LastSeq(ctx)
-	if err != nil {
-		return nil, agents.Transient(err, 0)
-	}
-	if err := a.Store.WaitFor(ctx, last); err != nil {
-		return nil, agents.Transient(err, 0)
+	if err := agents.CatchUp(ctx, d.Log(), a.Store); err != nil {
+		return nil, err
 	}
 	sig := projections.FailureSignature(e.Approach, e.ErrorPattern)
 	ms, err := a.Store.Failures(ctx, projections.FailureQuery{Signature: sig})

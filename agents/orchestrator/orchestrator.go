@@ -175,14 +175,7 @@ func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*sche
 // catchUp waits until the projections have applied everything in the stream,
 // this Orchestrator's own earlier steps included.
 func (o *Orchestrator) catchUp(ctx context.Context) error {
-	last, err := o.Log.LastSeq(ctx)
-	if err != nil {
-		return agents.Transient(err, 0)
-	}
-	if err := o.Store.WaitFor(ctx, last); err != nil {
-		return agents.Transient(err, 0)
-	}
-	return nil
+	return agents.CatchUp(ctx, o.Log, o.Store)
 }
 
 // definition reads the dag_execute (at seq) of a session's DAG once, and

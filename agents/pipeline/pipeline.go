@@ -98,14 +98,7 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 }
 
 func (a *Agent) catchUp(ctx context.Context) error {
-	last, err := a.Log.LastSeq(ctx)
-	if err != nil {
-		return agents.Transient(err, 0)
-	}
-	if err := a.Store.WaitFor(ctx, last); err != nil {
-		return agents.Transient(err, 0)
-	}
-	return nil
+	return agents.CatchUp(ctx, a.Log, a.Store)
 }
 
 func (a *Agent) records() agents.ToolRecords {

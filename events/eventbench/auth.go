@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
@@ -60,7 +59,7 @@ func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(
 			if progress != nil {
 				progress(fmt.Sprintf("sync %s: round %d/%d: AppendAsync of %d events, %s", mode, round+1, cfg.Rounds, cfg.Events, side.name))
 			}
-			js, err := jetstream.New(side.nc)
+			js, err := broker.NewJetStream(side.nc)
 			if err != nil {
 				return Comparison{}, err
 			}
