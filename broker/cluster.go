@@ -309,3 +309,25 @@ func Replicas(ctx context.Context, js jetstream.JetStream) ([]StreamReplicas, er
 	}
 	return out, nil
 }
+
+// FreeLoopbackAddrs returns n loopback HOST:PORT addresses free at the time of
+// the call: for the route listeners of a cluster on one machine, whose
+// members name each other before they start.
+func FreeLoopbackAddrs(n int) ([]string, error) {
+	var out []string
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}

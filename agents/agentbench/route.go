@@ -97,19 +97,12 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		return nil, err
 	}
 	defer b.Close()
-	js := b.JetStream()
 
 	report(fmt.Sprintf("raw: %d async publishes, then publish-to-delivery latency", cfg.Messages))
 	rawPub, rawLat, err := rawBaseline(ctx, b, cfg)
 	if err != nil {
 		return nil, err
 	}
-
-	stopAgents, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return js })
-	if err != nil {
-		return nil, err
-	}
-	defer stopAgents()
 
 	ch, stopChain, err := newChain(ctx, b, 4*cfg.Concurrency)
 	if err != nil {
@@ -126,13 +119,8 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		return nil, err
 	}
 
-	report(fmt.Sprintf("sylk: %d context requests routed by the Guide and answered, as fast as they go", cfg.Messages))
-	sylk, _, err := routed(ctx, b, cfg.Messages, nil)
-	if err != nil {
-		return nil, err
-	}
-	report(fmt.Sprintf("sylk: latency of %d more at %d/s", cfg.LatencyMessages, cfg.LatencyRate))
-	_, lat, err := routed(ctx, b, cfg.LatencyMessages, newPacer(cfg.LatencyRate))
+	report(fmt.Sprintf("sylk: %d context requests routed by the Guide and answered, as fast as they go, then the latency of %d more at %d/s", cfg.Messages, cfg.LatencyMessages, cfg.LatencyRate))
+	sylk, lat, err := routedRuns(ctx, cfg, b)
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +128,10 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 		eventbench.Compare(fmt.Sprintf("routed path vs raw async publish (sync %s)", mode), sylk, rawPub, TargetRouteThroughput),
 		eventbench.Compare(fmt.Sprintf("ceiling: raw two-hop chain vs raw async publish (sync %s)", mode), rawChain, rawPub, 0),
 		eventbench.Compare(fmt.Sprintf("routed path vs raw two-hop chain (sync %s)", mode), sylk, rawChain, 0),
-		latencyComparison(fmt.Sprintf("routed p50 latency vs raw delivery (sync %s)", mode), lat, rawLat, 0.50, TargetLatencyFactor),
-		latencyComparison(fmt.Sprintf("routed p99 latency vs raw delivery (sync %s)", mode), lat, rawLat, 0.99, TargetLatencyFactor),
-		latencyComparison(fmt.Sprintf("ceiling: raw chain p50 latency vs raw delivery (sync %s)", mode), chainLat, rawLat, 0.50, 0),
-		latencyComparison(fmt.Sprintf("ceiling: raw chain p99 latency vs raw delivery (sync %s)", mode), chainLat, rawLat, 0.99, 0),
+		latencyComparison(fmt.Sprintf("routed p50 latency vs raw delivery (sync %s)", mode), "sylk", lat, "raw", rawLat, 0.50, TargetLatencyFactor),
+		latencyComparison(fmt.Sprintf("routed p99 latency vs raw delivery (sync %s)", mode), "sylk", lat, "raw", rawLat, 0.99, TargetLatencyFactor),
+		latencyComparison(fmt.Sprintf("ceiling: raw chain p50 latency vs raw delivery (sync %s)", mode), "chain", chainLat, "raw", rawLat, 0.50, 0),
+		latencyComparison(fmt.Sprintf("ceiling: raw chain p99 latency vs raw delivery (sync %s)", mode), "chain", chainLat, "raw", rawLat, 0.99, 0),
 	}, nil
 }
 
@@ -178,7 +166,7 @@ func answer(_ context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) 
 // speed is 1/latency, so ratio = raw latency / Sylk latency. The target is a
 // latency at most factor times the raw one; a zero factor reports for
 // information.
-func latencyComparison(name string, sylk, raw []time.Duration, q, factor float64) eventbench.Comparison {
+func latencyComparison(name, sylkLabel string, sylk []time.Duration, rawLabel string, raw []time.Duration, q, factor float64) eventbench.Comparison {
 	s, r := quantile(sylk, q), quantile(raw, q)
 	m := func(n string, d time.Duration, count int) eventbench.Measure {
 		return eventbench.Measure{Name: fmt.Sprintf("%s p%.0f %s", n, q*100, d), Ops: count, Seconds: d.Seconds(), PerSec: 1 / d.Seconds()}
@@ -187,7 +175,7 @@ func latencyComparison(name string, sylk, raw []time.Duration, q, factor float64
 	if factor > 0 {
 		target = 1 / factor
 	}
-	return eventbench.Compare(name, m("sylk", s, len(sylk)), m("raw", r, len(raw)), target)
+	return eventbench.Compare(name, m(sylkLabel, s, len(sylk)), m(rawLabel, r, len(raw)), target)
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {

@@ -5,7 +5,6 @@ package brokertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,24 +92,14 @@ func StartMutable(t testing.TB) *broker.Broker {
 }
 
 // FreeAddrs returns n loopback HOST:PORT addresses free at the time of the
-// call: for listeners whose address must be known before they start (cluster
-// routes name each other).
+// call (broker.FreeLoopbackAddrs).
 func FreeAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+	addrs, err := broker.FreeLoopbackAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return addrs
 }
 
 // ClusterDataDirs makes n data directories under t.TempDir() for the members

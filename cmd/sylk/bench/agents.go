@@ -21,7 +21,7 @@ type routeReport struct {
 func newBenchRouteCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &BenchOptions{}
 	var syncModes []string
-	var rate, nodes int
+	var rate, nodes, replicas int
 	cmd := &cobra.Command{
 		Use:   "route",
 		Short: "The routed message path vs raw JetStream, throughput and latency",
@@ -40,15 +40,40 @@ measure prints the CPU time the process spent per op, the embedded server's
 included: when both cores are busy, that cost is what sets the rate.
 
 Then a DAG of --nodes no-op tool nodes (as 'sylk bench dag'): the runtime's own
-overhead per node and nodes per second.`,
+overhead per node and nodes per second.
+
+With --replicas N (at least 2) it measures a cluster instead: N embedded
+servers routed to each other on loopback, SYLK and SYLK_DLQ with N copies,
+against one server, same run. The routed path's throughput on the cluster over
+one server's is the ratio (target >= 0.4), with the p50 and p99 latencies at
+--latency-rate beside it.
+
+Examples:
+  sylk bench route                          # every comparison, both sync modes
+  sylk bench route --sync always --json     # durable mode only, for scripts
+  sylk bench route --replicas 3 --sync always --events 2000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if replicas < 1 {
+				return cmdutil.UsageError{Err: fmt.Errorf("--replicas %d: want 1 (one server) or the size of the cluster to measure, e.g. 3", replicas)}
+			}
 			dir, cleanup, err := opts.scratch()
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			cs, err := agentbench.Route(cmd.Context(), agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate}, opts.progress(f.IO))
+			cfg := agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate}
+			if replicas > 1 {
+				cs, err := agentbench.RouteCluster(cmd.Context(), cfg, replicas, opts.progress(f.IO))
+				if err != nil {
+					return err
+				}
+				if opts.JSON {
+					return f.IO.PrintJSON(newBenchReport("route", cs))
+				}
+				return printComparisons(f, opts, "route", cs)
+			}
+			cs, err := agentbench.Route(cmd.Context(), cfg, opts.progress(f.IO))
 			if err != nil {
 				return err
 			}
@@ -74,6 +99,7 @@ overhead per node and nodes per second.`,
 	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
 	cmd.Flags().IntVar(&rate, "latency-rate", 1000, "messages per second while sampling latency")
 	cmd.Flags().IntVar(&nodes, "nodes", 1000, "nodes of the no-op DAG run afterwards (0: skip it)")
+	cmd.Flags().IntVar(&replicas, "replicas", 1, "measure a cluster of this many servers, each stream with this many copies, against one server (1: no cluster)")
 	return cmd
 }
 

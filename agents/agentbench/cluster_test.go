@@ -1,0 +1,36 @@
+package agentbench
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sylk/sylk/broker"
+)
+
+// TestRouteCluster runs the cluster benchmark small: the throughput of three
+// servers with three copies against one server's, with its target, and the
+// two latencies beside it, every message through on both sides.
+func TestRouteCluster(t *testing.T) {
+	cs, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 200, LatencyMessages: 50, LatencyRate: 1000, SyncModes: []string{broker.SyncInterval}}, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 3 {
+		t.Fatalf("%d comparisons, want 3: %v", len(cs), cs)
+	}
+	for i, want := range []struct {
+		prefix string
+		target float64
+		ops    int
+	}{{"routed path, 3 servers x 3 replicas", TargetClusterThroughput, 200}, {"routed p50 latency, 3 servers", 0, 50}, {"routed p99 latency, 3 servers", 0, 50}} {
+		c := cs[i]
+		if !strings.HasPrefix(c.Name, want.prefix) || c.Target != want.target || c.Ratio <= 0 || c.Sylk.Ops != want.ops || c.Baseline.Ops != want.ops {
+			t.Errorf("comparison %d: %q target %v ratio %v, %d and %d ops; want %q..., target %v, a ratio > 0, %d ops each",
+				i, c.Name, c.Target, c.Ratio, c.Sylk.Ops, c.Baseline.Ops, want.prefix, want.target, want.ops)
+		}
+	}
+	if _, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir()}, 1, nil); err == nil || !strings.Contains(err.Error(), "--replicas 1") {
+		t.Errorf("a cluster of one: %v, want an error naming --replicas 1", err)
+	}
+}
