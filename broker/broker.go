@@ -280,7 +280,11 @@ func (b *Broker) setup(ctx context.Context) error {
 	if b.srv != nil && b.opts.Cluster.Enabled() {
 		return b.provisionInCluster(ctx)
 	}
-	return ProvisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas)
+	storage := jetstream.FileStorage
+	if b.opts.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	return provisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas, storage)
 }
 
 // PublishInfo writes server.json, which tells clients the server is up and how

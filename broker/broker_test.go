@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 )
 
@@ -175,6 +176,7 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{Options{DataDir: "d", Listen: "localhost:99999"}, `--listen "localhost:99999"`},
 		{Options{NATSURL: "nats://x", User: "u"}, "password"},
 		{Options{DataDir: "d", Token: "t"}, "--nats-url"},
+		{Options{NATSURL: "nats://x", Memory: true}, "Memory"},
 	} {
 		c.opts.EnsureDefaults()
 		err := c.opts.Validate()
@@ -197,6 +199,45 @@ func TestListenNone(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(opts.DataDir, InfoFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("server.json written for a server nobody can reach")
+	}
+}
+
+// A Memory server keeps its streams in memory: a message published is
+// there while it runs, and gone when a server starts again on its directory.
+func TestMemory(t *testing.T) {
+	ctx := testContext(t)
+	opts := Options{DataDir: t.TempDir(), Listen: ListenNone, Memory: true, NoAuth: true}
+	count := func(b *Broker) uint64 {
+		t.Helper()
+		s, err := b.JetStream().Stream(ctx, Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := s.CachedInfo()
+		if info.Config.Storage != jetstream.MemoryStorage {
+			t.Fatalf("stream %s storage %s, want memory", Stream, info.Config.Storage)
+		}
+		return info.State.Msgs
+	}
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.s.user.agent.user_input", []byte("{}")); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	if n := count(b); n != 1 {
+		b.Close()
+		t.Fatalf("%d messages after one publish", n)
+	}
+	b.Close()
+	if b, err = Start(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n := count(b); n != 0 {
+		t.Fatalf("%d messages kept by a memory server after it stopped", n)
 	}
 }
 

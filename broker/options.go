@@ -77,6 +77,10 @@ type Options struct {
 	// streams are created with it, and an existing stream is changed to it.
 	// 0 creates streams with one copy and leaves existing ones as they are.
 	Replicas int
+	// Memory keeps the embedded server's streams in memory, not in DataDir:
+	// for a disposable server (a re-execution's), whose events are lost when
+	// it stops. Nothing is written to disk, so nothing waits on it.
+	Memory bool
 	// DeferInfo holds server.json back until PublishInfo: for a server whose
 	// clients need more than the broker (the query API) to be up first.
 	DeferInfo bool
@@ -127,6 +131,9 @@ func (o *Options) EnsureDefaults() *Options {
 func (o *Options) Validate() error {
 	if o.Sync != SyncAlways && o.Sync != SyncInterval {
 		return fmt.Errorf("%w: --sync %q: use %q (fsync before every ack) or %q (flush every %s)", ErrInvalidOptions, o.Sync, SyncAlways, SyncInterval, o.SyncInterval)
+	}
+	if o.Memory && (o.NATSURL != "" || o.Cluster.Enabled()) {
+		return fmt.Errorf("%w: Memory keeps an embedded server's streams in memory: it takes neither --nats-url nor --cluster-listen", ErrInvalidOptions)
 	}
 	if o.NATSURL != "" {
 		if o.Cluster.Enabled() {

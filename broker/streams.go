@@ -54,8 +54,13 @@ func DLQStreamConfig() jetstream.StreamConfig {
 // configuration. Running it again changes nothing. replicas is the number of
 // copies a cluster keeps; 0 creates one and leaves an existing stream's.
 func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int) error {
+	return provisionStreams(ctx, js, dupWindow, replicas, jetstream.FileStorage)
+}
+
+// provisionStreams is ProvisionStreams with the streams kept in storage.
+func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, storage jetstream.StorageType) error {
 	for _, cfg := range []jetstream.StreamConfig{StreamConfig(dupWindow), DLQStreamConfig()} {
-		cfg.Replicas = replicas
+		cfg.Replicas, cfg.Storage = replicas, storage
 		if err := provision(ctx, js, cfg); err != nil {
 			return err
 		}

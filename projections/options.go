@@ -66,6 +66,11 @@ type Options struct {
 	// It measures what a projection costs (sylk bench rebuild).
 	Skip []string
 
+	// NoWAL writes no write-ahead log, and so never syncs one: a crash
+	// loses every write not yet flushed to a table. For a disposable store
+	// (a re-execution's scratch projections), thrown away after one run.
+	NoWAL bool
+
 	CacheObjects          int
 	BatchEvents           int
 	BatchBytes            int

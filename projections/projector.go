@@ -555,7 +555,7 @@ func (c *committer) commit(j commitJob) error {
 	defer c.recycle(j.batch)
 	wo := pebble.NoSync
 	if j.sync {
-		wo = pebble.Sync
+		wo = c.p.s.durable()
 	}
 	if err := j.batch.Commit(wo); err != nil {
 		return fmt.Errorf("commit projections up to seq %d: %w", j.last, err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,4 +335,47 @@ func TestRebuildOfAnEmptyStream(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// A store without a write-ahead log (a re-execution's disposable one) folds
+// the stream live and after a catch-up (both commit as synced writes of a
+// durable store do), and writes no log file.
+func TestNoWALStoreFoldsAndWritesNoLog(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options(t))
+	ctx, log, dir := brokertest.Context(t), events.New(b.JetStream()), t.TempDir()
+	sessionsOf(t, ctx, log, "before", 3)
+	s, err := projections.Open(ctx, projections.Options{Dir: dir, NoWAL: true, MemTableBytes: 4 << 20, BatchBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Projector(log).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Projector(log).Run(rctx) }()
+	seq := sessionsOf(t, ctx, log, "live", 3)
+	if err := s.WaitFor(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if ss, err := s.Sessions(ctx, projections.SessionFilter{}); err != nil || len(ss) != 6 {
+		t.Fatalf("sessions = %d, %v; want 6", len(ss), err)
+	}
+	// Pebble opens a log file all the same, but writes (or allocates)
+	// nothing in it.
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logs {
+		var st syscall.Stat_t
+		if err := syscall.Stat(l, &st); err != nil || st.Size != 0 || st.Blocks != 0 {
+			t.Fatalf("log file %s: %d bytes, %d blocks, %v; want nothing", l, st.Size, st.Blocks, err)
+		}
+	}
 }

@@ -105,6 +105,7 @@ func (s *Store) pebbleOptions() *pebble.Options {
 		FS:                 s.opts.FS,
 		Cache:              s.pcache,
 		MemTableSize:       s.opts.MemTableBytes,
+		DisableWAL:         s.opts.NoWAL,
 		Logger:             pebbleLogger{s.log},
 		FormatMajorVersion: pebble.FormatNewest,
 	}
@@ -115,6 +116,15 @@ func (s *Store) pebbleOptions() *pebble.Options {
 	o.L0CompactionThreshold, o.L0StopWritesThreshold = s.opts.L0CompactionThreshold, 3*s.opts.L0CompactionThreshold
 	o.EnsureDefaults()
 	return o
+}
+
+// durable is how a write that must survive a crash is committed: synced to
+// the write-ahead log, unless the store keeps none (Options.NoWAL).
+func (s *Store) durable() *pebble.WriteOptions {
+	if s.opts.NoWAL {
+		return pebble.NoSync
+	}
+	return pebble.Sync
 }
 
 func (s *Store) openPebble() error {
@@ -219,7 +229,7 @@ func (s *Store) checkVersions() error {
 	if b.Empty() {
 		return nil
 	}
-	return b.Commit(pebble.Sync)
+	return b.Commit(s.durable())
 }
 
 // dropProjection deletes a projection's keys and cursor and records its current
@@ -246,7 +256,7 @@ func (s *Store) dropAll() error {
 	if err := b.Delete(headKey, nil); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(s.durable()); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,7 +52,15 @@ type Orchestrator struct {
 	// stream sequence.
 	mu          sync.Mutex
 	definitions map[string]*definition
+	// finished holds the DAGs last seen finished, oldest first (at most
+	// maxFinished). A finished DAG takes no more events (see projections),
+	// so the completions still queued for one are answered without waiting
+	// for the projections to catch up: a wide DAG ends with hundreds queued.
+	finished []string
 }
+
+// maxFinished bounds Orchestrator.finished.
+const maxFinished = 1024
 
 // definition is a DAG as submitted, with what a step looks up in it.
 type definition struct {
@@ -149,6 +158,9 @@ func (o *Orchestrator) fork(ctx context.Context, d *agents.Delivery) ([]*schemas
 
 // step reads the DAG as of the end of the stream and appends its next steps.
 func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*schemas.Envelope, error) {
+	if o.isFinished(session, dagID) {
+		return nil, nil
+	}
 	if err := o.catchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -228,10 +240,25 @@ func (o *Orchestrator) definition(ctx context.Context, session, dagID string, se
 
 func defKey(session, dagID string) string { return session + "/" + dagID }
 
+// forget drops a finished DAG's definition and remembers it finished.
 func (o *Orchestrator) forget(session, dagID string) {
+	k := defKey(session, dagID)
 	o.mu.Lock()
-	delete(o.definitions, defKey(session, dagID))
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	delete(o.definitions, k)
+	if slices.Contains(o.finished, k) {
+		return
+	}
+	if len(o.finished) == maxFinished {
+		o.finished = slices.Delete(o.finished, 0, 1)
+	}
+	o.finished = append(o.finished, k)
+}
+
+func (o *Orchestrator) isFinished(session, dagID string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Contains(o.finished, defKey(session, dagID))
 }
 
 // signal: a cancel ends the running DAGs it covers; pause and resume are the

@@ -227,16 +227,26 @@ func newEngine(rec *Recording, opts Options) *engine {
 	return e
 }
 
-// start runs a server, projections and today's agents in dir.
+// start runs a server, projections and today's agents in dir. Both are
+// thrown away after the run, so neither keeps what a crash would need: the
+// server keeps its streams in memory, the projections write no log and
+// flush small memtables. The two start side by side.
 func (e *engine) start(ctx context.Context, dir string) error {
-	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "broker"), Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "sylk-reexec"})
+	var serr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		e.store, serr = projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections"), Logger: e.opts.Logger, NoWAL: true,
+			MemTableBytes: scratchMemTable, BatchBytes: scratchMemTable / 4})
+	}()
+	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "broker"), Listen: broker.ListenNone, Memory: true, NoAuth: true, Name: "sylk-reexec"})
+	<-opened
 	if err != nil {
 		return fmt.Errorf("start the re-execution's server: %w", err)
 	}
 	e.b, e.log = b, events.New(b.JetStream())
-	e.store, err = projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections"), Logger: e.opts.Logger})
-	if err != nil {
-		return err
+	if serr != nil {
+		return serr
 	}
 	cfg := e.opts.Runtime
 	cfg.JetStream, cfg.Store, cfg.Records, cfg.Logger = b.JetStream(), e.store, e, e.opts.Logger
@@ -374,6 +384,9 @@ func (e *engine) translate(in *Recorded) (*schemas.Envelope, error) {
 	}
 	return &cp, nil
 }
+
+// scratchMemTable is the largest memtable of the new run's projections.
+const scratchMemTable = 16 << 20
 
 // poll is how often the engine looks at the new run while it waits.
 const poll = 10 * time.Millisecond
