@@ -24,7 +24,12 @@ import (
 // annMinVectors vectors, where it takes milliseconds and its recall is 1;
 // above, an IVF index (package ann) built from the same vectors in memory,
 // kept up to date as they change and trained again when they have doubled,
-// reads a few of its lists (`sylk bench vector`: 100,000 x 768, recall@10
+// reads a few of its lists. Training takes seconds at 100,000 vectors (about
+// 8.5 s of CPU), so it runs in the background: until it ends a search scans
+// exactly (tens of milliseconds there), or goes through the index trained
+// before, which vectors added since were put into; the changes made during
+// the training are applied to the new index before it takes over. No query
+// waits for a training (`sylk bench vector`: 100,000 x 768, recall@10
 // against the exact scan and speed beside it). github.com/coder/hnsw, the
 // maintained Go HNSW on the module proxy, was measured and not adopted: its
 // recall@10 on 2,500 random 24-dimension vectors was 0.09-0.34 whatever
@@ -46,7 +51,13 @@ type CodeEmbedding struct {
 type vectorIndexes struct {
 	mu sync.Mutex
 	m  map[string]*vectorIndex
+	// builds are the trainings running in the background (Store.Close
+	// waits for them).
+	builds sync.WaitGroup
 }
+
+// wait returns once no training runs.
+func (v *vectorIndexes) wait() { v.builds.Wait() }
 
 // get is the index of the vectors of the texts listed under prefix (id ->
 // embed hash) by e's model.
@@ -59,7 +70,7 @@ func (v *vectorIndexes) get(prefix []byte, e *CodeEmbedding) *vectorIndex {
 	}
 	ix := v.m[k]
 	if ix == nil {
-		ix = &vectorIndex{prefix: prefix, model: e.Model, dims: e.Dims}
+		ix = &vectorIndex{prefix: prefix, model: e.Model, dims: e.Dims, builds: &v.builds}
 		v.m[k] = ix
 	}
 	return ix
@@ -112,6 +123,14 @@ type vectorIndex struct {
 	ann     *ann.Index
 	annMin  int
 	trained int
+	// training is set while a new index is trained in the background;
+	// changed holds the ids whose vector changed since its snapshot.
+	training bool
+	changed  map[string]bool
+	builds   *sync.WaitGroup
+	// trainHook, when set (tests), runs in the training goroutine before
+	// it trains.
+	trainHook func()
 }
 
 // vectorHit is a text (a file's path, a chunk's id) and its cosine
@@ -138,9 +157,7 @@ func (v *vectorIndex) sync(r pebble.Reader, rootSeq uint64) error {
 		if cur[p] != h {
 			delete(v.hashes, p)
 			delete(v.vecs, p)
-			if v.ann != nil {
-				v.ann.Remove(p)
-			}
+			v.touched(p)
 		}
 	}
 	v.missing = 0
@@ -167,32 +184,73 @@ func (v *vectorIndex) sync(r pebble.Reader, rootSeq uint64) error {
 			continue // the model changed its size: only the first size is searched
 		}
 		v.hashes[p], v.vecs[p] = h, ann.Unit(e.Vector)
-		if v.ann != nil {
-			v.ann.Add(p, "", v.vecs[p])
-		}
+		v.touched(p)
 	}
 	v.rootSeq = rootSeq
 	v.index()
 	return nil
 }
 
-// index builds the IVF index of the vectors once there are enough of them,
-// and again when they have doubled since it was trained (its centroids
-// would no longer fit them); below the threshold it drops it.
+// touched keeps the index in use and a training in flight up to date with
+// id's vector (or its absence) in vecs.
+func (v *vectorIndex) touched(id string) {
+	vec, ok := v.vecs[id]
+	if v.ann != nil {
+		if ok {
+			v.ann.Add(id, "", vec)
+		} else {
+			v.ann.Remove(id)
+		}
+	}
+	if v.training {
+		v.changed[id] = true
+	}
+}
+
+// index starts training the IVF index of the vectors once there are
+// enough of them, and again when they have doubled since it was trained
+// (its centroids would no longer fit them); below the threshold it drops
+// it. v.mu is held.
 func (v *vectorIndex) index() {
 	n := len(v.vecs)
 	switch {
 	case n < cmp.Or(v.annMin, annMinVectors):
 		v.ann, v.trained = nil, 0
-	case v.ann == nil || n > 2*v.trained:
+	case !v.training && (v.ann == nil || n > 2*v.trained):
 		ids := slices.Sorted(maps.Keys(v.vecs))
 		vecs := make([][]float32, len(ids))
 		for i, id := range ids {
 			vecs[i] = v.vecs[id]
 		}
-		v.ann = ann.New(v.width, ann.Options{})
-		v.ann.Build(ids, vecs, nil)
-		v.trained = n
+		v.training, v.changed = true, map[string]bool{}
+		v.builds.Add(1)
+		go func() {
+			defer v.builds.Done()
+			if v.trainHook != nil {
+				v.trainHook()
+			}
+			ix := ann.New(v.width, ann.Options{})
+			ix.Build(ids, vecs, nil)
+			v.adopt(ix, len(ids))
+		}()
+	}
+}
+
+// adopt puts ix, trained on n vectors, in use once the vectors changed
+// meanwhile are put into it, unless they have fallen below the threshold.
+func (v *vectorIndex) adopt(ix *ann.Index, n int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id := range v.changed {
+		if vec, ok := v.vecs[id]; ok {
+			ix.Add(id, "", vec)
+		} else {
+			ix.Remove(id)
+		}
+	}
+	v.training, v.changed = false, nil
+	if len(v.vecs) >= cmp.Or(v.annMin, annMinVectors) {
+		v.ann, v.trained = ix, n
 	}
 }
 

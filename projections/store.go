@@ -48,7 +48,8 @@ type Store struct {
 	poke   chan struct{}
 
 	// vectors are the nearest-neighbour indexes searches built, derived
-	// from the projections and kept up to date by the searches.
+	// from the projections and kept up to date by the searches (trained in
+	// the background: Close waits for them).
 	vectors vectorIndexes
 }
 
@@ -300,6 +301,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.changed)
 	s.mu.Unlock()
+	s.vectors.wait()
 	var ferr error
 	if s.db != nil && s.db.Metrics().WAL.Size > flushOnCloseBytes {
 		ferr = s.db.Flush()

@@ -1,22 +1,64 @@
 package projections
 
 import (
+	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/sylk/sylk/projections/ann"
 )
 
 // From annMin vectors a search goes through the IVF index and finds what
-// the exact scan finds; below it the index is dropped.
+// the exact scan finds; below it the index is dropped. The index is trained
+// in the background: a search while it trains scans exactly and does not
+// wait, and the vectors changed meanwhile are in the index it puts in use.
 func TestVectorIndexUsesTheIVFIndexWhenLarge(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	g := ann.Generate(3000, 48, 20, 5)
-	v := &vectorIndex{annMin: 2000, width: 48, vecs: map[string][]float32{}}
-	for i, id := range g.IDs {
+	release := make(chan struct{})
+	var builds sync.WaitGroup
+	v := &vectorIndex{annMin: 2000, width: 48, vecs: map[string][]float32{}, builds: &builds, trainHook: func() { <-release }}
+	for i, id := range g.IDs[:2990] {
 		v.vecs[id] = g.Vecs[i]
 	}
+	v.mu.Lock()
 	v.index()
-	if v.ann == nil || v.ann.Len() != 3000 || v.trained != 3000 {
-		t.Fatalf("3000 vectors, threshold 2000: index %v", v.ann)
+	if v.ann != nil || !v.training {
+		t.Fatalf("2990 vectors, threshold 2000: training %v, index in use %v", v.training, v.ann)
+	}
+	// The training is held: this search would hang if it waited for it.
+	got, err := v.search(g.Queries[0], 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exact := scanNearest(v.vecs, g.Queries[0], 10); len(got) != 10 || got[0] != exact[0] || got[9] != exact[9] {
+		t.Fatalf("a search while training is not the exact scan: %v vs %v", got, exact)
+	}
+	// Changes while it trains: ten vectors added, the first ten removed.
+	for i, id := range g.IDs[2990:] {
+		v.vecs[id] = g.Vecs[2990+i]
+		v.touched(id)
+	}
+	for _, id := range g.IDs[:10] {
+		delete(v.vecs, id)
+		v.touched(id)
+	}
+	v.index() // a training in flight is not started again
+	v.mu.Unlock()
+	close(release)
+	builds.Wait()
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ann == nil || v.ann.Len() != 2990 || v.trained != 2990 || v.training {
+		t.Fatalf("after the training: index %v, trained on %d, training %v", v.ann, v.trained, v.training)
+	}
+	if hits := v.ann.Search(ann.Unit(g.Vecs[2999]), 1, nil); len(hits) != 1 || hits[0].ID != g.IDs[2999] {
+		t.Fatalf("a vector added during the training is not found: %v", hits)
+	}
+	if hits := v.ann.Search(ann.Unit(g.Vecs[0]), 1, nil); len(hits) == 1 && hits[0].ID == g.IDs[0] {
+		t.Fatalf("a vector removed during the training is still there")
 	}
 	sum := 0.0
 	for _, q := range g.Queries {
