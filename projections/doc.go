@@ -74,6 +74,10 @@
 //	             docs/t/<term>\0<doc>\0<i>         the term's count in chunk i and the chunk's length (uvarints)
 //	             docs/s/<doc>                      a skipped file: its path, a newline, why
 //	             (<doc>: DocID of the document's absolute path)
+//	graph        graph/n/<node>                    GraphNodeRec: the node, its provenance and supersession
+//	             graph/o/<from>\0<type>\0<to>      GraphEdgeRec: an edge, under its source
+//	             graph/i/<to>\0<type>\0<from>      (empty) the same edge, under its target
+//	             graph/t/<domain>\0<type>\0<node>  (empty) the nodes by domain and type
 //	permits      permits/r/<sid>\0<id>             Permit: a permission request and its decision
 //	             permits/id/<id>                   the request's session
 //	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)

@@ -766,6 +766,8 @@ func (w *world) run(t *testing.T, cmd string, args map[string]string, input stri
 		return w.code(args)
 	case "docs":
 		return w.docs(args)
+	case "graph":
+		return w.graph(args)
 	case "failures":
 		q := projections.FailureQuery{Signature: args["signature"], Search: strings.ReplaceAll(args["search"], "+", " ")}
 		q.MinCount, _ = strconv.Atoi(args["min"])
@@ -928,6 +930,50 @@ func (w *world) docs(args map[string]string) string {
 	}
 	if len(res.Unknown) > 0 {
 		fmt.Fprintf(&b, "unknown terms: %s\n", strings.Join(res.Unknown, ","))
+	}
+	return b.String()
+}
+
+// graph runs a knowledge graph query and prints its answer one line per
+// node or edge; list arguments are comma-separated.
+func (w *world) graph(args map[string]string) string {
+	q := projections.GraphQuery{Kind: args["kind"], ID: args["id"], Domain: args["domain"], Direction: args["dir"], Superseded: args["superseded"] == "true"}
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	q.NodeTypes, q.EdgeTypes = split(args["types"]), split(args["edges"])
+	q.Depth, _ = strconv.Atoi(args["depth"])
+	q.Limit, _ = strconv.Atoi(args["limit"])
+	q.MinWeight, _ = strconv.ParseFloat(args["min"], 64)
+	res, err := w.store.Graph(w.ctx, q)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	node := func(n *projections.GraphNodeRec) string {
+		s := fmt.Sprintf("%s %s/%s %q trust=%d %s:%s seq=%d by=%s", n.ID, n.Domain, n.Type, n.Name, n.Trust, n.Source, n.Ref, n.Seq, n.Agent)
+		if n.SupersededBy != "" {
+			s += fmt.Sprintf(" superseded-by=%s@%d %q", n.SupersededBy, n.SupersededSeq, n.SupersedeReason)
+		}
+		return s
+	}
+	if res.Node != nil {
+		b.WriteString(node(res.Node) + "\n")
+	}
+	for _, e := range res.Edges {
+		fmt.Fprintf(&b, "  %s %s -%s-> %s w=%.2f trust=%d %s:%s seq=%d\n", e.Direction, e.From, e.Type, e.To, e.Weight, e.Trust, e.Source, e.Ref, e.Seq)
+	}
+	for _, h := range res.Nodes {
+		if q.Kind == projections.GraphTraverse {
+			fmt.Fprintf(&b, "%.3f d=%d %s via %s: ", h.Score, h.Depth, strings.Join(h.Path, ">"), strings.Join(h.Via, ","))
+		}
+		b.WriteString(node(&h.Node) + "\n")
+	}
+	if b.Len() == 0 {
+		return "(nothing)\n"
 	}
 	return b.String()
 }

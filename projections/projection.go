@@ -29,6 +29,7 @@ const (
 	Schedules   = "schedules"
 	Audit       = "audit"
 	Docs        = "docs"
+	Graph       = "graph"
 )
 
 // projection is one read model: a name, a version, the key prefix it owns, and
@@ -69,6 +70,7 @@ var projectionList = []*projection{
 	{name: Schedules, version: 1, apply: applySchedules},
 	{name: Audit, version: 1, apply: applyAudit},
 	{name: Docs, version: 1, apply: applyDocs},
+	{name: Graph, version: 1, apply: applyGraph},
 }
 
 // ProjectionNames lists the projections.

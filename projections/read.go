@@ -63,6 +63,8 @@ type Reader interface {
 	Code(ctx context.Context, q CodeQuery) (*CodeResult, error)
 	// Docs answers a query on the documents the Academic ingested.
 	Docs(ctx context.Context, q DocsQuery) (*DocsResult, error)
+	// Graph answers a query on the knowledge graph.
+	Graph(ctx context.Context, q GraphQuery) (*GraphResult, error)
 	// Pipeline and Pipelines read single-worker pipelines; VariantGroup and
 	// VariantGroups their variant groups (f.State is ignored).
 	Pipeline(ctx context.Context, id string) (*Pipeline, error)

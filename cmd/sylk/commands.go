@@ -10,6 +10,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/dag"
 	"github.com/sylk/sylk/cmd/sylk/dlq"
 	"github.com/sylk/sylk/cmd/sylk/docs"
+	"github.com/sylk/sylk/cmd/sylk/graph"
 	"github.com/sylk/sylk/cmd/sylk/history"
 	"github.com/sylk/sylk/cmd/sylk/hook"
 	"github.com/sylk/sylk/cmd/sylk/index"
@@ -62,6 +63,7 @@ func commands(f *cmdutil.Factory) []*cobra.Command {
 		index.NewCmdIndex(f),
 		search.NewCmdSearch(f),
 		docs.NewCmdDocs(f),
+		graph.NewCmdGraph(f),
 		skill.NewCmdSkill(f),
 		user.NewCmdUser(f),
 		auditcmd.NewCmdAudit(f),

@@ -39,6 +39,7 @@
 //	sylk.api.history.failures    [failures]                []FailureMemory
 //	sylk.api.code.query          [code]                    CodeResult
 //	sylk.api.docs.query          [docs]                    DocsResult
+//	sylk.api.graph.query         [graph]                   GraphResult
 //	sylk.api.pipeline.get        [id]                      Pipeline
 //	sylk.api.pipeline.list       [session, dag, node, state]  []Pipeline
 //	sylk.api.variant.get         [id]                      VariantGroup
@@ -99,6 +100,7 @@ const (
 	SubjectHistoryList    = Prefix + ".history.list"
 	SubjectCode           = Prefix + ".code.query"
 	SubjectDocs           = Prefix + ".docs.query"
+	SubjectGraph          = Prefix + ".graph.query"
 	SubjectFailures       = Prefix + ".history.failures"
 	SubjectPipelineGet    = Prefix + ".pipeline.get"
 	SubjectPipelineList   = Prefix + ".pipeline.list"
@@ -168,6 +170,8 @@ type Request struct {
 	Audit *projections.AuditQuery `json:"audit,omitempty"`
 	// Docs is a documents query.
 	Docs *projections.DocsQuery `json:"docs,omitempty"`
+	// Graph is a knowledge graph query.
+	Graph *projections.GraphQuery `json:"graph,omitempty"`
 	// MinSeq makes the server answer only once the projections have applied
 	// this stream sequence.
 	MinSeq uint64 `json:"min_seq,omitempty"`

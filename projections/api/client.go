@@ -216,6 +216,11 @@ func (c *Client) Docs(ctx context.Context, q projections.DocsQuery) (*projection
 	return one[projections.DocsResult](ctx, c, SubjectDocs, &Request{Docs: &q})
 }
 
+// Graph answers a query on the knowledge graph.
+func (c *Client) Graph(ctx context.Context, q projections.GraphQuery) (*projections.GraphResult, error) {
+	return one[projections.GraphResult](ctx, c, SubjectGraph, &Request{Graph: &q})
+}
+
 // History lists what the Archivalist recorded, newest first.
 func (c *Client) History(ctx context.Context, q projections.HistoryQuery) ([]*projections.HistoryEntry, error) {
 	return list[projections.HistoryEntry](ctx, c, SubjectHistoryList, historyRequest(q))

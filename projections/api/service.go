@@ -256,6 +256,12 @@ func (s *Service) handlers() map[string]handler {
 			}
 			return st.Docs(ctx, *r.Docs)
 		},
+		SubjectGraph: func(ctx context.Context, r *Request) (any, error) {
+			if r.Graph == nil {
+				return nil, fmt.Errorf("%w: graph: the request has no graph query", errBadRequest)
+			}
+			return st.Graph(ctx, *r.Graph)
+		},
 		SubjectPipelineGet: func(ctx context.Context, r *Request) (any, error) {
 			if err := need("id", r.ID); err != nil {
 				return nil, err
