@@ -91,11 +91,15 @@
 //	             audit/call/<call>                 a tool call's entry until its result
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
+//	             meta/rebuild                      a rebuild started and not finished
 //
 // A projection whose version changed is dropped and rebuilt on [Open]; a Pebble
 // directory that fails to open is moved aside and rebuilt; a store whose last
 // folded event is not in the stream any more (the stream was replaced, or
-// lost an unsynced tail) is rebuilt. [Store.Verify] rebuilds into memory and
+// lost an unsynced tail) is rebuilt. A rebuild marks the store unfinished until
+// it has folded the whole stream: a store opened with that mark (a rebuild
+// interrupted at any point) is rebuilt again, and meanwhile Status shows the
+// rebuild and Verify refuses the store. [Store.Verify] rebuilds into memory and
 // compares key by key; [Store.SessionAsOf] folds one session's events up to a
 // point (the session log makes that O(its events)).
 //

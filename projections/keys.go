@@ -65,6 +65,10 @@ var (
 	dagRunningKey   = []byte("dags/running")
 	dagHeaderPrefix = []byte("dags/d/")
 	headKey         = []byte("meta/head")
+	// rebuildKey marks a store whose rebuild has not finished: set with the
+	// drop that starts a rebuild, deleted once the rebuild has folded the
+	// whole stream. A store opened with it is rebuilt again.
+	rebuildKey = []byte("meta/rebuild")
 )
 
 func dagKey(sid, dag string) []byte            { return appendDAGKey(nil, sid, dag) }

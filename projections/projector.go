@@ -282,6 +282,9 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err == nil && !live && p.until == nil {
+		err = p.s.finishRebuild()
+	}
 	return err
 }
 
@@ -647,10 +650,19 @@ func (p *Projector) apply(ctx context.Context, t *tx, e *event, cursors map[stri
 // checkHead makes sure the last event folded is still in the stream with the
 // same id. If not, the stream was replaced or lost its tail (an unsynced stream
 // after a crash): the projections describe events that no longer exist, so
-// they are dropped and rebuilt.
+// they are dropped and rebuilt. A store whose rebuild was interrupted is
+// rebuilt again from the start.
 func (p *Projector) checkHead(ctx context.Context) error {
 	if p.until != nil {
 		return nil
+	}
+	p.s.mu.Lock()
+	interrupted := p.s.interrupted
+	p.s.interrupted = false
+	p.s.mu.Unlock()
+	if interrupted {
+		p.s.log.Warn("a rebuild of the projections was interrupted; rebuilding them again")
+		return p.startRebuild()
 	}
 	v, err := p.s.get(headKey)
 	if err != nil {

@@ -38,8 +38,12 @@ type Store struct {
 	ready      bool
 	startup    time.Duration
 	rebuild    *Progress
-	closed     bool
-	projector  *Projector
+	// incomplete: a rebuild started and has not finished (rebuildKey is
+	// set); interrupted: it was found so on Open, and the next fold
+	// rebuilds from the start.
+	incomplete, interrupted bool
+	closed                  bool
+	projector               *Projector
 
 	// wanted is the highest seq a WaitFor blocks on (0: none); poke wakes the
 	// projector when it rises, so a batch holding that seq is committed at
@@ -199,6 +203,17 @@ func (s *Store) loadMeta() error {
 	if _, err := s.get(headKey); err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
+	v, err := s.get(rebuildKey)
+	if err != nil {
+		return fmt.Errorf("read the rebuild mark: %w", err)
+	}
+	if v != nil {
+		// An interrupted rebuild: what it wrote is a part of the stream's
+		// fold, not one up to its cursors (objects it held were never
+		// written). Status shows a rebuild until the projector has redone it.
+		s.incomplete, s.interrupted = true, true
+		s.rebuild = &Progress{}
+	}
 	return nil
 }
 
@@ -245,7 +260,8 @@ func dropProjection(b *pebble.Batch, p *projection) error {
 	return b.Set(versionKey(p.name), []byte(strconv.Itoa(p.version)), nil)
 }
 
-// dropAll deletes every projection and the head, for a full rebuild.
+// dropAll deletes every projection and the head, for a full rebuild, and
+// marks the store incomplete until the rebuild has finished (finishRebuild).
 func (s *Store) dropAll() error {
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -257,6 +273,9 @@ func (s *Store) dropAll() error {
 	if err := b.Delete(headKey, nil); err != nil {
 		return err
 	}
+	if err := b.Set(rebuildKey, []byte{1}, nil); err != nil {
+		return err
+	}
 	if err := b.Commit(s.durable()); err != nil {
 		return err
 	}
@@ -264,6 +283,25 @@ func (s *Store) dropAll() error {
 	for k := range s.cursors {
 		s.cursors[k] = 0
 	}
+	s.incomplete = true
+	s.mu.Unlock()
+	return nil
+}
+
+// finishRebuild clears the mark of a rebuild that has folded the whole
+// stream (its last batch is synced by then).
+func (s *Store) finishRebuild() error {
+	s.mu.Lock()
+	incomplete := s.incomplete
+	s.mu.Unlock()
+	if !incomplete {
+		return nil
+	}
+	if err := s.db.Delete(rebuildKey, s.durable()); err != nil {
+		return fmt.Errorf("mark the rebuild finished: %w", err)
+	}
+	s.mu.Lock()
+	s.incomplete = false
 	s.mu.Unlock()
 	return nil
 }

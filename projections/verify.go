@@ -57,6 +57,9 @@ func (s *Store) Verify(ctx context.Context, src Source) (*VerifyReport, error) {
 		return nil, err
 	}
 	defer snap.Close()
+	if v, err := getFrom(snap, rebuildKey); err != nil || v != nil {
+		return nil, errors.Join(err, fmt.Errorf("%w: a rebuild of the projections is under way or was interrupted; verify once it has finished", ErrVerify))
+	}
 	until := map[string]uint64{}
 	var to uint64
 	for _, p := range projectionList {
