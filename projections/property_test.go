@@ -336,6 +336,70 @@ func view(t *rapid.T, ctx context.Context, store *projections.Store, session str
 // the state of one clean rebuild, key by key. It also checks that a session's
 // state as of each restart point, folded from its log alone, is what the live
 // fold showed then.
+// freshEvents empties b's stream and draws up to max random events (not
+// appended).
+func freshEvents(ctx context.Context, rt *rapid.T, b *broker.Broker, max int) *gen {
+	stream, err := b.JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		rt.Fatal(err)
+	}
+	g := &gen{t: rt, state: map[string]projections.SessionState{}}
+	for range rapid.IntRange(1, max).Draw(rt, "events") {
+		g.step()
+	}
+	return g
+}
+
+// crashable is a store on a filesystem that can crash: a restart may lose
+// a random part of what was not synced.
+type crashable struct {
+	ctx   context.Context
+	rt    *rapid.T
+	opts  projections.Options
+	fs    *vfs.MemFS
+	store *projections.Store
+}
+
+// openCrashable opens a store with random batch (up to maxBatch events)
+// and cache sizes on a crashable filesystem.
+func openCrashable(ctx context.Context, rt *rapid.T, maxBatch int) *crashable {
+	c := &crashable{ctx: ctx, rt: rt, fs: vfs.NewCrashableMem(), opts: projections.Options{
+		Dir:          "/p",
+		BatchEvents:  rapid.IntRange(1, maxBatch).Draw(rt, "batch"),
+		CacheObjects: rapid.IntRange(0, 30).Draw(rt, "cache"),
+		BatchDelay:   time.Millisecond,
+	}}
+	c.open()
+	return c
+}
+
+func (c *crashable) open() {
+	o := c.opts
+	o.FS = c.fs
+	s, err := projections.Open(c.ctx, o)
+	if err != nil {
+		c.rt.Fatalf("open: %v", err)
+	}
+	c.store = s
+}
+
+// restart closes the store cleanly or, with crash, crashes it, losing a
+// random part of its unsynced writes, and opens it again.
+func (c *crashable) restart(crash bool) {
+	if crash {
+		seed := rapid.Int64().Draw(c.rt, "crash seed")
+		clone := c.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rapid.IntRange(0, 100).Draw(c.rt, "kept"), RNG: rand.New(rand.NewPCG(uint64(seed), 1))})
+		c.store.Close()
+		c.fs = clone
+	} else if err := c.store.Close(); err != nil {
+		c.rt.Fatal(err)
+	}
+	c.open()
+}
+
 func TestRestartsMatchRebuild(t *testing.T) {
 	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" {
 		f.Value.Set("30") // each check folds on a real broker; keep the suite quick
@@ -348,35 +412,9 @@ func TestRestartsMatchRebuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*brokertest.Timeout)
 	defer cancel()
 	rapid.Check(t, func(rt *rapid.T) {
-		stream, err := b.JetStream().Stream(ctx, broker.Stream)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := stream.Purge(ctx); err != nil {
-			rt.Fatal(err)
-		}
-		g := &gen{t: rt, state: map[string]projections.SessionState{}}
-		for range rapid.IntRange(1, 120).Draw(rt, "events") {
-			g.step()
-		}
-		opts := projections.Options{
-			Dir:          "/p",
-			BatchEvents:  rapid.IntRange(1, 40).Draw(rt, "batch"),
-			CacheObjects: rapid.IntRange(0, 30).Draw(rt, "cache"),
-			BatchDelay:   time.Millisecond,
-		}
-		fs := vfs.NewCrashableMem()
-		open := func() *projections.Store {
-			o := opts
-			o.FS = fs
-			s, err := projections.Open(ctx, o)
-			if err != nil {
-				rt.Fatalf("open: %v", err)
-			}
-			return s
-		}
-		store := open()
-		defer func() { store.Close() }()
+		g := freshEvents(ctx, rt, b, 120)
+		cs := openCrashable(ctx, rt, 40)
+		defer func() { cs.store.Close() }()
 		type point struct {
 			seq     uint64
 			session string
@@ -395,45 +433,35 @@ func TestRestartsMatchRebuild(t *testing.T) {
 			if rapid.Bool().Draw(rt, "live") {
 				rctx, cancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
-				go func() { done <- store.Projector(log).Run(rctx) }()
-				if err := store.WaitFor(ctx, last); err != nil {
+				go func() { done <- cs.store.Projector(log).Run(rctx) }()
+				if err := cs.store.WaitFor(ctx, last); err != nil {
 					rt.Fatalf("wait for %d: %v", last, err)
 				}
 				cancel()
 				if err := <-done; err != context.Canceled {
 					rt.Fatalf("Run = %v, want context.Canceled", err)
 				}
-			} else if _, err := store.Projector(log).CatchUp(ctx); err != nil {
+			} else if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
 				rt.Fatalf("catch up: %v", err)
 			}
 			if len(g.sessions) > 0 {
 				s := rapid.SampledFrom(g.sessions).Draw(rt, "as-of session")
-				if _, err := store.Session(ctx, s); err == nil {
-					points = append(points, point{last, s, view(rt, ctx, store, s)})
+				if _, err := cs.store.Session(ctx, s); err == nil {
+					points = append(points, point{last, s, view(rt, ctx, cs.store, s)})
 				}
 			}
-			switch rapid.IntRange(0, 2).Draw(rt, "restart") {
-			case 1:
-				if err := store.Close(); err != nil {
-					rt.Fatal(err)
-				}
-				store = open()
-			case 2:
-				seed := rapid.Int64().Draw(rt, "crash seed")
-				clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rapid.IntRange(0, 100).Draw(rt, "kept"), RNG: rand.New(rand.NewPCG(uint64(seed), 1))})
-				store.Close()
-				fs = clone
-				store = open()
+			if r := rapid.IntRange(0, 2).Draw(rt, "restart"); r > 0 {
+				cs.restart(r == 2)
 			}
 		}
-		if got, err := store.Projector(log).CatchUp(ctx); err != nil || got != last {
+		if got, err := cs.store.Projector(log).CatchUp(ctx); err != nil || got != last {
 			rt.Fatalf("final catch up = %d, %v; want %d", got, err, last)
 		}
-		if _, err := store.Verify(ctx, log); err != nil {
+		if _, err := cs.store.Verify(ctx, log); err != nil {
 			rt.Fatalf("live fold with restarts differs from a clean rebuild: %v", err)
 		}
 		for _, p := range points {
-			v, err := store.SessionAsOf(ctx, p.session, projections.AsOf{Seq: p.seq})
+			v, err := cs.store.SessionAsOf(ctx, p.session, projections.AsOf{Seq: p.seq})
 			if err != nil {
 				rt.Fatalf("as of %d: %v", p.seq, err)
 			}

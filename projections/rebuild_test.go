@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"math/rand/v2"
 	"testing"
-	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"pgregory.net/rapid"
 
-	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -34,42 +30,16 @@ func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*brokertest.Timeout)
 	defer cancel()
 	rapid.Check(t, func(rt *rapid.T) {
-		stream, err := b.JetStream().Stream(ctx, broker.Stream)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := stream.Purge(ctx); err != nil {
-			rt.Fatal(err)
-		}
-		g := &gen{t: rt, state: map[string]projections.SessionState{}}
-		for range rapid.IntRange(1, 150).Draw(rt, "events") {
-			g.step()
-		}
+		g := freshEvents(ctx, rt, b, 150)
 		seqs, err := log.AppendBatch(ctx, g.envs)
 		if err != nil {
 			rt.Fatalf("append: %v", err)
 		}
 		last := seqs[len(seqs)-1]
-		opts := projections.Options{
-			Dir:          "/p",
-			BatchEvents:  rapid.IntRange(1, 30).Draw(rt, "batch"),
-			CacheObjects: rapid.IntRange(0, 30).Draw(rt, "cache"),
-			BatchDelay:   time.Millisecond,
-		}
-		fs := vfs.NewCrashableMem()
-		open := func() *projections.Store {
-			o := opts
-			o.FS = fs
-			s, err := projections.Open(ctx, o)
-			if err != nil {
-				rt.Fatalf("open: %v", err)
-			}
-			return s
-		}
-		store := open()
-		defer func() { store.Close() }()
+		cs := openCrashable(ctx, rt, 30)
+		defer func() { cs.store.Close() }()
 		// A complete store first: the rebuild drops it.
-		if _, err := store.Projector(log).CatchUp(ctx); err != nil {
+		if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
 			rt.Fatalf("catch up: %v", err)
 		}
 
@@ -81,7 +51,7 @@ func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 			rcancel()
 		}
 		commits := 0
-		err = store.Projector(log).Rebuild(rctx, func(projections.Progress) {
+		err = cs.store.Projector(log).Rebuild(rctx, func(projections.Progress) {
 			if commits++; commits == stop {
 				rcancel()
 			}
@@ -90,35 +60,26 @@ func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			rt.Fatalf("rebuild: %v", err)
 		}
-		if rapid.Bool().Draw(rt, "crash") {
-			seed := rapid.Int64().Draw(rt, "crash seed")
-			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rapid.IntRange(0, 100).Draw(rt, "kept"), RNG: rand.New(rand.NewPCG(uint64(seed), 1))})
-			store.Close()
-			fs = clone
-		} else if err := store.Close(); err != nil {
-			rt.Fatal(err)
-		}
-
-		store = open()
-		st, err := store.Status(ctx)
+		cs.restart(rapid.Bool().Draw(rt, "crash"))
+		st, err := cs.store.Status(ctx)
 		if err != nil {
 			rt.Fatal(err)
 		}
 		if st.Rebuild == nil {
 			// The rebuild got to its end: the store must be all of it.
-			if _, err := store.Verify(ctx, log); err != nil || store.Cursor() != last {
-				rt.Fatalf("a rebuild stopped after %d commits, not marked unfinished: cursor %d of %d, verify: %v", stop, store.Cursor(), last, err)
+			if _, err := cs.store.Verify(ctx, log); err != nil || cs.store.Cursor() != last {
+				rt.Fatalf("a rebuild stopped after %d commits, not marked unfinished: cursor %d of %d, verify: %v", stop, cs.store.Cursor(), last, err)
 			}
-		} else if _, err := store.Verify(ctx, log); !errors.Is(err, projections.ErrVerify) {
+		} else if _, err := cs.store.Verify(ctx, log); !errors.Is(err, projections.ErrVerify) {
 			rt.Fatalf("verify of a store whose rebuild was interrupted = %v, want ErrVerify", err)
 		}
-		if got, err := store.Projector(log).CatchUp(ctx); err != nil || got != last {
+		if got, err := cs.store.Projector(log).CatchUp(ctx); err != nil || got != last {
 			rt.Fatalf("catch up after the interrupted rebuild = %d, %v; want %d", got, err, last)
 		}
-		if _, err := store.Verify(ctx, log); err != nil {
+		if _, err := cs.store.Verify(ctx, log); err != nil {
 			rt.Fatalf("the store after the interrupted rebuild differs from a clean rebuild: %v", err)
 		}
-		if st, err := store.Status(ctx); err != nil || st.Rebuild != nil {
+		if st, err := cs.store.Status(ctx); err != nil || st.Rebuild != nil {
 			rt.Fatalf("status after the catch-up: %+v, %v; want no rebuild under way", st, err)
 		}
 	})
