@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -44,6 +46,10 @@ type Report struct {
 // leaf and the chain, and checks them against the checkpoints, whose
 // signatures must verify with pub. It starts at the checkpoint range holding
 // from, trusting the signed checkpoint that ends just before it.
+//
+// The stream is read on one goroutine; leaves are hashed and checkpoint
+// signatures checked by a pool of workers, chunk by chunk; one goroutine
+// takes their results in stream order and compares them.
 func Verify(ctx context.Context, js jetstream.JetStream, pub ed25519.PublicKey, from, interval uint64) (*Report, error) {
 	if interval == 0 {
 		interval = DefaultInterval
@@ -59,12 +65,146 @@ func Verify(ctx context.Context, js jetstream.JetStream, pub ed25519.PublicKey, 
 		}
 	}
 	v.rep.From, v.last = start, start-1
-	err := events.New(js).Scan(ctx, events.Prefix+".>", events.Cursor{Seq: start}, 0, v.event, events.Raw())
+	p := newPipeline(ctx, pub, v)
+	err := events.New(js).Scan(ctx, events.Prefix+".>", events.Cursor{Seq: start}, 0, p.add, events.Raw())
+	if perr := p.close(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return nil, err
 	}
 	v.finish()
 	return v.rep, nil
+}
+
+// chunkEvents is how many events a worker takes at a time: enough that
+// handing a chunk over costs little beside hashing it.
+const chunkEvents = 256
+
+// chunk is a run of consecutive events and what the workers made of them.
+type chunk struct {
+	evs    []*events.Event
+	leaves []Hash
+	cps    []checkpointOf // the checkpoints among evs, in order
+	done   chan struct{}
+}
+
+// checkpointOf is a checkpoint event, decoded and checked by a worker.
+type checkpointOf struct {
+	i   int // its index in the chunk
+	cp  *schemas.AuditCheckpoint
+	c   *checked
+	err error // it does not decode (cp nil) or does not verify
+}
+
+// pipeline hands chunks to the workers and their results, in stream order,
+// to the verifier.
+type pipeline struct {
+	ctx     context.Context
+	cur     *chunk
+	work    chan *chunk
+	ordered chan *chunk
+	workers sync.WaitGroup
+	folded  chan struct{}
+}
+
+func newPipeline(ctx context.Context, pub ed25519.PublicKey, v *verifier) *pipeline {
+	n := max(runtime.GOMAXPROCS(0), 2)
+	p := &pipeline{ctx: ctx, work: make(chan *chunk, n), ordered: make(chan *chunk, 2*n), folded: make(chan struct{})}
+	for range n {
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			var lh leafHasher
+			for c := range p.work {
+				c.hash(&lh, pub)
+			}
+		}()
+	}
+	go func() {
+		defer close(p.folded)
+		for c := range p.ordered {
+			<-c.done
+			k := 0
+			for i, ev := range c.evs {
+				var cp *checkpointOf
+				if k < len(c.cps) && c.cps[k].i == i {
+					cp = &c.cps[k]
+					k++
+				}
+				v.event(ev, c.leaves[i], cp)
+			}
+		}
+	}()
+	return p
+}
+
+// add is the scan's callback: it gathers ev into the chunk being filled.
+func (p *pipeline) add(ev *events.Event) error {
+	if p.cur == nil {
+		p.cur = &chunk{evs: make([]*events.Event, 0, chunkEvents), done: make(chan struct{})}
+	}
+	p.cur.evs = append(p.cur.evs, ev)
+	if len(p.cur.evs) < chunkEvents {
+		return nil
+	}
+	return p.send()
+}
+
+// send hands the chunk being filled to the workers, after the chunks before
+// it in the verifier's queue.
+func (p *pipeline) send() error {
+	c := p.cur
+	p.cur = nil
+	select {
+	case p.ordered <- c:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	select {
+	case p.work <- c:
+		return nil
+	case <-p.ctx.Done():
+		c.evs = nil // queued, never hashed: nothing to fold
+		close(c.done)
+		return p.ctx.Err()
+	}
+}
+
+// close sends the last chunk and waits until every chunk is folded.
+func (p *pipeline) close() error {
+	var err error
+	if p.cur != nil {
+		err = p.send()
+	}
+	close(p.work)
+	p.workers.Wait()
+	close(p.ordered)
+	<-p.folded
+	return err
+}
+
+// hash computes the chunk's leaves and checks its checkpoints.
+func (c *chunk) hash(lh *leafHasher, pub ed25519.PublicKey) {
+	defer close(c.done)
+	c.leaves = make([]Hash, len(c.evs))
+	for i, ev := range c.evs {
+		c.leaves[i] = lh.leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
+		if ev.Subject != CheckpointSubject {
+			continue
+		}
+		cp := checkpointOf{i: i}
+		env, err := schemas.Unmarshal(ev.Data)
+		if err == nil {
+			cp.cp, err = schemas.PayloadAs[schemas.AuditCheckpoint](env)
+		}
+		if err != nil {
+			cp.cp, cp.err = nil, err
+		} else {
+			cp.c, cp.err = checkCheckpoint(cp.cp, pub)
+		}
+		c.cps = append(c.cps, cp)
+	}
 }
 
 type verifier struct {
@@ -74,7 +214,6 @@ type verifier struct {
 	last     uint64          // the last sequence read
 	leaves   map[uint64]Hash // computed leaves not yet checked against a checkpoint
 	prev     *checked        // the last verified checkpoint
-	hasher   leafHasher
 }
 
 // anchor finds the checkpoint ending at to and starts the chain from it.
@@ -100,36 +239,26 @@ func (v *verifier) problem(seq, to uint64, kind, format string, args ...any) {
 	v.rep.Problems = append(v.rep.Problems, Problem{Seq: seq, ToSeq: to, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (v *verifier) event(ev *events.Event) error {
+// event takes ev, its leaf and, when it is a checkpoint, what a worker made
+// of it, in stream order.
+func (v *verifier) event(ev *events.Event, leaf Hash, cp *checkpointOf) {
 	v.rep.Events++
 	if ev.Seq != v.last+1 {
 		v.problem(v.last+1, ev.Seq-1, ProblemGap, "sequences %d to %d are missing from the stream", v.last+1, ev.Seq-1)
 	}
 	v.last = ev.Seq
-	v.leaves[ev.Seq] = v.hasher.leaf(ev.Seq, ev.Time, ev.Subject, ev.Header, ev.Data)
-	if ev.Subject != CheckpointSubject {
-		return nil
+	v.leaves[ev.Seq] = leaf
+	switch {
+	case cp == nil:
+	case cp.cp == nil:
+		v.problem(ev.Seq, 0, ProblemSignature, "a checkpoint that does not decode: %v", cp.err)
+	case v.prev != nil && cp.cp.ToSeq <= v.prev.to:
+		// A range verified already (a second signer's copy).
+	case cp.err != nil:
+		v.problem(ev.Seq, 0, ProblemSignature, "the checkpoint of %d-%d: %v", cp.cp.FromSeq, cp.cp.ToSeq, cp.err)
+	default:
+		v.check(ev.Seq, cp.c)
 	}
-	env, err := schemas.Unmarshal(ev.Data)
-	if err != nil {
-		v.problem(ev.Seq, 0, ProblemSignature, "a checkpoint that does not decode: %v", err)
-		return nil
-	}
-	cp, err := schemas.PayloadAs[schemas.AuditCheckpoint](env)
-	if err != nil {
-		v.problem(ev.Seq, 0, ProblemSignature, "a checkpoint that does not decode: %v", err)
-		return nil
-	}
-	if v.prev != nil && cp.ToSeq <= v.prev.to {
-		return nil // a range verified already (a second signer's copy)
-	}
-	c, err := checkCheckpoint(cp, v.pub)
-	if err != nil {
-		v.problem(ev.Seq, 0, ProblemSignature, "the checkpoint of %d-%d: %v", cp.FromSeq, cp.ToSeq, err)
-		return nil
-	}
-	v.check(ev.Seq, c)
-	return nil
 }
 
 // check compares a verified checkpoint, stored at seq, with what the stream
