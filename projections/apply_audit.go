@@ -2,9 +2,14 @@ package projections
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -92,16 +97,143 @@ func applyAudit(t *tx, ev *event) error {
 		store(t, auditEntryKey(suffix), e)
 		store(t, auditCallKey(e.Details["call"]), &auditCall{Suffix: suffix})
 	} else {
-		v, err := t.cache.scratch.marshal(e)
-		if err != nil {
-			return err
-		}
+		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
 		t.kbuf = append(append(t.kbuf[:0], auditEntryPrefix...), suffix...)
-		if err := t.set(t.kbuf, v); err != nil {
+		if err := t.set(t.kbuf, t.vbuf); err != nil {
 			return err
 		}
 	}
 	return auditIndex(t, e, suffix, e.Outcome != schemas.OutcomeAllowed)
+}
+
+// encode writes a cached entry (a tool call's) in its stored form.
+func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditEntry(s.val[:0], e)
+	return b.Set(k, s.val, nil)
+}
+
+// loadAuditEntry is load for an entry: cached, else decoded from its stored
+// form.
+func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
+	if c, ok := t.cache.get(k); ok {
+		e, _ := c.obj.(*AuditEntry)
+		return e, nil
+	}
+	raw, err := t.getRaw(k)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	e, err := decodeAuditEntry(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode %q: %w", k, err)
+	}
+	t.cache.put(k, e, false)
+	return e, nil
+}
+
+// auditEntryFormat is the first byte of a stored entry. Entries are stored
+// in this compact binary form, not JSON: one is written for about every
+// fourth event of a busy stream, and encoding/json was half of the audit
+// projection's cost to a rebuild.
+const auditEntryFormat = 1
+
+// appendAuditEntry appends e's stored form: the format, the sequence and
+// time as varints, then its strings and its details (sorted by name), each
+// with its length.
+func appendAuditEntry(b []byte, e *AuditEntry) []byte {
+	b = append(b, auditEntryFormat)
+	b = binary.AppendUvarint(b, e.Seq)
+	b = binary.AppendVarint(b, e.At.UnixNano())
+	for _, s := range [...]string{e.ID, string(e.Type), e.Category, e.Action, e.Session, e.Agent, e.Target, e.Outcome, e.Reason} {
+		b = appendAuditString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Details)))
+	var names [8]string // entries have a few details: sorted without allocating
+	keys := names[:0]
+	for k := range e.Details {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = appendAuditString(appendAuditString(b, k), e.Details[k])
+	}
+	return b
+}
+
+func appendAuditString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// decodeAuditEntry reads an entry appendAuditEntry stored.
+func decodeAuditEntry(v []byte) (*AuditEntry, error) {
+	if len(v) == 0 || v[0] != auditEntryFormat {
+		return nil, fmt.Errorf("audit entry: not format %d", auditEntryFormat)
+	}
+	d := auditDecoder{b: v[1:]}
+	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, d.varint()).UTC()}
+	for _, s := range [...]*string{&e.ID, (*string)(&e.Type), &e.Category, &e.Action, &e.Session, &e.Agent, &e.Target, &e.Outcome, &e.Reason} {
+		*s = d.str()
+	}
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		e.Details = make(map[string]string, min(n, uint64(len(d.b))))
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			k := d.str()
+			e.Details[k] = d.str()
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes after the entry", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("audit entry: %w", d.err)
+	}
+	return e, nil
+}
+
+// auditDecoder reads varints and strings until the first error.
+type auditDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *auditDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *auditDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *auditDecoder) str() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errors.New("truncated")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
 }
 
 // auditIndex writes e's index keys; withOutcome adds its outcome's.
@@ -138,7 +270,7 @@ func auditToolResult(t *tx, ev *event) error {
 		return err // a result of a call from before the audit projection
 	}
 	store[auditCall](t, ck, nil)
-	e, err := load[AuditEntry](t, auditEntryKey(c.Suffix))
+	e, err := loadAuditEntry(t, auditEntryKey(c.Suffix))
 	if err != nil || e == nil {
 		return err
 	}
@@ -175,7 +307,9 @@ var fileTools = map[string]string{
 // nil when it is none of the audit's business.
 func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	env := ev.env
-	e := &AuditEntry{Outcome: schemas.OutcomeAllowed}
+	// A value until the event turns out to be the audit's business: most
+	// events are not, and need no allocation.
+	e := AuditEntry{Outcome: schemas.OutcomeAllowed}
 	switch env.Type {
 	case schemas.TypeAuditRecord:
 		p, err := payloadOf[schemas.AuditRecord](t, Audit, ev)
@@ -341,5 +475,6 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	if !schemas.IsAuditCategory(e.Category) {
 		return nil, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
 	}
-	return e, nil
+	out := e
+	return &out, nil
 }

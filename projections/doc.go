@@ -83,7 +83,7 @@
 //	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)
 //	schedules    schedules/s/<name>                Schedule: spec, state, failures, newest runs
 //	             schedules/r/<sid>                 a firing's session -> its schedule
-//	audit        audit/e/<time><seq>               AuditEntry
+//	audit        audit/e/<time><seq>               AuditEntry (binary: appendAuditEntry)
 //	             audit/c/<category>\0<time><seq>   by category
 //	             audit/s/<sid>\0<time><seq>        by session
 //	             audit/a/<agent>\0<time><seq>      by agent

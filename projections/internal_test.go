@@ -1,10 +1,12 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +257,25 @@ func FuzzDecodeNodeJSON(f *testing.F) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
 		}
 	})
+}
+
+// An audit entry reads back as it was stored, and a damaged one is an error
+// that says so, never a partial entry.
+func TestAuditEntryRoundTrip(t *testing.T) {
+	e := &AuditEntry{Seq: 42, ID: "e1", Type: schemas.TypeToolCall, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		Category: schemas.AuditProcess, Action: "exec", Session: "S1", Agent: "engineer", Target: "go test ./...",
+		Outcome: schemas.OutcomeError, Reason: "exit status 1", Details: map[string]string{"call": "c1", "exit_code": "1", "node": "d/a"}}
+	v := appendAuditEntry(nil, e)
+	got, err := decodeAuditEntry(v)
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, e)
+	}
+	if again := appendAuditEntry(nil, got); !bytes.Equal(again, v) {
+		t.Fatal("the same entry encodes to different bytes")
+	}
+	for _, bad := range [][]byte{nil, {0}, v[:len(v)-1], append(slices.Clone(v), 7), {auditEntryFormat, 1, 2, 0xff}} {
+		if got, err := decodeAuditEntry(bad); err == nil || got != nil {
+			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
+		}
+	}
 }

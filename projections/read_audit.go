@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,8 +116,8 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 				return nil, fmt.Errorf("audit index key %q names no entry", k)
 			}
 		}
-		e := &AuditEntry{}
-		if err := json.Unmarshal(v, e); err != nil {
+		e, err := decodeAuditEntry(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode audit entry at %q: %w", k, err)
 		}
 		if q.match(e) {
