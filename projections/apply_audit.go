@@ -138,12 +138,12 @@ func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
 const auditEntryFormat = 1
 
 // appendAuditEntry appends e's stored form: the format, the sequence and
-// time as varints, then its strings and its details (sorted by name), each
+// time (Unix nanoseconds) as uvarints, then its strings and its details (sorted by name), each
 // with its length.
 func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	b = append(b, auditEntryFormat)
 	b = binary.AppendUvarint(b, e.Seq)
-	b = binary.AppendVarint(b, e.At.UnixNano())
+	b = binary.AppendUvarint(b, uint64(e.At.UnixNano()))
 	for _, s := range [...]string{e.ID, string(e.Type), e.Category, e.Action, e.Session, e.Agent, e.Target, e.Outcome, e.Reason} {
 		b = appendAuditString(b, s)
 	}
@@ -170,7 +170,7 @@ func decodeAuditEntry(v []byte) (*AuditEntry, error) {
 		return nil, fmt.Errorf("audit entry: not format %d", auditEntryFormat)
 	}
 	d := auditDecoder{b: v[1:]}
-	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, d.varint()).UTC()}
+	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, int64(d.uvarint())).UTC()}
 	for _, s := range [...]*string{&e.ID, (*string)(&e.Type), &e.Category, &e.Action, &e.Session, &e.Agent, &e.Target, &e.Outcome, &e.Reason} {
 		*s = d.str()
 	}
@@ -201,19 +201,6 @@ func (d *auditDecoder) uvarint() uint64 {
 		return 0
 	}
 	x, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errors.New("truncated")
-		return 0
-	}
-	d.b = d.b[n:]
-	return x
-}
-
-func (d *auditDecoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	x, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = errors.New("truncated")
 		return 0
