@@ -7,15 +7,16 @@ BENCHTIME ?= 1x
 
 NATSJS    := test/natsjs
 
-.PHONY: build test fuzz bench lint clean demo natsjs
+.PHONY: build test fuzz bench lint clean demo natsjs chromium
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sylk
 
 # The whole suite with the race detector, then a short fuzz run of the envelope decoder.
 # The suite runs the official nats.js client (cmd/sylk's natsjs script): natsjs
-# installs it first.
-test: natsjs
+# installs it first; and drives the web view in headless Chromium: chromium
+# installs Debian's package when it is missing.
+test: natsjs chromium
 	$(GO) test -race -timeout 12m $(PKGS)
 	$(MAKE) fuzz
 
@@ -41,6 +42,13 @@ $(NATSJS)/node_modules/.package-lock.json: $(NATSJS)/package-lock.json
 	fi
 	cd $(NATSJS) && npm ci --no-audit --no-fund
 	@touch $@
+
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		if [ "$$(id -u)" != 0 ]; then echo "chromium: the browser is missing; install it (apt-get install chromium) or run make as root" >&2; exit 1; fi; \
+		echo "chromium: installing Debian's chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 
 clean:
 	rm -rf bin $(NATSJS)/node_modules

@@ -31,6 +31,25 @@ type Event struct {
 	Pending uint64
 }
 
+// Line is an event as `sylk tail --json` prints it and the web view streams
+// it: the stream position and the envelope (its payload decoded), or the
+// reason the bytes are not one.
+type Line struct {
+	Seq      uint64            `json:"seq"`
+	Subject  string            `json:"subject"`
+	Envelope *schemas.Envelope `json:"envelope,omitempty"`
+	Invalid  string            `json:"invalid,omitempty"`
+}
+
+// Line is ev as a Line.
+func (ev *Event) Line() Line {
+	l := Line{Seq: ev.Seq, Subject: ev.Subject, Envelope: ev.Env}
+	if ev.Err != nil {
+		l.Invalid = ev.Err.Error()
+	}
+	return l
+}
+
 // Cursor says where reading starts. The zero Cursor reads everything.
 type Cursor struct {
 	// Seq starts at this stream sequence (inclusive).

@@ -130,6 +130,25 @@ func New(t Type, session, source, target string, ts time.Time, payload any) (*En
 	return env, nil
 }
 
+// NewUserEvent builds an event the user sends (source user, unaddressed, at
+// the user-interactive priority), in reply to parent when it is not nil: its
+// parent_id and correlation id then tie it to what it answers.
+func NewUserEvent(t Type, session string, ts time.Time, payload any, parent *Envelope) (*Envelope, error) {
+	env, err := New(t, session, "user", "", ts, payload)
+	if err != nil {
+		return nil, err
+	}
+	env.Priority = PriorityUserInteractive
+	if parent != nil {
+		env.ParentID = parent.ID
+		env.CorrelationID = parent.CorrelationID
+		if env.CorrelationID == "" {
+			env.CorrelationID = parent.ID
+		}
+	}
+	return env, nil
+}
+
 // Derive builds an event caused by e: a new id, parent_id = e.ID, the same
 // correlation id, session, intent, confidence chain and reroute history. The chain
 // and history are copied so the child can append without touching the parent.

@@ -34,6 +34,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/usage"
 	"github.com/sylk/sylk/cmd/sylk/user"
 	"github.com/sylk/sylk/cmd/sylk/variant"
+	"github.com/sylk/sylk/cmd/sylk/web"
 )
 
 // commands lists the top-level commands, one line a group: a new group is a
@@ -41,6 +42,7 @@ import (
 func commands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		serve.NewCmdServe(f, nil),
+		web.NewCmdWeb(f),
 		config.NewCmdConfig(f),
 		runcmd.NewCmdRun(f),
 		plan.NewCmdPlan(f),

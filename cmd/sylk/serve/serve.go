@@ -57,6 +57,14 @@ Listening on an address other machines can reach needs TLS: --tls-cert and
 SHA-256 fingerprint printed and written to server.json); --insecure accepts
 clear text instead.
 
+--http HOST:PORT (off by default) serves the web view at / and Prometheus
+metrics at /metrics. The web view shows the sessions with their DAGs drawn
+live, the event log with the filters of 'sylk tail', what waits on you
+(approve or reject a plan), all kept current by the stream. It takes the
+CLI's credentials: its address carries a token derived from the credential in
+server.json, printed at start and by 'sylk web url'; a request without it is
+refused. /metrics needs no token (Prometheus scrapes it; loopback only).
+
 With --nats-url, serve starts no broker: it runs its projections (in its own
 --data) and its agents against that NATS server's streams, beside any other
 serve on it. Agents of one kind share their durable consumer, so this is how
@@ -81,7 +89,7 @@ it prints them.`,
 		Example: `  sylk serve
   sylk serve --listen 127.0.0.1:4333 --sync interval
   sylk serve --listen none          # reachable only from this process
-  sylk serve --http 127.0.0.1:9090  # Prometheus scrapes http://127.0.0.1:9090/metrics
+  sylk serve --http 127.0.0.1:9090  # the web view (sylk web url), and /metrics for Prometheus
   sylk serve --listen 0.0.0.0:4222 --tls-self-signed   # for other machines, over TLS
   sylk serve --listen 0.0.0.0:4222 --tls-cert cert.pem --tls-key key.pem
   sylk --nats-url nats://10.0.0.5:4222 --data /var/lib/sylk-2 serve   # more agents on another machine
@@ -124,7 +132,7 @@ it prints them.`,
 	cmd.Flags().StringVar(&opts.TLSKey, "tls-key", "", "TLS private key file (PEM) for --tls-cert")
 	cmd.Flags().BoolVar(&opts.TLSSelfSigned, "tls-self-signed", false, "serve TLS with a self-signed certificate generated once in <data>/tls")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow a listener other machines can reach without TLS (credentials and events in clear text)")
-	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; a non-loopback address needs --insecure)")
+	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve the web view at http://HOST:PORT/ and Prometheus metrics at /metrics (off by default; a non-loopback address needs --insecure)")
 	cmd.Flags().StringVar(&opts.Cluster.Name, "cluster-name", "", "the cluster's name, the same on every member (default "+broker.DefaultClusterName+")")
 	cmd.Flags().StringVar(&opts.Cluster.Listen, "cluster-listen", "", "HOST:PORT where the other cluster members connect (routes)")
 	cmd.Flags().StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other members' --cluster-listen addresses, HOST:PORT,...")
@@ -196,7 +204,7 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 		return err
 	}
 	if u := srv.HTTPURL(); u != "" {
-		fmt.Fprintf(f.IO.ErrOut, "metrics at %s/metrics\n", u)
+		fmt.Fprintf(f.IO.ErrOut, "metrics at %s/metrics\nweb view at %s\n", u, srv.WebURL())
 	}
 	what := strings.Join(opts.Roles, ", ")
 	if opts.Agents != nil {

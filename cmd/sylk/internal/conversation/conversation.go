@@ -37,19 +37,7 @@ func ErrNeedsLLM(what string) error {
 // UserEvent is an event from the user in session, following parent when
 // there is one (its correlation, so the answers stay in one thread).
 func UserEvent(f *cmdutil.Factory, session string, t schemas.Type, p any, parent *schemas.Envelope) (*schemas.Envelope, error) {
-	env, err := schemas.New(t, session, "user", "", f.Now(), p)
-	if err != nil {
-		return nil, err
-	}
-	env.Priority = schemas.PriorityUserInteractive
-	if parent != nil {
-		env.ParentID = parent.ID
-		env.CorrelationID = parent.CorrelationID
-		if env.CorrelationID == "" {
-			env.CorrelationID = parent.ID
-		}
-	}
-	return env, nil
+	return schemas.NewUserEvent(t, session, f.Now(), p, parent)
 }
 
 // NewSession returns a fresh session id and the events that create it and make

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/web"
+	"github.com/sylk/sylk/events"
 )
 
 // listenHTTP binds the HTTP listener before anything starts, so a taken or
@@ -38,7 +40,7 @@ func closeListener(ln net.Listener) error {
 	return ln.Close()
 }
 
-// httpComponent serves /metrics on ln until ctx ends.
+// httpComponent serves /metrics and the web view on ln until ctx ends.
 func httpComponent(ln net.Listener) serverComponent {
 	return serverComponent{"http", func(ctx context.Context, s *Server) error {
 		m := s.metrics
@@ -50,6 +52,7 @@ func httpComponent(ln net.Listener) serverComponent {
 		defer stop()
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
+		s.web.Register(mux)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
@@ -66,4 +69,19 @@ func httpComponent(ln net.Listener) serverComponent {
 		}
 		return err
 	}}
+}
+
+// startWeb starts the web view's follow of the stream. Its token derives from
+// the credential this process reaches NATS with, the one `sylk` commands use
+// (server.json names it); a server without authentication makes one up.
+func startWeb(ctx context.Context, b *broker.Broker) (*web.Web, error) {
+	o := b.Options()
+	secret, err := web.Credential{CredsFile: o.CredsFile, Token: o.Token, User: o.User, Password: o.Password}.Secret()
+	if errors.Is(err, web.ErrNoCredential) {
+		secret, err = web.RandomSecret(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return web.Start(ctx, web.Options{Conn: b.Conn(), Log: events.New(b.JetStream()), Secret: secret, Now: time.Now})
 }

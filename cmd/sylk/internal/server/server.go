@@ -24,6 +24,7 @@ import (
 	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
+	"github.com/sylk/sylk/cmd/sylk/internal/web"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
@@ -46,6 +47,7 @@ type Server struct {
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
 	metrics  *metrics.Metrics
+	web      *web.Web
 	// live is what a configuration reload changes.
 	live live
 }
@@ -69,7 +71,8 @@ type Options struct {
 	// LLM returns the LLM configuration, checked: llm.ErrNotConfigured
 	// means the agents run without one.
 	LLM func() (llm.Config, error)
-	// HTTP, if set, is the address of the HTTP listener serving /metrics.
+	// HTTP, if set, is the address of the HTTP listener serving /metrics
+	// and the web view.
 	HTTP string
 	// Insecure lets HTTP listen on an address other machines can reach.
 	Insecure bool
@@ -167,6 +170,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if ln != nil {
 		s.httpURL = "http://" + ln.Addr().String()
 		s.metrics = metrics.New(b.JetStream(), s.store)
+		if s.web, err = startWeb(cctx, b); err != nil {
+			cancel()
+			return nil, errors.Join(err, s.api.Stop(), s.store.Close(), b.Close(), closeListener(ln))
+		}
 	}
 	for _, c := range comps {
 		g.Go(func() error {
@@ -235,6 +242,14 @@ func (s *Server) idle(ctx context.Context) bool {
 // HTTPURL is the HTTP listener's URL ("" without one).
 func (s *Server) HTTPURL() string { return s.httpURL }
 
+// WebURL is the web view's address with its token ("" without a listener).
+func (s *Server) WebURL() string {
+	if s.web == nil {
+		return ""
+	}
+	return s.httpURL + "/?token=" + s.web.Token()
+}
+
 // Broker is the server's broker: the connection its components use.
 func (s *Server) Broker() *broker.Broker { return s.broker }
 
@@ -245,6 +260,9 @@ func (s *Server) Failed() <-chan struct{} { return s.failed }
 func (s *Server) Stop() error {
 	s.cancel()
 	errs := []error{s.group.Wait()}
+	if s.web != nil {
+		s.web.Close()
+	}
 	if s.store != nil {
 		errs = append(errs, s.api.Stop(), s.store.Close())
 	}

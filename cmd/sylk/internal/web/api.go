@@ -1,0 +1,293 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/schemas"
+)
+
+// queries are the read-only endpoints of the query API a page may ask.
+var queries = map[string]bool{
+	"session.get": true, "session.list": true, "dag.get": true, "dag.list": true,
+	"checkpoint.list": true, "pending.list": true, "pending.get": true,
+	"replay": true, "replay.state": true, "trace.get": true, "call.tool": true, "call.llm": true,
+	"history.list": true, "pipeline.list": true, "schedule.list": true, "audit.query": true,
+	"projections.status": true,
+}
+
+// maxBody bounds what a page may send.
+const maxBody = 1 << 20
+
+// serveQuery forwards a page's request to the query API (sylk.api.<endpoint>)
+// and answers with its JSON, or its error with the HTTP status of its code.
+func (w *Web) serveQuery(rw http.ResponseWriter, r *http.Request) {
+	ep := r.PathValue("endpoint")
+	if !queries[ep] {
+		http.Error(rw, fmt.Sprintf("no query %q: the page may ask %s", ep, "session.get, session.list, dag.get, dag.list, pending.list, replay, replay.state, trace.get, call.tool, call.llm, ..."), http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), api.DefaultTimeout)
+	defer cancel()
+	msg, err := w.opts.Conn.RequestWithContext(ctx, api.Prefix+"."+ep, body)
+	if err != nil {
+		status := http.StatusBadGateway
+		if errors.Is(err, nats.ErrNoResponders) {
+			status = http.StatusServiceUnavailable
+		}
+		http.Error(rw, fmt.Sprintf("%s.%s: %v", api.Prefix, ep, err), status)
+		return
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		status, _ := strconv.Atoi(code)
+		if status < 400 || status > 599 {
+			status = http.StatusInternalServerError
+		}
+		http.Error(rw, msg.Header.Get(micro.ErrorHeader), status)
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Write(msg.Data)
+}
+
+// planAnswer is what a page sends to settle a plan that waits on the user.
+type planAnswer struct {
+	Session string `json:"session"`
+	// Plan is the plan's id (or its correlation id).
+	Plan string `json:"plan"`
+}
+
+// servePlan approves or rejects a plan that waits on the user, as `sylk plan
+// approve|reject` does: a plan_approved or plan_modified (rejected) event
+// from the user, in reply to the plan. It answers the event's sequence.
+func (w *Web) servePlan(rw http.ResponseWriter, r *http.Request) {
+	action := r.PathValue("action")
+	if action != "approve" && action != "reject" {
+		http.Error(rw, fmt.Sprintf("no plan action %q: approve or reject", action), http.StatusNotFound)
+		return
+	}
+	var a planAnswer
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&a); err != nil {
+		http.Error(rw, "the body must be JSON {\"session\":...,\"plan\":...}: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	for _, f := range []struct{ name, v string }{{"session", a.Session}, {"plan", a.Plan}} {
+		if err := schemas.CheckName(f.name, f.v); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	ctx := r.Context()
+	seq, err := w.answerPlan(ctx, a, action == "approve")
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, projections.ErrNotFound) || errors.Is(err, errNotOpen) {
+			status = http.StatusConflict
+		}
+		http.Error(rw, err.Error(), status)
+		return
+	}
+	writeJSON(rw, map[string]any{"seq": seq, "session": a.Session, "plan": a.Plan, "action": action})
+}
+
+var errNotOpen = errors.New("it is no longer waiting")
+
+func (w *Web) answerPlan(ctx context.Context, a planAnswer, approve bool) (uint64, error) {
+	pr, err := api.NewClient(w.opts.Conn).PendingRequest(ctx, a.Session, a.Plan)
+	if err != nil {
+		return 0, err
+	}
+	if pr.Kind != projections.KindPlan {
+		return 0, fmt.Errorf("%s in session %s is a %s, not a plan", a.Plan, a.Session, pr.Kind)
+	}
+	if pr.State != projections.PendingOpen {
+		return 0, fmt.Errorf("plan %s in session %s is %s: %w", pr.PlanID, a.Session, pr.State, errNotOpen)
+	}
+	ev, err := w.opts.Log.Get(ctx, pr.Seq)
+	if err != nil {
+		return 0, err
+	}
+	if ev.Env == nil {
+		return 0, fmt.Errorf("the plan at seq %d cannot be read: %w", pr.Seq, ev.Err)
+	}
+	var p any = schemas.PlanModified{PlanID: pr.PlanID, Rejected: true}
+	t := schemas.TypePlanModified
+	if approve {
+		p, t = schemas.PlanApproved{PlanID: pr.PlanID}, schemas.TypePlanApproved
+	}
+	env, err := schemas.NewUserEvent(t, pr.Session, w.opts.Now(), p, ev.Env)
+	if err != nil {
+		return 0, err
+	}
+	return w.opts.Log.Append(ctx, env)
+}
+
+func writeJSON(rw http.ResponseWriter, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(rw).Encode(v)
+}
+
+// keepAlive is how often an idle live view gets a comment line, so proxies
+// and the browser see the connection is alive.
+const keepAlive = 15 * time.Second
+
+// writeTimeout bounds one write to a live view: a browser that stopped
+// reading is cut off rather than holding its handler for ever.
+const writeTimeout = 10 * time.Second
+
+// serveEvents streams the events matching the filters of `sylk tail`
+// (session, source, target, type; since: all, new, a sequence, a time or a
+// duration ago) as server-sent events: `id` is the stream sequence, `data`
+// the event as `sylk tail --json` prints it. The past (since) is read from
+// the stream first, then the live events follow, none twice. A reconnect's
+// Last-Event-ID resumes after that event.
+func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := events.Filter{Session: q.Get("session"), Source: q.Get("source"), Target: q.Get("target"), Type: schemas.Type(q.Get("type"))}
+	if err := f.Validate(); err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	since := q.Get("since")
+	if since == "" {
+		since = "new"
+	}
+	from, err := events.ParseCursor(since, w.opts.Now())
+	if err != nil {
+		http.Error(rw, "since: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		seq, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			http.Error(rw, "Last-Event-ID: not a stream sequence", http.StatusBadRequest)
+			return
+		}
+		from = events.Cursor{Seq: seq + 1}
+	}
+	rc := http.NewResponseController(rw)
+	h := rw.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	rw.WriteHeader(http.StatusOK)
+
+	// Watch first, then read the past: what is appended meanwhile comes
+	// through the hub, what was there through the scan, and the sequence
+	// tells the doubles apart.
+	wt := w.hub.watch(f)
+	defer w.hub.unwatch(wt)
+	out := &sse{rw: rw, rc: rc}
+	ctx := r.Context()
+	if !from.New {
+		err := w.opts.Log.Scan(ctx, f.Subject(), from, 0, func(ev *events.Event) error {
+			fr, err := frameOf(ev)
+			if err != nil {
+				return err
+			}
+			return out.send(fr)
+		})
+		if err == nil {
+			err = out.flush()
+		}
+		if err != nil {
+			return
+		}
+	} else if err := out.comment("live"); err != nil {
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wt.dropped:
+			// Too far behind: end the response; the browser reconnects
+			// from its Last-Event-ID.
+			return
+		case <-tick.C:
+			if out.comment("keep-alive") != nil {
+				return
+			}
+		case fr := <-wt.queue:
+			// Send what is queued, then flush once: one write for a burst.
+			for more := true; more; {
+				if out.send(fr) != nil {
+					return
+				}
+				select {
+				case fr = <-wt.queue:
+				default:
+					more = false
+				}
+			}
+			if out.flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// sse writes server-sent events, skipping any at or before the last sent.
+type sse struct {
+	rw   http.ResponseWriter
+	rc   *http.ResponseController
+	last uint64
+	buf  bytes.Buffer
+}
+
+func (s *sse) send(f *frame) error {
+	if f.seq <= s.last {
+		return nil
+	}
+	s.last = f.seq
+	s.buf.WriteString("id: ")
+	s.buf.WriteString(strconv.FormatUint(f.seq, 10))
+	s.buf.WriteString("\ndata: ")
+	s.buf.Write(f.data)
+	s.buf.WriteString("\n\n")
+	if s.buf.Len() >= 64<<10 {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *sse) comment(c string) error {
+	s.buf.WriteString(": " + c + "\n\n")
+	return s.flush()
+}
+
+func (s *sse) flush() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := s.rw.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	return err
+}

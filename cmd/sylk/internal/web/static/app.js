@@ -1,0 +1,188 @@
+// Sylk's web view: state from the query API, kept current by the stream's
+// server-sent events. Each event that changes what the page shows makes it
+// read that state again, asking for at least that event's sequence (min_seq);
+// nothing is polled.
+"use strict";
+
+const $ = (sel, el = document) => el.querySelector(sel);
+const h = (tag, attrs = {}, ...kids) => {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const k of kids) el.append(k);
+  return el;
+};
+const SVG = "http://www.w3.org/2000/svg";
+const s = (tag, attrs = {}, ...kids) => {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const k of kids) el.append(k);
+  return el;
+};
+
+async function call(path, body) {
+  const r = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Sylk-Request": "1" },
+    body: JSON.stringify(body || {}),
+  });
+  if (!r.ok) throw new Error((await r.text()).trim());
+  return r.json();
+}
+// q asks the query API, seeing at least what the page has seen.
+const q = (endpoint, req = {}) => call("/api/q/" + endpoint, { min_seq: seen, ...req });
+
+let seen = 0; // the last stream sequence the live stream brought
+let session = ""; // the session shown
+
+// --- tabs
+for (const b of document.querySelectorAll("nav button")) {
+  b.addEventListener("click", () => {
+    for (const o of document.querySelectorAll("nav button")) o.classList.toggle("on", o === b);
+    for (const t of document.querySelectorAll(".tab")) t.classList.toggle("on", t.id === "tab-" + b.dataset.tab);
+  });
+}
+
+// --- sessions
+async function loadSessions() {
+  const list = await q("session.list");
+  const body = $("#sessions tbody");
+  body.replaceChildren(...list.map((x) => h("tr", {
+    class: "pick" + (x.id === session ? " sel" : ""), "data-session": x.id,
+    onclick: () => { session = x.id; loadSessions(); loadSession(); },
+  }, h("td", {}, x.id), h("td", {}, x.name || ""), h("td", { class: "state" }, x.state + (x.paused ? " (paused)" : "")))));
+}
+
+async function loadSession() {
+  if (!session) return;
+  $("#session-title").textContent = "Session " + session;
+  const [dags, pending] = await Promise.all([q("dag.list", { session }), q("pending.list", { session })]);
+  $("#session-waiting").replaceChildren(...pending.map(planBox));
+  const boxes = [];
+  for (const d of dags) boxes.push(dagBox(await q("dag.get", { id: d.id, session })));
+  $("#dags").replaceChildren(...boxes);
+}
+
+// dagBox draws a DAG: its layers left to right, a node's colour its state.
+function dagBox(d) {
+  const W = 150, H = 40, GX = 50, GY = 18;
+  const pos = {};
+  const layers = d.layers && d.layers.length ? d.layers : [d.nodes.map((n) => n.id)];
+  layers.forEach((layer, i) => layer.forEach((id, j) => { pos[id] = { x: 10 + i * (W + GX), y: 10 + j * (H + GY) }; }));
+  const width = 20 + layers.length * (W + GX), height = 20 + Math.max(...layers.map((l) => l.length)) * (H + GY);
+  const svg = s("svg", { width, height, viewBox: `0 0 ${width} ${height}`, "data-dag": d.id },
+    s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", fill: "#889" }))));
+  for (const n of d.nodes) {
+    for (const dep of n.depends_on || []) {
+      const a = pos[dep], b = pos[n.id];
+      if (!a || !b) continue;
+      svg.append(s("path", { class: "edge", d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` }));
+    }
+  }
+  for (const n of d.nodes) {
+    const p = pos[n.id];
+    if (!p) continue;
+    const title = s("title", {}, `${n.id}: ${n.state}${n.last_error ? " — " + n.last_error : ""}`);
+    svg.append(s("g", { class: "node st-" + n.state, "data-node": n.id, "data-state": n.state, transform: `translate(${p.x},${p.y})`, onclick: () => showNode(d, n) },
+      title, s("rect", { width: W, height: H }),
+      s("text", { x: 8, y: 16 }, n.id.length > 20 ? n.id.slice(0, 19) + "…" : n.id),
+      s("text", { x: 8, y: 32, "font-size": 11 }, `${n.agent || ""} ${n.tool || "prompt"} · ${n.state}`)));
+  }
+  const outcome = d.outcome ? ` — ${d.outcome.outcome}` : "";
+  return h("div", { class: "dag" }, h("h3", {}, `${d.name || d.id} (${d.state}${outcome})`), svg);
+}
+
+// showNode shows a node's record: its state, and each tool call's recorded
+// result (the LLM exchanges of a prompt node are in its calls too).
+async function showNode(d, n) {
+  const box = $("#node-detail");
+  box.replaceChildren(h("h3", {}, `Node ${n.id} of ${d.name || d.id}`), h("pre", { class: "node-json" }, JSON.stringify(n, null, 2)));
+  for (const c of n.calls || []) {
+    try {
+      const r = await q("call.tool", { id: c.id });
+      box.append(h("h4", {}, `tool call ${c.id} (${c.tool || ""}, seq ${r.seq})`), h("pre", { class: "call" }, JSON.stringify(r.tool_result, null, 2)));
+    } catch (e) {
+      box.append(h("p", { class: "error" }, `${c.id}: ${e.message}`));
+    }
+  }
+  if (n.prompt && d.correlation) {
+    try {
+      const t = await q("trace.get", { id: d.correlation });
+      box.append(h("h4", {}, "trace"), h("pre", {}, JSON.stringify(t, null, 2)));
+    } catch (e) { /* no trace yet */ }
+  }
+}
+
+// --- what waits on the user
+function planBox(p) {
+  const ref = p.plan_id || p.request_id;
+  const box = h("div", { class: "plan", "data-plan": ref, "data-state": p.state },
+    h("p", {}, h("b", {}, `${p.kind} from ${p.asker}`), ` in session ${p.session}: `, p.question || ""));
+  if (p.kind === "plan") {
+    const act = (action) => async () => {
+      try {
+        const r = await call(`/api/plan/${action}`, { session: p.session, plan: ref });
+        seen = Math.max(seen, r.seq);
+        box.dataset.state = action === "approve" ? "approved" : "rejected";
+        refresh();
+      } catch (e) { box.append(h("p", { class: "error" }, e.message)); }
+    };
+    box.append(h("button", { class: "approve", onclick: act("approve") }, "Approve"), h("button", { class: "reject", onclick: act("reject") }, "Reject"));
+  }
+  return box;
+}
+
+async function loadWaiting() {
+  const pending = await q("pending.list");
+  $("#waiting-count").textContent = pending.length ? `(${pending.length})` : "";
+  $("#waiting").replaceChildren(...(pending.length ? pending.map(planBox) : [h("p", { class: "none" }, "Nothing waits on you.")]));
+}
+
+// --- live: one stream for the state shown, one for the event log
+let pending = null;
+function refresh() {
+  // Events come in bursts: read the state once per burst.
+  if (pending) return;
+  pending = setTimeout(async () => {
+    pending = null;
+    try {
+      await Promise.all([loadSessions(), loadSession(), loadWaiting()]);
+    } catch (e) { console.error(e); }
+  }, 50);
+}
+
+function follow() {
+  const es = new EventSource("/api/events");
+  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
+  es.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
+  es.onmessage = (m) => { seen = Math.max(seen, Number(m.lastEventId)); refresh(); };
+}
+
+let logStream = null;
+function followLog(form) {
+  if (logStream) logStream.close();
+  const params = new URLSearchParams();
+  for (const [k, v] of new FormData(form)) if (v) params.set(k, v);
+  const body = $("#events tbody");
+  body.replaceChildren();
+  logStream = new EventSource("/api/events?" + params);
+  logStream.onmessage = (m) => {
+    const ev = JSON.parse(m.data), e = ev.envelope;
+    const row = e
+      ? h("tr", { "data-seq": ev.seq, "data-type": e.type }, h("td", {}, ev.seq), h("td", {}, new Date(e.timestamp).toLocaleTimeString()), h("td", {}, e.session_id || "_"),
+        h("td", {}, `${e.source}→${e.target || "guide"}`), h("td", {}, e.type), h("td", { class: "payload" }, JSON.stringify(e.payload).slice(0, 300)))
+      : h("tr", { "data-seq": ev.seq }, h("td", {}, ev.seq), h("td", {}, ""), h("td", {}, ""), h("td", {}, ev.subject), h("td", {}, "INVALID"), h("td", { class: "payload" }, ev.invalid));
+    body.prepend(row);
+    while (body.children.length > 500) body.lastChild.remove();
+  };
+}
+$("#event-filter").addEventListener("submit", (e) => { e.preventDefault(); followLog(e.target); });
+
+follow();
+followLog($("#event-filter"));

@@ -1,0 +1,252 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// smallBuffers gives each accepted connection a small send buffer, so a
+// client that does not read fills it after a few events.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+func startWeb(t *testing.T, buffer int) (*Web, *events.Log, *httptest.Server) {
+	t.Helper()
+	b := brokertest.Start(t, brokertest.Options(t))
+	log := events.New(b.JetStream())
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	w.Register(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		w.Close()
+	})
+	return w, log, srv
+}
+
+func do(t *testing.T, method, url, token string, header map[string]string, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAuth: the page and its API take the token derived from the
+// credential, as a bearer or as the cookie the token's address sets; a
+// change through the cookie needs RequestHeader too.
+func TestAuth(t *testing.T) {
+	w, _, srv := startWeb(t, 0)
+	if w.Token() != Token([]byte("the admin's creds")) || w.Token() == Token([]byte("another")) {
+		t.Fatal("the token is not a function of the secret")
+	}
+	for _, path := range []string{"/", "/static/app.js", "/api/events"} {
+		if code, _ := do(t, "GET", srv.URL+path, "", nil, ""); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d", path, code)
+		}
+		if code, _ := do(t, "GET", srv.URL+path, "wrong", nil, ""); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d", path, code)
+		}
+	}
+	if code, body := do(t, "GET", srv.URL+"/", w.Token(), nil, ""); code != http.StatusOK || !strings.Contains(body, "<title>Sylk</title>") {
+		t.Errorf("GET / with the token: %d %.100s", code, body)
+	}
+
+	// The token's address sets the cookie and sends the browser on without it.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get(srv.URL + "/?token=" + w.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("opening the token's address: %s at %s", resp.Status, resp.Request.URL)
+	}
+	post := func(header bool) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/q/session.list", strings.NewReader("{}"))
+		if header {
+			req.Header.Set(RequestHeader, "1")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(false); code != http.StatusForbidden {
+		t.Errorf("a POST with the cookie only: %d, want 403", code)
+	}
+	// The header passes the check; no query API answers here (503).
+	if code := post(true); code != http.StatusServiceUnavailable {
+		t.Errorf("a POST with the cookie and the header: %d, want 503 (no API in this test)", code)
+	}
+	if code, body := do(t, "POST", srv.URL+"/api/q/projections.rebuild", w.Token(), nil, "{}"); code != http.StatusNotFound {
+		t.Errorf("a query that changes something: %d %s", code, body)
+	}
+}
+
+// sseReader reads a live view's event ids in the background.
+type sseReader struct {
+	mu   sync.Mutex
+	seqs []uint64
+	body io.ReadCloser
+	done chan struct{}
+}
+
+func openEvents(t *testing.T, url, token string) *sseReader {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET %s: %s %s", url, resp.Status, resp.Header.Get("Content-Type"))
+	}
+	r := &sseReader{body: resp.Body, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				seq, _ := strconv.ParseUint(id, 10, 64)
+				r.mu.Lock()
+				r.seqs = append(r.seqs, seq)
+				r.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { resp.Body.Close(); <-r.done })
+	return r
+}
+
+func (r *sseReader) got() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.seqs...)
+}
+
+func appendInputs(t *testing.T, log *events.Log, session string, n int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	text := strings.Repeat("x", 1000)
+	for range n {
+		env, err := schemas.New(schemas.TypeUserInput, session, "user", "", time.Now(), schemas.UserInput{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, err := log.Append(brokertest.Context(t), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+// TestLiveViews: each view gets the events of its filter, in order, the
+// past (since) then the live ones, none twice; a view that never reads is
+// dropped once its queue is full, and the others go on getting every event.
+func TestLiveViews(t *testing.T) {
+	w, log, srv := startWeb(t, 64)
+	before := appendInputs(t, log, "S1", 3)
+
+	fast := openEvents(t, srv.URL+"/api/events?session=S1&since=all", w.Token())
+	other := openEvents(t, srv.URL+"/api/events?session=S2", w.Token())
+	// A browser that never reads: a raw connection with a small receive
+	// buffer, the request sent, nothing read.
+	silent, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(silent, "GET /api/events?session=S1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", w.Token())
+	brokertest.Eventually(t, 10*time.Second, "three live views", func() bool { return w.Watching() == 3 })
+
+	live := appendInputs(t, log, "S1", 300)
+	s2 := appendInputs(t, log, "S2", 2)
+	want := append(before, live...)
+	if !brokertest.Poll(30*time.Second, func() bool { return len(fast.got()) >= len(want) }) {
+		t.Fatalf("the reading view got %d of %d events; %d views dropped", len(fast.got()), len(want), w.Drops())
+	}
+	if got := fast.got(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the S1 view got %v, want %v", got, want)
+	}
+	brokertest.Eventually(t, 10*time.Second, "the S2 view gets its events", func() bool { return len(other.got()) >= len(s2) })
+	if got := other.got(); fmt.Sprint(got) != fmt.Sprint(s2) {
+		t.Errorf("the S2 view got %v, want %v", got, s2)
+	}
+	if w.Drops() != 1 {
+		t.Errorf("%d views dropped, want the silent one", w.Drops())
+	}
+
+	// Resuming after the last event seen (a reconnect's Last-Event-ID).
+	req, _ := http.NewRequest("GET", srv.URL+"/api/events?session=S1", nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token())
+	req.Header.Set("Last-Event-ID", strconv.FormatUint(live[len(live)-2], 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			if id != strconv.FormatUint(live[len(live)-1], 10) {
+				t.Errorf("resumed at %s, want %d", id, live[len(live)-1])
+			}
+			break
+		}
+	}
+}
