@@ -390,6 +390,39 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
+// runTwo runs two processes of one agent kind, first on h's connection and
+// second on a connection of its own, and returns once both are pulling from
+// their shared consumer.
+func (h *harness) runTwo(first, second Handler, opts Options) {
+	h.t.Helper()
+	h.run(first, opts)
+	nc, err := h.b.NewConn("second")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	js2, _ := jetstream.New(nc)
+	if opts.AckWait == 0 {
+		opts.AckWait = 3 * time.Second
+	}
+	r2, err := NewRunner(js2, second, opts)
+	if err != nil {
+		nc.Close()
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- r2.Run(ctx) }()
+	h.t.Cleanup(func() { cancel(); <-done; nc.Close() })
+	brokertest.Eventually(h.t, 20*time.Second, "two runners pulling", func() bool {
+		c, err := h.b.JetStream().Consumer(h.ctx, broker.Stream, ConsumerName(opts.Agent))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(h.ctx)
+		return err == nil && info.NumWaiting >= 2
+	})
+}
+
 // Two processes of one agent kind share its durable consumer: each message is
 // handled once, by one of them, and both take part.
 func TestRunnersOfOneKindShareTheWork(t *testing.T) {
@@ -409,31 +442,7 @@ func TestRunnersOfOneKindShareTheWork(t *testing.T) {
 			return nil, nil
 		})
 	}
-	// A second connection plays the second process.
-	nc, err := h.b.NewConn("second")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js2, _ := jetstream.New(nc)
-	h.run(handler("first"), Options{Agent: "worker", Concurrency: 1, PerSession: 1})
-	r2, err := NewRunner(js2, handler("second"), Options{Agent: "worker", Concurrency: 1, PerSession: 1, AckWait: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- r2.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	// Both processes are pulling before the work arrives.
-	brokertest.Eventually(t, 20*time.Second, "two runners pulling", func() bool {
-		c, err := h.b.JetStream().Consumer(h.ctx, broker.Stream, ConsumerName("worker"))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(h.ctx)
-		return err == nil && info.NumWaiting >= 2
-	})
+	h.runTwo(handler("first"), handler("second"), Options{Agent: "worker", Concurrency: 1, PerSession: 1})
 	for i := range 40 {
 		h.send(fmt.Sprintf("S%d", i%4), "worker", strconv.Itoa(i))
 	}
@@ -446,5 +455,42 @@ func TestRunnersOfOneKindShareTheWork(t *testing.T) {
 	defer mu.Unlock()
 	if by["first"] == 0 || by["second"] == 0 {
 		t.Fatalf("work split %v: both processes must take part", by)
+	}
+}
+
+// A live process keeps its work however long it takes: a message handled for
+// four ack waits is never handed to the other process of its kind, because
+// the holder reports progress on it (the short ack wait only hands over the
+// work of a process that stopped reporting).
+func TestLiveProcessKeepsItsWorkPastTheAckWait(t *testing.T) {
+	const ackWait = time.Second
+	h := newHarness(t)
+	var handled atomic.Int32
+	var mu sync.Mutex
+	var by []string
+	handler := func(name string) Handler {
+		return HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+			mu.Lock()
+			by = append(by, name)
+			mu.Unlock()
+			handled.Add(1)
+			// A tool that runs for four ack waits.
+			select {
+			case <-time.After(4 * ackWait):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return echo(ctx, d)
+		})
+	}
+	h.runTwo(handler("first"), handler("second"), Options{Agent: "worker", Concurrency: 1, PerSession: 1, AckWait: ackWait})
+	h.send("S1", "worker", "long")
+	brokertest.Eventually(t, 30*time.Second, "the long message handled and acked", func() bool {
+		return h.count(events.Filter{Type: schemas.TypeNotice}.Subject()) == 1 && h.consumerIdle("worker")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if handled.Load() != 1 {
+		t.Fatalf("handled by %v: a live process's work was handed over", by)
 	}
 }
