@@ -35,9 +35,13 @@ type Cluster struct {
 	Name string `yaml:"name" json:"name"`
 	// Listen is HOST:PORT where the other members connect.
 	Listen string `yaml:"listen" json:"listen"`
-	// Routes are the other members' Listen addresses, HOST:PORT or
-	// nats-route://HOST:PORT.
+	// Routes are the other members' addresses (their Advertise, or their
+	// Listen), HOST:PORT or nats-route://HOST:PORT.
 	Routes []string `yaml:"routes" json:"routes"`
+	// Advertise is HOST:PORT where the other members reach this one when
+	// that is not Listen (a NAT, a proxy in between): the members tell each
+	// other of their peers by it. Empty: Listen.
+	Advertise string `yaml:"advertise,omitempty" json:"advertise,omitempty"`
 }
 
 // Enabled reports whether a cluster is configured.
@@ -69,6 +73,11 @@ func (o *Options) validateCluster() error {
 	if !Loopback(host) && !o.Insecure {
 		return fmt.Errorf("%w: --cluster-listen %q is reachable from other machines and routes carry events in clear text: use a private network and give --insecure to accept it", ErrInvalidOptions, c.Listen)
 	}
+	if c.Advertise != "" {
+		if _, port, err := splitListen(c.Advertise); err != nil || port == 0 {
+			return fmt.Errorf("%w: --cluster-advertise %q: want HOST:PORT, the address the other members reach this one at", ErrInvalidOptions, c.Advertise)
+		}
+	}
 	if len(c.Routes) == 0 {
 		return fmt.Errorf("%w: --cluster-listen %s without --routes: name the other members (HOST:PORT,...)", ErrInvalidOptions, c.Listen)
 	}
@@ -79,6 +88,9 @@ func (o *Options) validateCluster() error {
 		}
 		if sameAddress(u.Host, c.Listen) {
 			return fmt.Errorf("%w: --routes %q is this server's own --cluster-listen %s: list the other members only", ErrInvalidOptions, r, c.Listen)
+		}
+		if c.Advertise != "" && sameAddress(u.Host, c.Advertise) {
+			return fmt.Errorf("%w: --routes %q is this server's own --cluster-advertise %s: list the other members only", ErrInvalidOptions, r, c.Advertise)
 		}
 	}
 	if o.Replicas > c.Size() {
@@ -142,7 +154,7 @@ func (b *Broker) clusterOptions(sopts *server.Options) error {
 	}
 	host, port, _ := splitListen(c.Listen)
 	sopts.ServerName = c.serverName()
-	sopts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port, ConnectRetries: -1}
+	sopts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port, Advertise: c.Advertise, ConnectRetries: -1}
 	var user, password string
 	if b.auth != nil {
 		user, password = b.auth.routeAuth()

@@ -27,6 +27,11 @@ func TestClusterOptionsAreChecked(t *testing.T) {
 		{"more replicas than members", func(o *broker.Options) { o.Replicas = 4 }, "--replicas 4 but the cluster has 3 servers"},
 		{"replicas without a cluster", func(o *broker.Options) { o.Cluster = broker.Cluster{}; o.Replicas = 3 }, "--replicas 3 needs a cluster"},
 		{"a route to itself", func(o *broker.Options) { o.Cluster.Routes[1] = "localhost:6301" }, `--routes "localhost:6301" is this server's own --cluster-listen`},
+		{"a route to its own advertised address", func(o *broker.Options) {
+			o.Cluster.Advertise = "127.0.0.1:7301"
+			o.Cluster.Routes[0] = "127.0.0.1:7301"
+		}, `--routes "127.0.0.1:7301" is this server's own --cluster-advertise`},
+		{"an advertised address without a port", func(o *broker.Options) { o.Cluster.Advertise = "proxy.example" }, `--cluster-advertise "proxy.example": want HOST:PORT`},
 		{"routes without a listen address", func(o *broker.Options) { o.Cluster.Listen = "" }, "without --cluster-listen"},
 		{"a listen address without routes", func(o *broker.Options) { o.Cluster.Routes = nil; o.Replicas = 1 }, "without --routes"},
 		{"a bad route", func(o *broker.Options) { o.Cluster.Routes[0] = "http://x:1" }, `--routes "http://x:1"`},

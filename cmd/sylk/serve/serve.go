@@ -79,7 +79,9 @@ three by default; projections,agents with --nats-url.
 
 A cluster: each member is a serve with --cluster-listen (where the other
 members connect), --routes (their --cluster-listen addresses) and the same
---cluster-name. Before the other members first start, copy the first one's
+--cluster-name. A member the others reach at another address than its
+--cluster-listen (behind a NAT or a proxy) gives it as --cluster-advertise,
+and the others route to that. Before the other members first start, copy the first one's
 <data>/auth and <data>/audit into their data directories: the members share
 the credentials (only members holding them may route) and the audit key.
 --replicas N keeps N copies of the streams over the members (at most the
@@ -135,7 +137,8 @@ it prints them.`,
 	cmd.Flags().StringVar(&opts.HTTP, "http", "", "serve the web view at http://HOST:PORT/ and Prometheus metrics at /metrics (off by default; a non-loopback address needs --insecure)")
 	cmd.Flags().StringVar(&opts.Cluster.Name, "cluster-name", "", "the cluster's name, the same on every member (default "+broker.DefaultClusterName+")")
 	cmd.Flags().StringVar(&opts.Cluster.Listen, "cluster-listen", "", "HOST:PORT where the other cluster members connect (routes)")
-	cmd.Flags().StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other members' --cluster-listen addresses, HOST:PORT,...")
+	cmd.Flags().StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other members' addresses (their --cluster-advertise or --cluster-listen), HOST:PORT,...")
+	cmd.Flags().StringVar(&opts.Cluster.Advertise, "cluster-advertise", "", "HOST:PORT where the other members reach this one, when not --cluster-listen (a NAT or a proxy in between)")
 	cmd.Flags().IntVar(&opts.Replicas, "replicas", 0, "copies of the streams the cluster keeps (default: 1 for new streams, unchanged for existing ones)")
 	cmd.Flags().StringSliceVar(&opts.Roles, "roles", nil, "what this process runs: broker,projections,agents (default all; projections,agents with --nats-url)")
 	cmd.Flags().StringSliceVar(&opts.Agents, "agents", nil, "the agents this process runs, e.g. engineer,tester (default all)")
@@ -151,6 +154,9 @@ func (opts *ServeOptions) fromConfig(flags *pflag.FlagSet, cfg cmdutil.Config) e
 	}
 	if !flags.Changed("cluster-listen") && cfg.Cluster.Listen != "" {
 		opts.Cluster.Listen = cfg.Cluster.Listen
+	}
+	if !flags.Changed("cluster-advertise") && cfg.Cluster.Advertise != "" {
+		opts.Cluster.Advertise = cfg.Cluster.Advertise
 	}
 	if !flags.Changed("routes") && len(cfg.Cluster.Routes) > 0 {
 		opts.Cluster.Routes = cfg.Cluster.Routes
