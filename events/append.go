@@ -126,7 +126,10 @@ func (l *Log) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
 			attempt++
 		}
 		if waits > inProcessWaits {
-			return fail(err)
+			// A leader has held the first copy unstored all this while: it
+			// cannot reach a quorum (the minority side of a split, before it
+			// steps down). Sent again later, the same id is stored once.
+			return fail(errors.Join(err, ErrNoLeader))
 		}
 		if ctx.Err() != nil || attempt > lostAckRetries {
 			return fail(errors.Join(err, ErrNoLeader))
@@ -151,7 +154,8 @@ func unanswered(err error) bool {
 }
 
 // ErrNoLeader is wrapped by an append that no server stored: the stream had
-// no leader all along.
+// no leader all along, or a leader that could not reach a quorum to store
+// it.
 var ErrNoLeader = errors.New("the stream has no leader to store it: the server is down, too few cluster members are up, " +
 	"or this side of a split cluster is the minority (nothing was stored; try again once the members see each other)")
 
