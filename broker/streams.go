@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -83,10 +85,35 @@ func provision(ctx context.Context, js jetstream.JetStream, want jetstream.Strea
 		}
 		return nil
 	}
+	if unavailable(err) {
+		return fmt.Errorf("read stream %s: %w", want.Name, errors.Join(err, ErrStreamUnavailable))
+	}
 	if _, err := js.CreateStream(ctx, want); err != nil {
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == errCodeStreamNameInUse {
+			// It exists, yet its info did not come: nobody leads it.
+			err = errors.Join(err, ErrStreamUnavailable)
+		}
 		return fmt.Errorf("create stream %s: %w", want.Name, explainReplicas(err, want.Replicas))
 	}
 	return nil
+}
+
+// ErrStreamUnavailable is wrapped when a stream exists but no server answers
+// for it.
+var ErrStreamUnavailable = errors.New("no server answers for the stream: its leader is down, too few cluster members are up, " +
+	"or this side of a split cluster is the minority (try again once the members see each other)")
+
+// errCodeStreamNameInUse is the JetStream API error of a create whose stream
+// exists with another configuration (or whose info its creator could not
+// read).
+const errCodeStreamNameInUse = 10058
+
+// unavailable reports whether a stream request got no answer: no server
+// leads the stream (or the JetStream cluster) now.
+func unavailable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 func sameStreamConfig(have, want jetstream.StreamConfig) bool {
