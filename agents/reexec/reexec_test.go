@@ -631,6 +631,32 @@ func TestReexecuteLLMSession(t *testing.T) {
 	if ps, err := r.store.Pending(r.ctx, "S1"); err != nil || len(ps) != 0 {
 		t.Fatalf("the parent's pending requests changed: %+v, %v", ps, err)
 	}
+
+	// Another fork at the same point answers the plan differently: rejected
+	// there, nothing runs in it, and neither the parent nor F1 changes.
+	r.fork("S1", "F2", approved-1)
+	brokertest.Eventually(t, 10*time.Second, "the plan waiting in the second fork", func() bool {
+		ps, err := r.store.Pending(r.ctx, "F2")
+		return err == nil && len(ps) == 1 && ps[0].PlanID == planID
+	})
+	reject, _ := schemas.New(schemas.TypePlanModified, "F2", "user", "", time.Now(), schemas.PlanModified{PlanID: planID, Rejected: true})
+	r.append(reject)
+	brokertest.Eventually(t, 10*time.Second, "the plan answered in the second fork", func() bool {
+		ps, err := r.store.Pending(r.ctx, "F2")
+		return err == nil && len(ps) == 0
+	})
+	r.idle()
+	if d, err := r.store.SessionDAG(r.ctx, "F2", planID); !errors.Is(err, projections.ErrNotFound) {
+		t.Fatalf("the rejected plan's DAG in F2: %+v, %v; want none", d, err)
+	}
+	if srv.Calls() != calls+2 {
+		t.Fatalf("%d calls after the rejection, want %d: nothing runs in F2", srv.Calls(), calls+2)
+	}
+	for _, s := range []string{"S1", "F1"} {
+		if d, err := r.store.SessionDAG(r.ctx, s, planID); err != nil || d.State != projections.DAGSucceeded {
+			t.Fatalf("the DAG of %s after the rejection in F2: %+v, %v", s, d, err)
+		}
+	}
 	r.verify()
 }
 
