@@ -660,6 +660,74 @@ func TestReexecuteLLMSession(t *testing.T) {
 	r.verify()
 }
 
+// changedAnswer reads the store as a recording in which the model answered
+// one call otherwise: the LLM response that change alters (it reports
+// whether it did) is re-encoded with the new answer, as a run against
+// another model would have recorded it.
+type changedAnswer struct {
+	*projections.Store
+	change func(*schemas.LLMResponse) bool
+}
+
+func (c changedAnswer) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
+	page, err := c.Store.SessionLog(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range page.Entries {
+		env, err := schemas.Unmarshal(e.Data)
+		if err != nil || env.Type != schemas.TypeLLMResponse {
+			continue
+		}
+		p, err := schemas.PayloadAs[schemas.LLMResponse](env)
+		if err != nil || !c.change(p) {
+			continue
+		}
+		if err := env.SetPayload(p); err != nil {
+			return nil, err
+		}
+		if page.Entries[i].Data, err = schemas.Marshal(env); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
+}
+
+// A recording in which the model answered one call otherwise (the
+// Architect planned a change of loader.go, not config.go) re-executes with
+// that answer served: the divergence is the Architect's plan, with the
+// node's prompt side by side, after the user's request; no call is made.
+func TestReexecuteReportsAChangedModelAnswer(t *testing.T) {
+	r, srv, conf, _, _ := recordLLM(t)
+	calls := srv.Calls()
+	changed := changedAnswer{Store: r.store, change: func(p *schemas.LLMResponse) bool {
+		if !strings.Contains(p.Content, `"action": "plan"`) {
+			return false
+		}
+		p.Content = strings.ReplaceAll(p.Content, "config.go", "loader.go")
+		return true
+	}}
+	rec, err := reexec.Load(r.ctx, changed, "S1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.run(rec, reexec.Options{LLM: &conf, Idle: 300 * time.Millisecond})
+	d := rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "differs" || d.Recorded == nil || d.Recorded.Type != schemas.TypePlanResponse || d.Recorded.Source != "architect" {
+		t.Fatalf("divergence %+v, want the Architect's plan_response", d)
+	}
+	if len(d.Fields) != 1 || d.Fields[0].Path != "payload.dag.nodes[0].prompt" ||
+		d.Fields[0].Recorded != "add input validation to config.go" || d.Fields[0].New != "add input validation to loader.go" {
+		t.Fatalf("fields %+v, want the node's prompt, config.go -> loader.go", d.Fields)
+	}
+	if d.Input == nil || d.Input.Type != schemas.TypeUserInput {
+		t.Fatalf("divergence follows %+v, want the user's request", d.Input)
+	}
+	if srv.Calls() != calls || rep.CallsMade != 0 {
+		t.Fatalf("the re-execution called the model: %d calls after the recording's %d", srv.Calls(), calls)
+	}
+}
+
 // BenchmarkReexecuteSlowLLM records the LLM session (four model calls)
 // with every model call taking a second, then re-executes it. It reports
 // recorded-s (the recorded run), calls-s (the recorded calls' own time: the
