@@ -64,7 +64,8 @@ Exit 0 identical, 1 diverged, 2 an error (an unknown session, --until past its
 end, a session without inputs). A session still running is re-executed as far
 as it is recorded. --all re-executes every session (active in the last
 --since) and prints a table: check a new build, routing, prompts or model
-against recorded work before deploying it.`,
+against recorded work before deploying it; it exits 1 if any session
+diverged, else 2 if any could not be re-executed (the table says why).`,
 		Example: `  sylk replay S1
   sylk replay S1 --until 120 --state
   sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type
