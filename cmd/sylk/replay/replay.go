@@ -199,9 +199,14 @@ func replayState(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "as of seq %d:\n", v.AsOf)
-	if v.Session == nil {
+	switch {
+	case v.Session == nil:
 		fmt.Fprintf(w, "session %s was not created yet\n", session)
-	} else {
+	case v.Session.ID != session:
+		// A fork's history before its session_fork is its ancestor's.
+		fmt.Fprintf(w, "session %s was not forked yet: its history up to here is %s's, as follows\n", session, v.Session.ID)
+		render.PrintSession(w, v.Session, v.DAGs, v.Pending)
+	default:
 		render.PrintSession(w, v.Session, v.DAGs, v.Pending)
 	}
 	for _, d := range v.DAGs {
