@@ -494,8 +494,10 @@ func (e *engine) stalled(ctx context.Context) (bool, error) {
 func (e *engine) quiesce(ctx context.Context) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	check := true // at once, then every poll: a look costs a request per agent
 	for {
-		if len(e.tail) == 0 {
+		if check && len(e.tail) == 0 {
+			check = false
 			if time.Since(e.lastNew) > e.opts.Idle/4 {
 				return nil
 			}
@@ -510,6 +512,7 @@ func (e *engine) quiesce(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
 		case <-t.C:
+			check = true
 		}
 	}
 }
