@@ -47,30 +47,10 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	addrs := brokertest.FreeAddrs(t, 6)
 	routes, listen := addrs[:3], addrs[3:]
 	args := func(i int) []string {
-		var others []string
-		for j, r := range routes {
-			if j != i {
-				others = append(others, r)
-			}
-		}
 		return []string{"--listen", listen[i], "--sync", "always", "--ack-wait", "2s", "--cluster-name", "t",
-			"--cluster-listen", routes[i], "--routes", strings.Join(others, ","), "--replicas", "3", "--agents", clusterAgents[i]}
+			"--cluster-listen", routes[i], "--routes", othersOf(routes, i), "--replicas", "3", "--agents", clusterAgents[i]}
 	}
-	procs := make([]*serveProc, 3)
-	for i := range procs {
-		procs[i] = launchServe(t, bin, dirs[i], work, args(i)...)
-	}
-	for i, p := range procs {
-		p.waitReady(t, dirs[i])
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill(t)
-		}
-		if t.Failed() {
-			dumpLogs(t, dirs...)
-		}
-	})
+	procs := launchMembers(t, bin, dirs, work, args)
 
 	var urls []string
 	for _, l := range listen {
@@ -97,20 +77,7 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 		// Stop a member only once every copy is current: with a follower
 		// still catching up (the restarted one), stopping another leaves
 		// the streams without a quorum.
-		brokertest.Eventually(t, time.Minute, "every copy of both streams current", func() bool {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			reps, err := broker.Replicas(rctx, client.JetStream())
-			if err != nil {
-				return false
-			}
-			for _, r := range reps {
-				if r.Leader == "" || len(r.Current) != len(procs)-1 {
-					return false
-				}
-			}
-			return true
-		})
+		waitCopiesCurrent(ctx, t, client, len(procs), time.Minute)
 		procs[i].stop(t)
 		verifyStore(t, dirs[i], log)
 		if i < len(procs)-1 {
@@ -194,6 +161,54 @@ func TestExternalNATSClusterSurvivesLeaderKill(t *testing.T) {
 		p.stop(t)
 		verifyStore(t, dirs[i], log)
 	}
+}
+
+// othersOf is addrs without the i-th, comma-separated: member i's --routes.
+func othersOf(addrs []string, i int) string {
+	return strings.Join(slices.Delete(slices.Clone(addrs), i, i+1), ",")
+}
+
+// launchMembers starts a `sylk serve` in each of dirs with args(i), waits
+// for all to be ready, and kills them (showing their logs after a failure)
+// when the test ends.
+func launchMembers(t *testing.T, bin string, dirs []string, work string, args func(i int) []string) []*serveProc {
+	t.Helper()
+	procs := make([]*serveProc, len(dirs))
+	for i := range procs {
+		procs[i] = launchServe(t, bin, dirs[i], work, args(i)...)
+	}
+	for i, p := range procs {
+		p.waitReady(t, dirs[i])
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.kill(t)
+		}
+		if t.Failed() {
+			dumpLogs(t, dirs...)
+		}
+	})
+	return procs
+}
+
+// waitCopiesCurrent waits, within d, until both streams have a leader and
+// every other member's copy is current.
+func waitCopiesCurrent(ctx context.Context, t *testing.T, client *broker.Broker, members int, d time.Duration) {
+	t.Helper()
+	brokertest.Eventually(t, d, "every copy of both streams current", func() bool {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		reps, err := broker.Replicas(rctx, client.JetStream())
+		if err != nil {
+			return false
+		}
+		for _, r := range reps {
+			if r.Leader == "" || len(r.Current) != members-1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // connectCluster connects a client to a cluster's members, once they have

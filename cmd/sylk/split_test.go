@@ -47,30 +47,10 @@ func TestSplitClusterMinorityRefusesAppends(t *testing.T) {
 		names[i] = "sylk-" + strings.ReplaceAll(r, ":", "-")
 	}
 	args := func(i int) []string {
-		var others []string
-		for j, f := range fronts {
-			if j != i {
-				others = append(others, f)
-			}
-		}
 		return []string{"--listen", listen[i], "--sync", "always", "--cluster-name", "t", "--cluster-listen", routes[i],
-			"--cluster-advertise", fronts[i], "--routes", strings.Join(others, ","), "--replicas", "3", "--roles", "broker,projections"}
+			"--cluster-advertise", fronts[i], "--routes", othersOf(fronts, i), "--replicas", "3", "--roles", "broker,projections"}
 	}
-	procs := make([]*serveProc, 3)
-	for i := range procs {
-		procs[i] = launchServe(t, bin, dirs[i], work, args(i)...)
-	}
-	for i, p := range procs {
-		p.waitReady(t, dirs[i])
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill(t)
-		}
-		if t.Failed() {
-			dumpLogs(t, dirs...)
-		}
-	})
+	procs := launchMembers(t, bin, dirs, work, args)
 	creds := filepath.Join(dirs[0], "auth", "users", "admin.creds")
 	urls := func(members ...int) string {
 		var us []string
@@ -145,20 +125,7 @@ func TestSplitClusterMinorityRefusesAppends(t *testing.T) {
 	}
 
 	px.heal(names[alone])
-	brokertest.Eventually(t, 2*time.Minute, "every copy of both streams current after the split", func() bool {
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer rcancel()
-		reps, err := broker.Replicas(rctx, client.JetStream())
-		if err != nil {
-			return false
-		}
-		for _, r := range reps {
-			if r.Leader == "" || len(r.Current) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitCopiesCurrent(ctx, t, client, len(procs), 2*time.Minute)
 	log := events.New(client.JetStream())
 	evs, err := log.Read(ctx, events.Filter{Session: "split"}.Subject(), events.Cursor{}, 0)
 	if err != nil {
