@@ -93,6 +93,14 @@ func (d *Delivery) AppendNow(ctx context.Context, env *schemas.Envelope) (uint64
 	return d.appendNow(ctx, env)
 }
 
+// AppendAllNow is AppendNow for several records at once: appended in
+// order, pipelined like a handler's outputs, so they cost one round trip.
+// Their ids are derived, so after a failure part-way the redelivery appends
+// the missing ones. Errors are transient unless an event is invalid.
+func (d *Delivery) AppendAllNow(ctx context.Context, envs ...*schemas.Envelope) error {
+	return d.runner.appendOutputs(ctx, envs)
+}
+
 // Breaker is the process's circuit breaker for a resource ("llm",
 // "subprocess", ...); its transitions are circuit_change events.
 func (d *Delivery) Breaker(resource string) *Breaker { return d.runner.breaker(resource) }

@@ -119,6 +119,10 @@ func (a *Agent) maxLoops() int {
 // its group and variant.
 func pipelineID(parts ...string) string { return "p-" + tools.CallID(parts...)[:12] }
 
+// ID is the id of the pipeline of a node's attempt (the first pipeline of a
+// chain of handoffs).
+func ID(dag, node string, attempt int) string { return pipelineID(dag, node, fmt.Sprint(attempt)) }
+
 // start creates the pipeline of a dispatched node, with a snapshot of its
 // work directory as the starting commit, and dispatches its first stage.
 func (a *Agent) start(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
@@ -130,7 +134,7 @@ func (a *Agent) start(ctx context.Context, d *agents.Delivery) ([]*schemas.Envel
 		return worker.Outcome(d, node, "", worker.Verdict{Summary: fmt.Sprintf("node %s names no known pipeline (%q; known: %s)",
 			node.NodeID, node.Pipeline, strings.Join(schemas.PipelineModes(), ", "))})
 	}
-	id := pipelineID(node.DAGID, node.NodeID, fmt.Sprint(node.Attempt))
+	id := ID(node.DAGID, node.NodeID, node.Attempt)
 	if pl, err := a.Store.Pipeline(ctx, id); err == nil {
 		return a.next(ctx, d, pl) // a redelivery: carry on from the record
 	} else if !errors.Is(err, projections.ErrNotFound) {
