@@ -116,5 +116,11 @@ func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64
 	if err != nil {
 		return 0, Transient(fmt.Errorf("record %s: %w", env.Type, err), 0)
 	}
+	d.runner.noteAppended(seq)
 	return seq, nil
 }
+
+// Floor is the least sequence projections must have applied for a handler
+// to read the message it handles and everything its runner had appended
+// before (its own earlier decisions among them).
+func (d *Delivery) Floor() uint64 { return max(d.Seq, d.runner.appended.Load()) }

@@ -41,7 +41,7 @@ import (
 // (raw-ms/loop); raw/sylk is its time over the overhead (higher is better),
 // which a loaded machine moves less than the overhead alone.
 func BenchmarkPipelineLoop(b *testing.B) {
-	st := llmtest.NewStack(b)
+	st := llmtest.NewDiskStack(b)
 	srv := llmtest.New(b)
 	srv.Respond(func(req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.System(), "You are the Inspector") {
@@ -61,7 +61,7 @@ func BenchmarkPipelineLoop(b *testing.B) {
 	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
 	serial := func(o *agents.Options) { o.PerSession = 1 }
 	st.Run(orchestrator.Name, &orchestrator.Orchestrator{Store: st.Store, Log: st.Log, Catalog: cat}, serial)
-	st.Run(pipeline.Name, &pipeline.Agent{Store: st.Store, Log: st.Log, Executors: ex}, serial)
+	st.Run(pipeline.Name, &pipeline.Agent{Store: st.Store, Executors: ex}, serial)
 	for _, name := range workers {
 		st.Run(name, &worker.Worker{Agent: name, Executors: ex, Records: st.Store, Judge: worker.ByExit, Prompter: pl})
 	}

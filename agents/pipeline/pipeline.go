@@ -33,7 +33,6 @@ import (
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/worker"
-	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -56,7 +55,6 @@ type Store interface {
 // Agent runs pipelines.
 type Agent struct {
 	Store Store
-	Log   *events.Log
 	// Executors run the agent's git commands (snapshots, worktrees).
 	Executors *worker.Executors
 	// Records finds their recorded results (default: Store).
@@ -70,7 +68,10 @@ type Agent struct {
 
 // Handle takes the messages addressed to the pipeline agent.
 func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
-	if err := a.catchUp(ctx); err != nil {
+	// The message and the agent's own earlier steps are what a step is
+	// decided from: waiting for the stream's last sequence would cost a
+	// request at every step.
+	if err := agents.CatchUpFloor(ctx, d, a.Store); err != nil {
 		return nil, err
 	}
 	switch d.Env.Type {
@@ -95,10 +96,6 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 		return a.selectVariant(ctx, d)
 	}
 	return nil, agents.Unhandled(Name, d.Env.Type)
-}
-
-func (a *Agent) catchUp(ctx context.Context) error {
-	return agents.CatchUp(ctx, a.Log, a.Store)
 }
 
 func (a *Agent) records() agents.ToolRecords {

@@ -147,7 +147,7 @@ func (f *fixture) start() {
 	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
 	hs := map[string]agents.Handler{
 		orchestrator.Name: &orchestrator.Orchestrator{Store: f.Store, Log: f.Log, Catalog: cat},
-		pipeline.Name:     &pipeline.Agent{Store: f.Store, Log: f.Log, Executors: ex, WorktreeDir: f.worktrees},
+		pipeline.Name:     &pipeline.Agent{Store: f.Store, Executors: ex, WorktreeDir: f.worktrees},
 	}
 	for _, name := range workers {
 		hs[name] = &worker.Worker{Agent: name, Executors: ex, Records: f.Store, Judge: worker.ByExit, Prompter: pl}
