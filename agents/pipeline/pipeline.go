@@ -15,10 +15,11 @@
 // tester_feedback) for another loop, at most MaxLoops; then the user decides:
 // ignore the findings (the node succeeds) or fail it. A /task message
 // reaches the Engineer at its next stage (and is worth one more loop if none
-// would follow).
+// would follow), in the pipeline that carries the work on after handoffs.
 //
 // Like the Orchestrator it keeps no state of its own: each message makes it
-// read the pipeline's projection, caught up with the stream, and append what
+// read the pipeline's projection, caught up with the message and its own
+// earlier steps, and append what
 // follows, with ids fixed by the pipeline and the step, so a redelivery or a
 // second process deciding the same step appends it once. Variants: see
 // variants.go.
@@ -62,6 +63,9 @@ type Agent struct {
 	// MaxLoops is how many implement-validate loops a pipeline makes before
 	// the user decides (default schemas.DefaultPipelineLoops).
 	MaxLoops int
+	// MaxHandoffs caps a chain of Engineer handoffs (default
+	// schemas.DefaultPipelineHandoffs).
+	MaxHandoffs int
 	// WorktreeDir is where variants' worktrees go, one directory per group.
 	WorktreeDir string
 }
@@ -84,7 +88,7 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 		}
 		return a.step(ctx, d, p.PipelineID)
 	case schemas.TypeUserTaskPrompt, schemas.TypeUserTaskQuery, schemas.TypeUserTaskInterrupt,
-		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester:
+		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester, schemas.TypeUserStopHandoffs:
 		return a.user(ctx, d)
 	case schemas.TypeClarificationResponse:
 		return a.decide(ctx, d)
@@ -110,6 +114,13 @@ func (a *Agent) maxLoops() int {
 		return a.MaxLoops
 	}
 	return schemas.DefaultPipelineLoops
+}
+
+func (a *Agent) maxHandoffs() int {
+	if a.MaxHandoffs > 0 {
+		return a.MaxHandoffs
+	}
+	return schemas.DefaultPipelineHandoffs
 }
 
 // pipelineID names the pipeline of a node's attempt; a variant's is named by
@@ -147,23 +158,29 @@ func (a *Agent) start(ctx context.Context, d *agents.Delivery) ([]*schemas.Envel
 		return worker.Outcome(d, node, "", worker.Verdict{Summary: "the pipeline could not take its starting commit: " + err.Error()})
 	}
 	started := schemas.PipelineStarted{PipelineID: id, DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt,
-		Mode: node.Pipeline, Agent: node.Agent, Prompt: node.Prompt, WorkDir: node.WorkDir, StartingCommit: commit, MaxLoops: a.maxLoops()}
-	return a.begin(d, started, "start")
+		Mode: node.Pipeline, Agent: node.Agent, Prompt: node.Prompt, WorkDir: node.WorkDir, StartingCommit: commit, MaxLoops: a.maxLoops(),
+		MaxHandoffs: a.maxHandoffs()}
+	return a.begin(d, started, "start", nil)
 }
 
 // isGitFailure reports whether err is a git command that ran and failed (as
 // opposed to the machinery around it).
 func isGitFailure(err error) bool { return strings.HasPrefix(err.Error(), "git in ") }
 
-// begin appends a pipeline_started and its first stage, derived from d.
-func (a *Agent) begin(d *agents.Delivery, p schemas.PipelineStarted, key string) ([]*schemas.Envelope, error) {
+// begin appends a pipeline_started and its first stage, derived from d; a
+// pipeline started by a handoff continues prev.
+func (a *Agent) begin(d *agents.Delivery, p schemas.PipelineStarted, key string, prev *projections.Pipeline) ([]*schemas.Envelope, error) {
 	env, err := d.Derive(schemas.TypePipelineStarted, "user", key+"/started", p)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	pl := &projections.Pipeline{ID: p.PipelineID, Session: d.Env.SessionID, DAG: p.DAGID, Node: p.NodeID, Attempt: p.Attempt,
 		Mode: p.Mode, Agent: p.Agent, Prompt: p.Prompt, WorkDir: p.WorkDir, StartingCommit: p.StartingCommit, MaxLoops: p.MaxLoops,
-		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Handoff: p.Handoff}
+		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Handoff: p.Handoff,
+		MaxHandoffs: p.MaxHandoffs}
+	if prev != nil {
+		pl.Carry(prev) // as the projection does: its first stage gets the messages
+	}
 	first, loop := schemas.StageImplement, 1
 	switch {
 	case p.Handoff != nil:
@@ -242,7 +259,7 @@ func (a *Agent) next(ctx context.Context, d *agents.Delivery, pl *projections.Pi
 			s.failLoop(findingsSummary(ins, tst, insFailed, tstFailed), findings(pl), pick(ins, insFailed), pick(tst, tstFailed))
 		case pl.Mode == schemas.PipelineStandard && pl.Stage == schemas.StageInspect && !pl.IgnoreTester:
 			s.dispatch(schemas.StageTest, pl.Loop)
-		case pl.Delivered < len(engineerMessages(pl)) && pl.Loop < pl.MaxLoops:
+		case pl.Delivered < len(pl.EngineerMessages()) && pl.Loop < pl.MaxLoops:
 			s.dispatch(schemas.StageImplement, pl.Loop+1) // the user spoke: the Engineer hears it
 		default:
 			return a.complete(ctx, d, pl, false)
@@ -286,17 +303,6 @@ func findings(pl *projections.Pipeline) []string {
 			for _, t := range r.Tests.FailedTests {
 				out = append(out, "failing: "+t)
 			}
-		}
-	}
-	return out
-}
-
-// engineerMessages are the /task messages meant for the Engineer.
-func engineerMessages(pl *projections.Pipeline) []projections.PipelineUserMessage {
-	var out []projections.PipelineUserMessage
-	for _, m := range pl.UserMessages {
-		if m.Type == schemas.TypeUserTaskPrompt || m.Type == schemas.TypeUserTaskQuery {
-			out = append(out, m)
 		}
 	}
 	return out
@@ -411,16 +417,18 @@ func deriveFor(d *agents.Delivery, pl *projections.Pipeline, t schemas.Type, tar
 	return e, nil
 }
 
-// user handles a /task message: an interrupt fails the pipeline; an ignore
-// may settle the loop it waits on; prompts wait for the Engineer's next
-// stage.
+// user handles a /task message, for the pipeline that carries on the work
+// of the one it names (see carrier): an interrupt fails the pipeline; an
+// ignore may settle the loop it waits on; prompts wait for the Engineer's
+// next stage; a stop of the chain of handoffs is read by the Engineer when
+// its window fills.
 func (a *Agent) user(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	v, err := schemas.DecodePayload(d.Env)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	m := schemas.TaskMessageOf(v)
-	pl, err := a.Store.Pipeline(ctx, m.PipelineID)
+	pl, err := a.carrier(ctx, m.PipelineID)
 	if errors.Is(err, projections.ErrNotFound) {
 		return notice(d, "unknown-pipeline", schemas.NoticeError, fmt.Sprintf("no pipeline %q", m.PipelineID), "sylk pipeline ls lists them")
 	}
@@ -443,6 +451,19 @@ func (a *Agent) user(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelo
 		return a.next(ctx, d, pl)
 	}
 	return nil, nil
+}
+
+// carrier reads the pipeline that carries on the work of pipeline id: id
+// itself, or the last of its chain of handoffs, which the projection gives
+// the /task messages sent to an earlier one.
+func (a *Agent) carrier(ctx context.Context, id string) (*projections.Pipeline, error) {
+	for {
+		pl, err := a.Store.Pipeline(ctx, id)
+		if err != nil || pl.State != projections.PipelineHandedOff {
+			return pl, err
+		}
+		id = pl.HandoffTo
+	}
 }
 
 // decide takes the user's answer to a pipeline waiting on them: ignore the

@@ -77,6 +77,8 @@ type fixture struct {
 	dir string
 	// worktrees is where variants' worktrees go.
 	worktrees string
+	// maxHandoffs caps chains of handoffs (0: the default).
+	maxHandoffs int
 
 	mu      sync.Mutex
 	replies map[stageKey][]llmtest.Reply
@@ -88,14 +90,18 @@ type fixture struct {
 
 var workers = []string{"engineer", "inspector", "tester"}
 
-func newFixture(t *testing.T, opts ...func(*llm.Config)) *fixture {
+// option adjusts a fixture, or its LLM client's configuration, before its
+// agents start.
+type option func(*fixture, *llm.Config)
+
+func newFixture(t *testing.T, opts ...option) *fixture {
 	t.Helper()
 	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
 		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
 	f.srv.Respond(f.respond)
 	cfg := llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond}
 	for _, o := range opts {
-		o(&cfg)
+		o(f, &cfg)
 	}
 	c, err := llm.NewClient(cfg, llm.Deps{Records: f.Store})
 	if err != nil {
@@ -147,7 +153,7 @@ func (f *fixture) start() {
 	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
 	hs := map[string]agents.Handler{
 		orchestrator.Name: &orchestrator.Orchestrator{Store: f.Store, Log: f.Log, Catalog: cat},
-		pipeline.Name:     &pipeline.Agent{Store: f.Store, Executors: ex, WorktreeDir: f.worktrees},
+		pipeline.Name:     &pipeline.Agent{Store: f.Store, Executors: ex, WorktreeDir: f.worktrees, MaxHandoffs: f.maxHandoffs},
 	}
 	for _, name := range workers {
 		hs[name] = &worker.Worker{Agent: name, Executors: ex, Records: f.Store, Judge: worker.ByExit, Prompter: pl}
@@ -165,6 +171,14 @@ func (f *fixture) start() {
 	}
 }
 
+// stop stops every agent (start runs them again).
+func (f *fixture) stop() {
+	for _, stop := range f.stops {
+		stop()
+	}
+	f.stops = nil
+}
+
 func (f *fixture) names() []string { return append(workers, orchestrator.Name, pipeline.Name) }
 
 // replay stops every agent, forgets its consumer and runs them all again
@@ -174,10 +188,7 @@ func (f *fixture) replay() {
 	f.t.Helper()
 	f.idle()
 	calls, before, first := f.srv.Calls(), f.Stack.Census(), f.handled.Load()
-	for _, stop := range f.stops {
-		stop()
-	}
-	f.stops = nil
+	f.stop()
 	for _, name := range f.names() {
 		f.Forget(name)
 	}

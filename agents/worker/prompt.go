@@ -325,13 +325,21 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 // handoff hands the pipeline of an Engineer whose conversation filled its
 // handoff share to a new pipeline (seed L27898-28032): a checkpoint of its
 // state, and a pipeline_handoff_request in place of the stage's result. A
-// handoff that cannot be made (no pipeline: a prompt node; the state not
-// written) falls back to summarise and compact, the reason recorded in the
+// handoff that cannot be made (no pipeline: a prompt node; a chain the user
+// stopped or at its cap; the state not written) falls back to summarise and
+// compact, the reason recorded in the
 // memory_compacted event; nil events mean the loop goes on.
 func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpec) ([]*schemas.Envelope, error) {
 	reason := fmt.Sprintf("%s_context_%d%%", l.d.Agent, int(usage*100))
 	if l.stage == nil || l.stage.Stage != schemas.StageImplement {
 		return nil, l.compactInstead(ctx, specs, reason+": no pipeline to hand off to (a prompt node, not a pipeline's Engineer stage)")
+	}
+	why, err := l.handoffRefusal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return nil, l.compactInstead(ctx, specs, reason+": no handoff: "+why)
 	}
 	id, cp, err := l.mem.Checkpoint(ctx, l.msgs, specs)
 	if err != nil {
@@ -347,6 +355,28 @@ func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpe
 		return nil, agents.Permanent(err)
 	}
 	return []*schemas.Envelope{e}, nil
+}
+
+// Pipelines reads a pipeline: what the loop asks, before its Engineer hands
+// the pipeline off, whether the chain was stopped or is at its cap.
+// PromptLoop.Records must be one (projections.Store is).
+type Pipelines interface {
+	Pipeline(ctx context.Context, id string) (*projections.Pipeline, error)
+}
+
+// handoffRefusal says why the stage's pipeline may not be handed off ("" if
+// it may), as its record says now: a stop the user sent while the Engineer
+// worked counts.
+func (l *loop) handoffRefusal(ctx context.Context) (string, error) {
+	ps, ok := l.p.Records.(Pipelines)
+	if !ok {
+		return "", agents.Permanent(fmt.Errorf("prompt loop: the records (%T) do not hold pipelines", l.p.Records))
+	}
+	pl, err := ps.Pipeline(ctx, l.stage.PipelineID)
+	if err != nil {
+		return "", agents.Transient(fmt.Errorf("read pipeline %s before its handoff: %w", l.stage.PipelineID, err), 0)
+	}
+	return pl.HandoffRefusal(), nil
 }
 
 // compactInstead is the fallback of a handoff: summarise, hand the summary
