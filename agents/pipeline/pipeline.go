@@ -407,13 +407,15 @@ func firstLine(s string, n int) string {
 }
 
 // deriveFor builds an event of pipeline pl with an id fixed by the pipeline
-// and key: whichever message decides a step first, it is appended once.
+// and key alone: whichever message decides a step first, it is appended
+// once, and a re-execution derives the same id (the pipeline's creation time
+// is the clock of the run that started it: not part of the id).
 func deriveFor(d *agents.Delivery, pl *projections.Pipeline, t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
 	e, err := d.Derive(t, target, pl.ID+"/"+key, payload)
 	if err != nil {
 		return nil, err
 	}
-	e.ID = schemas.DeriveID(&schemas.Envelope{ID: pl.ID, Timestamp: pl.CreatedAt}, Name+"/"+key)
+	e.ID = schemas.DeriveID(&schemas.Envelope{ID: pl.ID}, Name+"/"+key)
 	return e, nil
 }
 

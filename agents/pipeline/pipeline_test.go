@@ -149,7 +149,7 @@ func (f *fixture) git(args ...string) string {
 // start runs the agents (again, after stop).
 func (f *fixture) start() {
 	ex := &worker.Executors{Options: tools.Options{Permissions: tools.DefaultPolicy()}}
-	pl := &worker.PromptLoop{LLM: f.client, Executors: ex, Records: f.Store}
+	pl := &worker.PromptLoop{LLM: f.client, Executors: ex, Records: f.Store, Pipelines: f.Store}
 	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
 	hs := map[string]agents.Handler{
 		orchestrator.Name: &orchestrator.Orchestrator{Store: f.Store, Log: f.Log, Catalog: cat},

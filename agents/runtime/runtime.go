@@ -185,7 +185,7 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts,
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Pipelines: c.Store, Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts,
 			Plans: c.Store, Consult: &consult.Consulter{Answers: c.Store}}
 	}
 	if c.PromptAgents == nil {

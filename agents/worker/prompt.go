@@ -114,6 +114,10 @@ type PromptLoop struct {
 	Plans planguard.State
 	// Consult gives the agents their consult_<agent> tools (nil: none).
 	Consult toolloop.Consulter
+	// Pipelines is asked, before an Engineer hands its pipeline off,
+	// whether the user stopped the chain or it is at its cap (nil: every
+	// handoff is made).
+	Pipelines Pipelines
 	// Permits decides exec calls outside the agent's command list: the
 	// safe list, remembered answers, else the user (nil: such calls are
 	// refused by the executor).
@@ -357,9 +361,7 @@ func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpe
 	return []*schemas.Envelope{e}, nil
 }
 
-// Pipelines reads a pipeline: what the loop asks, before its Engineer hands
-// the pipeline off, whether the chain was stopped or is at its cap.
-// PromptLoop.Records must be one (projections.Store is).
+// Pipelines reads a pipeline: *projections.Store.
 type Pipelines interface {
 	Pipeline(ctx context.Context, id string) (*projections.Pipeline, error)
 }
@@ -368,11 +370,10 @@ type Pipelines interface {
 // it may), as its record says now: a stop the user sent while the Engineer
 // worked counts.
 func (l *loop) handoffRefusal(ctx context.Context) (string, error) {
-	ps, ok := l.p.Records.(Pipelines)
-	if !ok {
-		return "", agents.Permanent(fmt.Errorf("prompt loop: the records (%T) do not hold pipelines", l.p.Records))
+	if l.p.Pipelines == nil {
+		return "", nil
 	}
-	pl, err := ps.Pipeline(ctx, l.stage.PipelineID)
+	pl, err := l.p.Pipelines.Pipeline(ctx, l.stage.PipelineID)
 	if err != nil {
 		return "", agents.Transient(fmt.Errorf("read pipeline %s before its handoff: %w", l.stage.PipelineID, err), 0)
 	}
