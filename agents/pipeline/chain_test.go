@@ -47,15 +47,7 @@ type chainCall struct {
 var handoffLine = regexp.MustCompile(`Pipeline handoff (\d+):`)
 
 func chainOf(req llmtest.Request) chainCall {
-	var c chainCall
-	switch sys := req.System(); {
-	case strings.Contains(sys, "memory checkpoint"):
-		c.agent = "memory"
-	case strings.Contains(sys, "You are the Inspector"):
-		c.agent = "inspector"
-	case strings.Contains(sys, "You are the Engineer"):
-		c.agent = "engineer"
-	}
+	c := chainCall{agent: agentOf(req)}
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
 			c.step++
@@ -83,6 +75,43 @@ func inspectAndPass(c chainCall) llmtest.Reply {
 		return call("r", "read_file", `{"path": "calc.go"}`)
 	}
 	return verdict(true, "Add is there")
+}
+
+// compactingModel answers a chain whose Engineers may not all hand off: an
+// Engineer reads (read) until its window fills; once its conversation is
+// compacted it writes calc.go and is done; checkpoints answer with the
+// Engineer's state and the Inspector passes.
+func compactingModel(t *testing.T, read llmtest.Reply) func(llmtest.Request) llmtest.Reply {
+	return chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
+		switch {
+		case c.compacted && !c.wrote:
+			return writeFile("w", "calc.go", rightAdd), true
+		case c.compacted:
+			return llmtest.Text("Wrote Add after compacting."), true
+		}
+		return read, true
+	})
+}
+
+// chainModel answers a chain test's requests: checkpoints with the
+// Engineer's state, an Inspector that reads calc.go and passes, and the
+// Engineer's calls by engineer (false: a request the test did not expect).
+func chainModel(t *testing.T, engineer func(c chainCall) (llmtest.Reply, bool)) func(llmtest.Request) llmtest.Reply {
+	return func(req llmtest.Request) llmtest.Reply {
+		c := chainOf(req)
+		switch c.agent {
+		case "memory":
+			return llmtest.Text(engineerState)
+		case "inspector":
+			return inspectAndPass(c)
+		case "engineer":
+			if r, ok := engineer(c); ok {
+				return r
+			}
+		}
+		t.Errorf("unexpected request %+v: %q", c, req.Last())
+		return llmtest.Status(400)
+	}
 }
 
 // waitFor is an exec call that waits until the file gate exists, then runs
@@ -137,25 +166,17 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	f.write("big.txt", bigFile)
 	gates := t.TempDir()
 	before, after := filepath.Join(gates, "before"), filepath.Join(gates, "after")
-	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		c := chainOf(req)
+	f.srv.Respond(chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
 		switch {
-		case c.agent == "memory":
-			return llmtest.Text(engineerState)
-		case c.agent == "inspector":
-			return inspectAndPass(c)
-		case c.agent == "engineer" && c.handoff == 0:
-			return waitFor(before, "cat big.txt")
-		case c.agent == "engineer" && c.loop == 1 && c.step == 0:
-			return waitFor(after, "")
-		case c.agent == "engineer" && c.loop == 1 && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd)
-		case c.agent == "engineer":
-			return llmtest.Text(fmt.Sprintf("Wrote Add (loop %d).", c.loop))
+		case c.handoff == 0:
+			return waitFor(before, "cat big.txt"), true
+		case c.loop == 1 && c.step == 0:
+			return waitFor(after, ""), true
+		case c.loop == 1 && c.step == 1:
+			return writeFile("w", "calc.go", rightAdd), true
 		}
-		t.Errorf("unexpected request %+v: %q", c, req.Last())
-		return llmtest.Status(400)
-	})
+		return llmtest.Text(fmt.Sprintf("Wrote Add (loop %d).", c.loop)), true
+	}))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	first := f.pipelineOf("add")
 	f.Send("S1", "user", pipeline.Name, schemas.TypeUserTaskPrompt, schemas.UserTaskPrompt{PipelineID: first.ID, Text: "name the parameters a and b"})
@@ -205,23 +226,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 	f := newFixture(t, smallWindow)
 	f.write("big.txt", bigFile)
 	gate := filepath.Join(t.TempDir(), "go-on")
-	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		c := chainOf(req)
-		switch {
-		case c.agent == "memory":
-			return llmtest.Text(engineerState)
-		case c.agent == "inspector":
-			return inspectAndPass(c)
-		case c.agent == "engineer" && c.compacted && !c.wrote:
-			return writeFile("w", "calc.go", rightAdd)
-		case c.agent == "engineer" && c.compacted:
-			return llmtest.Text("Wrote Add after compacting.")
-		case c.agent == "engineer":
-			return waitFor(gate, "cat big.txt") // until the window fills
-		}
-		t.Errorf("unexpected request %+v: %q", c, req.Last())
-		return llmtest.Status(400)
-	})
+	f.srv.Respond(compactingModel(t, waitFor(gate, "cat big.txt")))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	pl := f.pipelineOf("add")
 	f.Send("S1", "user", pipeline.Name, schemas.TypeUserStopHandoffs, schemas.UserStopHandoffs{PipelineID: pl.ID, Text: "keep it in one pipeline"})
@@ -257,23 +262,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 	f := newFixture(t, smallWindow, maxHandoffs(1))
 	f.write("big.txt", bigFile)
-	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		c := chainOf(req)
-		switch {
-		case c.agent == "memory":
-			return llmtest.Text(engineerState)
-		case c.agent == "inspector":
-			return inspectAndPass(c)
-		case c.agent == "engineer" && c.compacted && !c.wrote:
-			return writeFile("w", "calc.go", rightAdd)
-		case c.agent == "engineer" && c.compacted:
-			return llmtest.Text("Wrote Add.")
-		case c.agent == "engineer":
-			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`) // until the window fills
-		}
-		t.Errorf("unexpected request %+v: %q", c, req.Last())
-		return llmtest.Status(400)
-	})
+	f.srv.Respond(compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	first := f.pipelineOf("add")
 	next := f.successor(first.ID)
@@ -312,29 +301,23 @@ func TestVariantHandsOff(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go-on")
 	const approach = "count up in a loop"
 	counting := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
-	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		c := chainOf(req)
+	f.srv.Respond(chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
 		switch {
-		case c.agent == "memory":
-			return llmtest.Text(engineerState)
-		case c.agent == "inspector":
-			return inspectAndPass(c)
-		case c.agent == "engineer" && c.approach == "" && c.step == 0:
-			return waitFor(gate, "")
-		case c.agent == "engineer" && c.approach == "" && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd)
-		case c.agent == "engineer" && c.approach == "":
-			return llmtest.Text("Add with +.")
-		case c.agent == "engineer" && c.handoff == 0:
-			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`) // until the window fills
-		case c.agent == "engineer" && c.handoff == 1 && c.step == 0:
-			return writeFile("w", "calc.go", counting)
-		case c.agent == "engineer" && c.handoff == 1:
-			return llmtest.Text("Add by counting.")
+		case c.approach == "" && c.step == 0:
+			return waitFor(gate, ""), true
+		case c.approach == "" && c.step == 1:
+			return writeFile("w", "calc.go", rightAdd), true
+		case c.approach == "":
+			return llmtest.Text("Add with +."), true
+		case c.handoff == 0:
+			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`), true // until the window fills
+		case c.handoff == 1 && c.step == 0:
+			return writeFile("w", "calc.go", counting), true
+		case c.handoff == 1:
+			return llmtest.Text("Add by counting."), true
 		}
-		t.Errorf("unexpected request %+v: %q", c, req.Last())
-		return llmtest.Status(400)
-	})
+		return llmtest.Reply{}, false
+	}))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	orig := f.pipelineOf("add")
 	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: approach})
@@ -373,12 +356,7 @@ func TestVariantHandsOff(t *testing.T) {
 	if got := f.read(f.dir, "calc.go"); got != rightAdd {
 		t.Fatalf("calc.go after selecting the original:\n%s", got)
 	}
-	if _, err := os.Stat(v1.Worktree); !os.IsNotExist(err) {
-		t.Fatalf("the other variant's worktree is still there: %v", err)
-	}
-	if list := f.git("worktree", "list"); strings.Contains(list, v1.Worktree) {
-		t.Fatalf("git still lists the worktree:\n%s", list)
-	}
+	f.worktreeGone(v1.Worktree)
 	g, _ = f.Store.VariantGroup(f.Ctx, group.ID)
 	if g.State != projections.GroupSelected || g.Variant("original").State != projections.VariantSelected || g.Variant("v1").State != projections.VariantDiscarded {
 		t.Fatalf("group after selection %+v", g)

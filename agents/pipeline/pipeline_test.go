@@ -39,16 +39,7 @@ var approachLine = regexp.MustCompile(`(?m)^Approach to take: (.+)$`)
 
 // keyOf reads a request's stage from its first user message.
 func keyOf(req llmtest.Request) (stageKey, bool) {
-	var k stageKey
-	sys := req.System()
-	switch {
-	case strings.Contains(sys, "You are the Engineer"):
-		k.agent = "engineer"
-	case strings.Contains(sys, "You are the Inspector"):
-		k.agent = "inspector"
-	case strings.Contains(sys, "You are the Tester"):
-		k.agent = "tester"
-	}
+	k := stageKey{agent: agentOf(req)}
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
@@ -65,6 +56,19 @@ func keyOf(req llmtest.Request) (stageKey, bool) {
 		return k, true
 	}
 	return k, false
+}
+
+// agentOf reads who asks from a request's system prompt: engineer,
+// inspector, tester, or memory for a checkpoint's summary.
+func agentOf(req llmtest.Request) string {
+	sys := req.System()
+	for _, a := range []struct{ agent, says string }{{"memory", "memory checkpoint"}, {"engineer", "You are the Engineer"},
+		{"inspector", "You are the Inspector"}, {"tester", "You are the Tester"}} {
+		if strings.Contains(sys, a.says) {
+			return a.agent
+		}
+	}
+	return ""
 }
 
 // fixture is a stack running the Orchestrator, the pipeline agent and the
@@ -284,6 +288,18 @@ func (f *fixture) pipeline(id string) *projections.Pipeline {
 	return pl
 }
 
+// worktreeGone checks a variant's worktree is removed, from the disk and
+// from git's list.
+func (f *fixture) worktreeGone(path string) {
+	f.t.Helper()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		f.t.Fatalf("the variant's worktree %s is still there: %v", path, err)
+	}
+	if list := f.git("worktree", "list"); strings.Contains(list, path) {
+		f.t.Fatalf("git still lists the worktree:\n%s", list)
+	}
+}
+
 func (f *fixture) workflow() *schemas.WorkflowComplete {
 	f.t.Helper()
 	f.Eventually(90*time.Second, "the workflow ends", func() bool { return f.Count(schemas.TypeWorkflowComplete) == 1 })
@@ -480,12 +496,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if got := f.read(f.dir, "calc.go"); got != channels {
 		t.Fatalf("calc.go after selecting v1 = %q", got)
 	}
-	if _, err := os.Stat(v1.Worktree); !os.IsNotExist(err) {
-		t.Fatalf("the variant's worktree is still there: %v", err)
-	}
-	if list := f.git("worktree", "list"); strings.Contains(list, v1.Worktree) {
-		t.Fatalf("git still lists the worktree:\n%s", list)
-	}
+	f.worktreeGone(v1.Worktree)
 	g2, _ := f.Store.VariantGroup(f.Ctx, group.ID)
 	if g2.State != projections.GroupSelected || g2.Variant("v1").State != projections.VariantSelected || g2.Variant("original").State != projections.VariantDiscarded {
 		t.Fatalf("group after selection %+v", g2)

@@ -106,15 +106,11 @@ handoff the Engineer had already asked for still happens, and is the last.`,
 // ended, or whose handoffs are stopped already, is refused before anything
 // is appended.
 func stopRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
-	r, err := f.State(ctx)
+	r, p, err := open(ctx, f, ref)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p, err := find(ctx, r, ref)
-	if err != nil {
-		return err
-	}
 	for p.State == projections.PipelineHandedOff {
 		if p, err = r.Pipeline(ctx, p.HandoffTo); err != nil {
 			return err
@@ -177,21 +173,27 @@ func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	return tw.Flush()
 }
 
-// find reads a pipeline by id, or the latest pipeline of a node of that name.
-func find(ctx context.Context, r projections.Reader, ref string) (*projections.Pipeline, error) {
-	return cmdutil.ByIDOrNode(ctx, ref, "'sylk pipeline ls' lists the pipelines", r.Pipeline, r.Pipelines)
+// open opens the projections (the caller closes them) and reads a pipeline
+// by id, or the latest pipeline of a node of that name.
+func open(ctx context.Context, f *cmdutil.Factory, ref string) (*cmdutil.StateReader, *projections.Pipeline, error) {
+	r, err := f.State(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := cmdutil.ByIDOrNode(ctx, ref, "'sylk pipeline ls' lists the pipelines", r.Pipeline, r.Pipelines)
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, p, nil
 }
 
 func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
-	r, err := f.State(ctx)
+	r, p, err := open(ctx, f, ref)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p, err := find(ctx, r, ref)
-	if err != nil {
-		return err
-	}
 	if opts.JSON {
 		return f.IO.PrintJSON(p)
 	}
@@ -266,15 +268,11 @@ func firstLine(s string) string {
 // decideRun answers a pipeline waiting for the user; anything else is
 // refused before an event is appended.
 func decideRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref, decision string) error {
-	r, err := f.State(ctx)
+	r, p, err := open(ctx, f, ref)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p, err := find(ctx, r, ref)
-	if err != nil {
-		return err
-	}
 	if p.State != projections.PipelineAwaitingUser {
 		return fmt.Errorf("pipeline %s is %s, not waiting for a decision: only a pipeline that used its loops is ignored or failed", p.ID, p.State)
 	}
