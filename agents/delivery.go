@@ -93,6 +93,14 @@ func (d *Delivery) AppendNow(ctx context.Context, env *schemas.Envelope) (uint64
 	return d.appendNow(ctx, env)
 }
 
+// AppendAllNow is AppendNow for several records at once: appended in
+// order, pipelined like a handler's outputs, so they cost one round trip.
+// Their ids are derived, so after a failure part-way the redelivery appends
+// the missing ones. Errors are transient unless an event is invalid.
+func (d *Delivery) AppendAllNow(ctx context.Context, envs ...*schemas.Envelope) error {
+	return d.runner.appendOutputs(ctx, envs)
+}
+
 // Breaker is the process's circuit breaker for a resource ("llm",
 // "subprocess", ...); its transitions are circuit_change events.
 func (d *Delivery) Breaker(resource string) *Breaker { return d.runner.breaker(resource) }
@@ -108,5 +116,11 @@ func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64
 	if err != nil {
 		return 0, Transient(fmt.Errorf("record %s: %w", env.Type, err), 0)
 	}
+	d.runner.noteAppended(seq)
 	return seq, nil
 }
+
+// Floor is the least sequence projections must have applied for a handler
+// to read the message it handles and everything its runner had appended
+// before (its own earlier decisions among them).
+func (d *Delivery) Floor() uint64 { return max(d.Seq, d.runner.appended.Load()) }

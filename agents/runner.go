@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -184,6 +185,10 @@ type Runner struct {
 	handler Handler
 	signals *signalState
 	sched   *scheduler
+
+	// appended is the highest sequence the runner's handlers have had
+	// appended (outputs and AppendNow): see Delivery.Floor.
+	appended atomic.Uint64
 
 	// root is Run's context: when it ends, the runner is stopping.
 	root       context.Context
@@ -456,6 +461,21 @@ func CatchUp(ctx context.Context, log *events.Log, c Caught) error {
 	return nil
 }
 
+// CatchUpFloor waits until c has applied d.Floor(): the message d and
+// everything its runner appended before, for at most CatchUpWait. It is
+// CatchUp without the request for the stream's last sequence, for a handler
+// that decides from the message and its own earlier records (a redelivery
+// is caught up with the whole stream by the runner first). Its errors are
+// Transient.
+func CatchUpFloor(ctx context.Context, d *Delivery, c Caught) error {
+	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+	defer cancel()
+	if err := c.WaitFor(ctx, d.Floor()); err != nil {
+		return Transient(fmt.Errorf("projections catching up to seq %d: %w", d.Floor(), err), 0)
+	}
+	return nil
+}
+
 // appendOutputs appends a handler's events in order, pipelined: each is
 // published without waiting for the one before, then every ack is awaited. Not
 // an atomic batch, on purpose: JetStream stages each atomic batch of a file
@@ -473,11 +493,23 @@ func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) er
 		pending = append(pending, p)
 	}
 	for _, p := range pending {
-		if _, err := p.Wait(ctx); err != nil {
+		seq, err := p.Wait(ctx)
+		if err != nil {
 			return classifyAppend(err)
 		}
+		r.noteAppended(seq)
 	}
 	return nil
+}
+
+// noteAppended raises the runner's highest appended sequence to seq.
+func (r *Runner) noteAppended(seq uint64) {
+	for {
+		cur := r.appended.Load()
+		if seq <= cur || r.appended.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
 }
 
 func classifyAppend(err error) error {

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -20,11 +21,11 @@ func nodeGroupKey(dag, n string) []byte { return key("pipelines/n/", dag, n) }
 // applyPipelines folds single-worker pipelines and variant groups. A pipeline
 // starts once, moves stage by stage (a stage is dispatched once per loop and
 // reported once), waits for the user when its loops are used, and ends
-// completed or failed; /task messages reach only a pipeline that has not
-// ended. A variant group opens once per node, on a pipeline that has not
-// ended; each variant's end moves the group (active -> pending or
-// cancelled), and only a ready variant of a pending group is selected.
-// Anything else is refused with the reason.
+// completed or failed (or handed off to a successor); /task messages reach
+// the pipeline carrying the work on, if it has not ended. A variant group
+// opens once per node, on a pipeline that has not ended; each variant's end
+// moves the group (active -> pending or cancelled), and only a ready variant
+// of a pending group is selected. Anything else is refused with the reason.
 func applyPipelines(t *tx, ev *event) error {
 	env := ev.env
 	if env == nil {
@@ -146,18 +147,24 @@ func applyPipelines(t *tx, ev *event) error {
 		}
 		return pipelineHandoff(t, ev, p)
 	case schemas.TypeUserTaskPrompt, schemas.TypeUserTaskQuery, schemas.TypeUserTaskInterrupt,
-		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester:
+		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester, schemas.TypeUserStopHandoffs:
 		v, err := ev.decode()
 		if err != nil {
 			return t.reject(Pipelines, ev, "payload does not decode: %v", err)
 		}
 		p := schemas.TaskMessageOf(v)
-		return onPipeline(t, ev, p.PipelineID, "a /task message", func(pl *Pipeline) string {
+		id, err := carrier(t, p.PipelineID)
+		if err != nil {
+			return err
+		}
+		return onPipeline(t, ev, id, "a /task message", func(pl *Pipeline) string {
 			switch env.Type {
 			case schemas.TypeUserIgnoreInspector:
 				pl.IgnoreInspector = true
 			case schemas.TypeUserIgnoreTester:
 				pl.IgnoreTester = true
+			case schemas.TypeUserStopHandoffs:
+				pl.HandoffsStopped = cmp.Or(p.Text, "by /task "+p.PipelineID+" stop_handoffs")
 			}
 			pl.UserMessages = append(pl.UserMessages, PipelineUserMessage{Seq: ev.seq, Type: env.Type, Text: p.Text})
 			return ""
@@ -228,7 +235,8 @@ func pipelineStarted(t *tx, ev *event, p *schemas.PipelineStarted) error {
 	}
 	pl := &Pipeline{ID: p.PipelineID, Session: ev.env.SessionID, DAG: p.DAGID, Node: p.NodeID, Attempt: p.Attempt, Mode: p.Mode,
 		Agent: p.Agent, Prompt: p.Prompt, WorkDir: p.WorkDir, StartingCommit: p.StartingCommit, MaxLoops: p.MaxLoops,
-		State: PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Seq: ev.seq, CreatedAt: ev.env.Timestamp}
+		State: PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, MaxHandoffs: p.MaxHandoffs,
+		Seq: ev.seq, CreatedAt: ev.env.Timestamp}
 	if h := p.Handoff; h != nil {
 		prev, err := load[Pipeline](t, pipelineKey(h.OldPipelineID))
 		if err != nil {
@@ -238,6 +246,7 @@ func pipelineStarted(t *tx, ev *event, p *schemas.PipelineStarted) error {
 			return t.reject(Pipelines, ev, "pipeline %s was not handed to %s", h.OldPipelineID, p.PipelineID)
 		}
 		pl.HandoffFrom, pl.Handoff = h.OldPipelineID, h
+		pl.Carry(prev)
 		if h.Inspector != nil {
 			pl.Criteria = h.Inspector.Criteria
 		}
@@ -314,6 +323,19 @@ func groupCreated(t *tx, ev *event, p *schemas.VariantGroupCreated) error {
 	id := p.GroupID
 	store(t, nk, &id)
 	return nil
+}
+
+// carrier is the pipeline that carries on the work of pipeline id: id
+// itself, or the end of its chain of handoffs (a successor not started yet
+// is returned, and refused as unknown).
+func carrier(t *tx, id string) (string, error) {
+	for {
+		pl, err := load[Pipeline](t, pipelineKey(id))
+		if err != nil || pl == nil || pl.State != PipelineHandedOff {
+			return id, err
+		}
+		id = pl.HandoffTo
+	}
 }
 
 // onPipeline applies f to a pipeline that has not ended; f returns why the

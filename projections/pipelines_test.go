@@ -60,6 +60,9 @@ func formatPipeline(p *projections.Pipeline) string {
 	if h := p.Handoff; h != nil {
 		fmt.Fprintf(&b, "  handoff %d from %s at loop %d: %s\n", h.HandoffIndex, p.HandoffFrom, h.Loop, h.Reason)
 	}
+	if p.MaxHandoffs > 0 || p.HandoffsStopped != "" {
+		fmt.Fprintf(&b, "  handoffs: max %d stopped %q refusal %q\n", p.MaxHandoffs, p.HandoffsStopped, p.HandoffRefusal())
+	}
 	for _, s := range p.Stages {
 		fmt.Fprintf(&b, "  stage %s loop %d by %s at %d", s.Stage, s.Loop, s.Agent, s.Seq)
 		if s.ResultSeq != 0 {

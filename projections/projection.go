@@ -62,7 +62,7 @@ var projectionList = []*projection{
 	{name: History, version: 2, apply: applyHistory},
 	{name: Code, version: 2, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
-	{name: Pipelines, version: 1, apply: applyPipelines},
+	{name: Pipelines, version: 2, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
 	{name: Plans, version: 1, apply: applyPlans},
 	{name: Consults, version: 2, apply: applyConsults},

@@ -82,10 +82,14 @@ type Pipeline struct {
 	HandoffTo   string                   `json:"handoff_to,omitempty"`
 	HandoffFrom string                   `json:"handoff_from,omitempty"`
 	Handoff     *schemas.PipelineHandoff `json:"handoff,omitempty"`
-	Seq         uint64                   `json:"seq"`
-	EndSeq      uint64                   `json:"end_seq,omitempty"`
-	CreatedAt   time.Time                `json:"created_at"`
-	FinishedAt  *time.Time               `json:"finished_at,omitempty"`
+	// MaxHandoffs caps the chain of handoffs (0: no cap); HandoffsStopped
+	// says why the user stopped it (a chain's pipelines carry both on).
+	MaxHandoffs     int        `json:"max_handoffs,omitempty"`
+	HandoffsStopped string     `json:"handoffs_stopped,omitempty"`
+	Seq             uint64     `json:"seq"`
+	EndSeq          uint64     `json:"end_seq,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
 }
 
 // PipelineStageRecord is one dispatched stage and its result.
@@ -127,6 +131,44 @@ func (p *Pipeline) Result(stage string, loop int) *PipelineStageRecord {
 		}
 	}
 	return nil
+}
+
+// EngineerMessages are the /task messages meant for the Engineer (prompts
+// and questions), in order: the first Delivered of them reached it.
+func (p *Pipeline) EngineerMessages() []PipelineUserMessage {
+	var out []PipelineUserMessage
+	for _, m := range p.UserMessages {
+		if m.Type == schemas.TypeUserTaskPrompt || m.Type == schemas.TypeUserTaskQuery {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Carry gives a pipeline started by a handoff what it inherits from prev,
+// the one it continues: the /task messages prev's Engineer was not given
+// yet, the validators the user waived, and the chain's cap and stop.
+func (p *Pipeline) Carry(prev *Pipeline) {
+	msgs := prev.EngineerMessages()
+	p.UserMessages = slices.Clone(msgs[min(prev.Delivered, len(msgs)):])
+	p.IgnoreInspector, p.IgnoreTester = prev.IgnoreInspector, prev.IgnoreTester
+	p.HandoffsStopped = prev.HandoffsStopped
+}
+
+// HandoffRefusal says why the pipeline's Engineer may not hand it off ("" if
+// it may): the user stopped the chain, or the chain made its MaxHandoffs.
+func (p *Pipeline) HandoffRefusal() string {
+	made := 0
+	if p.Handoff != nil {
+		made = p.Handoff.HandoffIndex
+	}
+	switch {
+	case p.HandoffsStopped != "":
+		return "the user stopped the chain of handoffs (" + p.HandoffsStopped + ")"
+	case p.MaxHandoffs > 0 && made >= p.MaxHandoffs:
+		return fmt.Sprintf("the chain made its %d handoffs (the cap)", p.MaxHandoffs)
+	}
+	return ""
 }
 
 // VariantGroupState is where a variant group is (seed L26356-26372).

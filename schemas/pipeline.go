@@ -39,6 +39,11 @@ const (
 // before the user decides (seed L24925).
 const DefaultPipelineLoops = 3
 
+// DefaultPipelineHandoffs caps a chain of Engineer handoffs (the seed lets
+// them chain without end): an Engineer whose pipeline is the chain's last
+// compacts its conversation instead.
+const DefaultPipelineHandoffs = 5
+
 // PipelineStarted creates a pipeline for a dispatched node. StartingCommit is
 // a commit of the work directory as it was (uncommitted changes included),
 // empty outside a git repository. A variant's pipeline names its group and
@@ -60,6 +65,9 @@ type PipelineStarted struct {
 	// Handoff is the state a pipeline started by a handoff continues from
 	// (its first stage is the Engineer's, at the old pipeline's loop).
 	Handoff *PipelineHandoff `json:"handoff,omitempty"`
+	// MaxHandoffs caps the chain of handoffs the pipeline starts or
+	// continues (0: no cap, as before it was recorded).
+	MaxHandoffs int `json:"max_handoffs,omitempty"`
 }
 
 // PipelineStage asks an agent to do one stage of a pipeline.
@@ -161,8 +169,10 @@ type PipelineFailed struct {
 }
 
 // UserTaskMessage is what the user says to one pipeline with /task: a prompt
-// or a question for its Engineer, an interrupt, or an instruction to skip a
-// validator (seed L25931-25958, L26019-26025).
+// or a question for its Engineer, an interrupt, an instruction to skip a
+// validator (seed L25931-25958, L26019-26025), or to stop its chain of
+// handoffs (seed L28022). A message to a pipeline that was handed off goes
+// to the one that carries its work on.
 type UserTaskMessage struct {
 	PipelineID string `json:"pipeline_id"`
 	Text       string `json:"text,omitempty"`
@@ -175,6 +185,7 @@ type (
 	UserTaskInterrupt   UserTaskMessage
 	UserIgnoreInspector UserTaskMessage
 	UserIgnoreTester    UserTaskMessage
+	UserStopHandoffs    UserTaskMessage
 )
 
 // TaskMessageOf returns the message of a decoded /task payload (a pointer to
@@ -191,12 +202,14 @@ func TaskMessageOf(v any) *UserTaskMessage {
 		return (*UserTaskMessage)(p)
 	case *UserIgnoreTester:
 		return (*UserTaskMessage)(p)
+	case *UserStopHandoffs:
+		return (*UserTaskMessage)(p)
 	}
 	return nil
 }
 
 // NewTaskMessage returns the payload of /task message type t (one of the
-// user_task_* and user_ignore_* types).
+// user_task_*, user_ignore_* and user_stop_handoffs types).
 func NewTaskMessage(t Type, m UserTaskMessage) (any, error) {
 	switch t {
 	case TypeUserTaskPrompt:
@@ -209,6 +222,8 @@ func NewTaskMessage(t Type, m UserTaskMessage) (any, error) {
 		return UserIgnoreInspector(m), nil
 	case TypeUserIgnoreTester:
 		return UserIgnoreTester(m), nil
+	case TypeUserStopHandoffs:
+		return UserStopHandoffs(m), nil
 	}
 	return nil, fmt.Errorf("%w: %q is not a /task message", ErrUnknownType, string(t))
 }
@@ -271,6 +286,7 @@ const (
 	TypeUserTaskInterrupt    Type = "user_task_interrupt"
 	TypeUserIgnoreInspector  Type = "user_ignore_inspector"
 	TypeUserIgnoreTester     Type = "user_ignore_tester"
+	TypeUserStopHandoffs     Type = "user_stop_handoffs"
 	TypeVariantRequest       Type = "variant_request"
 	TypeVariantGroupCreated  Type = "variant_group_created"
 	TypeVariantCreated       Type = "variant_created"
@@ -292,6 +308,7 @@ var pipelineTypes = map[Type]typeInfo{
 	TypeUserTaskInterrupt:    entry[UserTaskInterrupt]("/task: stop a pipeline."),
 	TypeUserIgnoreInspector:  entry[UserIgnoreInspector]("/task: skip a pipeline's Inspector from now on."),
 	TypeUserIgnoreTester:     entry[UserIgnoreTester]("/task: skip a pipeline's Tester from now on."),
+	TypeUserStopHandoffs:     entry[UserStopHandoffs]("/task: no more handoffs in a pipeline's chain; its Engineer compacts instead."),
 	TypeVariantRequest:       entry[VariantRequest]("Ask for another approach to a node, as a variant."),
 	TypeVariantGroupCreated:  entry[VariantGroupCreated]("A variant group opens for a node."),
 	TypeVariantCreated:       entry[VariantCreated]("A variant's pipeline starts in its own worktree."),

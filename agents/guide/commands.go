@@ -29,8 +29,8 @@ func commands() map[string]command {
 		"/approve":   {"/approve PLAN_ID", "approve a plan", (*Guide).approve},
 		"/interrupt": {"/interrupt [REASON]", "stop the running work to change course", (*Guide).interrupt},
 		"/clear":     {"/clear", "start a new conversation (the history stays in the log)", (*Guide).clear},
-		"/task": {"/task PIPELINE [prompt|query|interrupt|ignore_inspector|ignore_tester] [TEXT]",
-			"talk to a pipeline's Engineer, stop it, or skip its Inspector or Tester", (*Guide).task},
+		"/task": {"/task PIPELINE [prompt|query|interrupt|ignore_inspector|ignore_tester|stop_handoffs] [TEXT]",
+			"talk to a pipeline's Engineer, stop it, skip its Inspector or Tester, or stop its chain of handoffs", (*Guide).task},
 	}
 }
 
@@ -187,6 +187,7 @@ var taskActions = map[string]schemas.Type{
 	"interrupt":        schemas.TypeUserTaskInterrupt,
 	"ignore_inspector": schemas.TypeUserIgnoreInspector,
 	"ignore_tester":    schemas.TypeUserIgnoreTester,
+	"stop_handoffs":    schemas.TypeUserStopHandoffs,
 }
 
 // task routes a /task message to the pipeline agent; without an action the

@@ -17,7 +17,10 @@ import (
 // the old pipeline and starts a new one from that state at the same loop.
 // The seed routes the request through the Architect and the Orchestrator;
 // here the pipeline agent, which owns pipelines, makes the handoff itself,
-// and the Archivalist keeps it (category pipeline_handoff).
+// and the Archivalist keeps it (category pipeline_handoff). The new pipeline
+// inherits the /task messages its predecessor's Engineer was not given yet
+// and the chain's cap and stop (the Engineer asks before it hands off, so a
+// request made just before the user stopped the chain is its last link).
 func (a *Agent) handoff(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	r, err := schemas.PayloadAs[schemas.PipelineHandoffRequest](d.Env)
 	if err != nil {
@@ -60,8 +63,8 @@ func (a *Agent) handoff(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	}
 	started := schemas.PipelineStarted{PipelineID: id, DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt, Mode: pl.Mode, Agent: pl.Agent,
 		Prompt: pl.Prompt, WorkDir: pl.WorkDir, StartingCommit: pl.StartingCommit, MaxLoops: pl.MaxLoops,
-		GroupID: pl.Group, VariantID: pl.Variant, Approach: pl.Approach, Handoff: &h}
-	outs, err := a.begin(d, started, "handoff/"+id)
+		GroupID: pl.Group, VariantID: pl.Variant, Approach: pl.Approach, Handoff: &h, MaxHandoffs: pl.MaxHandoffs}
+	outs, err := a.begin(d, started, "handoff/"+id, pl)
 	if err != nil {
 		return nil, err
 	}

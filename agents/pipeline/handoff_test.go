@@ -9,7 +9,6 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/archivalist"
 
-	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -23,8 +22,8 @@ import (
 // the work. Nothing is compacted or cut; a replay calls nothing and appends
 // nothing.
 func TestEngineerHandsOffAt95Percent(t *testing.T) {
-	f := newFixture(t, func(c *llm.Config) { c.MaxContextTokens, c.ReserveTokens = 6000, 500 })
-	f.write("big.txt", strings.Repeat("a line of the file the Engineer reads\n", 40))
+	f := newFixture(t, smallWindow)
+	f.write("big.txt", bigFile)
 	const prompt = "add Add(a, b int) int to calc"
 	state := `{"original_prompt": "` + prompt + `", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write Add in calc.go"], "context_notes": "calc.go holds package calc"}`
 	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {

@@ -15,10 +15,11 @@
 // tester_feedback) for another loop, at most MaxLoops; then the user decides:
 // ignore the findings (the node succeeds) or fail it. A /task message
 // reaches the Engineer at its next stage (and is worth one more loop if none
-// would follow).
+// would follow), in the pipeline that carries the work on after handoffs.
 //
 // Like the Orchestrator it keeps no state of its own: each message makes it
-// read the pipeline's projection, caught up with the stream, and append what
+// read the pipeline's projection, caught up with the message and its own
+// earlier steps, and append what
 // follows, with ids fixed by the pipeline and the step, so a redelivery or a
 // second process deciding the same step appends it once. Variants: see
 // variants.go.
@@ -33,7 +34,6 @@ import (
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/worker"
-	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -56,7 +56,6 @@ type Store interface {
 // Agent runs pipelines.
 type Agent struct {
 	Store Store
-	Log   *events.Log
 	// Executors run the agent's git commands (snapshots, worktrees).
 	Executors *worker.Executors
 	// Records finds their recorded results (default: Store).
@@ -64,13 +63,19 @@ type Agent struct {
 	// MaxLoops is how many implement-validate loops a pipeline makes before
 	// the user decides (default schemas.DefaultPipelineLoops).
 	MaxLoops int
+	// MaxHandoffs caps a chain of Engineer handoffs (default
+	// schemas.DefaultPipelineHandoffs).
+	MaxHandoffs int
 	// WorktreeDir is where variants' worktrees go, one directory per group.
 	WorktreeDir string
 }
 
 // Handle takes the messages addressed to the pipeline agent.
 func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
-	if err := a.catchUp(ctx); err != nil {
+	// The message and the agent's own earlier steps are what a step is
+	// decided from: waiting for the stream's last sequence would cost a
+	// request at every step.
+	if err := agents.CatchUpFloor(ctx, d, a.Store); err != nil {
 		return nil, err
 	}
 	switch d.Env.Type {
@@ -83,7 +88,7 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 		}
 		return a.step(ctx, d, p.PipelineID)
 	case schemas.TypeUserTaskPrompt, schemas.TypeUserTaskQuery, schemas.TypeUserTaskInterrupt,
-		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester:
+		schemas.TypeUserIgnoreInspector, schemas.TypeUserIgnoreTester, schemas.TypeUserStopHandoffs:
 		return a.user(ctx, d)
 	case schemas.TypeClarificationResponse:
 		return a.decide(ctx, d)
@@ -95,10 +100,6 @@ func (a *Agent) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Enve
 		return a.selectVariant(ctx, d)
 	}
 	return nil, agents.Unhandled(Name, d.Env.Type)
-}
-
-func (a *Agent) catchUp(ctx context.Context) error {
-	return agents.CatchUp(ctx, a.Log, a.Store)
 }
 
 func (a *Agent) records() agents.ToolRecords {
@@ -115,9 +116,20 @@ func (a *Agent) maxLoops() int {
 	return schemas.DefaultPipelineLoops
 }
 
+func (a *Agent) maxHandoffs() int {
+	if a.MaxHandoffs > 0 {
+		return a.MaxHandoffs
+	}
+	return schemas.DefaultPipelineHandoffs
+}
+
 // pipelineID names the pipeline of a node's attempt; a variant's is named by
 // its group and variant.
 func pipelineID(parts ...string) string { return "p-" + tools.CallID(parts...)[:12] }
+
+// ID is the id of the pipeline of a node's attempt (the first pipeline of a
+// chain of handoffs).
+func ID(dag, node string, attempt int) string { return pipelineID(dag, node, fmt.Sprint(attempt)) }
 
 // start creates the pipeline of a dispatched node, with a snapshot of its
 // work directory as the starting commit, and dispatches its first stage.
@@ -130,7 +142,7 @@ func (a *Agent) start(ctx context.Context, d *agents.Delivery) ([]*schemas.Envel
 		return worker.Outcome(d, node, "", worker.Verdict{Summary: fmt.Sprintf("node %s names no known pipeline (%q; known: %s)",
 			node.NodeID, node.Pipeline, strings.Join(schemas.PipelineModes(), ", "))})
 	}
-	id := pipelineID(node.DAGID, node.NodeID, fmt.Sprint(node.Attempt))
+	id := ID(node.DAGID, node.NodeID, node.Attempt)
 	if pl, err := a.Store.Pipeline(ctx, id); err == nil {
 		return a.next(ctx, d, pl) // a redelivery: carry on from the record
 	} else if !errors.Is(err, projections.ErrNotFound) {
@@ -146,23 +158,29 @@ func (a *Agent) start(ctx context.Context, d *agents.Delivery) ([]*schemas.Envel
 		return worker.Outcome(d, node, "", worker.Verdict{Summary: "the pipeline could not take its starting commit: " + err.Error()})
 	}
 	started := schemas.PipelineStarted{PipelineID: id, DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt,
-		Mode: node.Pipeline, Agent: node.Agent, Prompt: node.Prompt, WorkDir: node.WorkDir, StartingCommit: commit, MaxLoops: a.maxLoops()}
-	return a.begin(d, started, "start")
+		Mode: node.Pipeline, Agent: node.Agent, Prompt: node.Prompt, WorkDir: node.WorkDir, StartingCommit: commit, MaxLoops: a.maxLoops(),
+		MaxHandoffs: a.maxHandoffs()}
+	return a.begin(d, started, "start", nil)
 }
 
 // isGitFailure reports whether err is a git command that ran and failed (as
 // opposed to the machinery around it).
 func isGitFailure(err error) bool { return strings.HasPrefix(err.Error(), "git in ") }
 
-// begin appends a pipeline_started and its first stage, derived from d.
-func (a *Agent) begin(d *agents.Delivery, p schemas.PipelineStarted, key string) ([]*schemas.Envelope, error) {
+// begin appends a pipeline_started and its first stage, derived from d; a
+// pipeline started by a handoff continues prev.
+func (a *Agent) begin(d *agents.Delivery, p schemas.PipelineStarted, key string, prev *projections.Pipeline) ([]*schemas.Envelope, error) {
 	env, err := d.Derive(schemas.TypePipelineStarted, "user", key+"/started", p)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	pl := &projections.Pipeline{ID: p.PipelineID, Session: d.Env.SessionID, DAG: p.DAGID, Node: p.NodeID, Attempt: p.Attempt,
 		Mode: p.Mode, Agent: p.Agent, Prompt: p.Prompt, WorkDir: p.WorkDir, StartingCommit: p.StartingCommit, MaxLoops: p.MaxLoops,
-		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Handoff: p.Handoff}
+		State: projections.PipelineRunning, Group: p.GroupID, Variant: p.VariantID, Approach: p.Approach, Handoff: p.Handoff,
+		MaxHandoffs: p.MaxHandoffs}
+	if prev != nil {
+		pl.Carry(prev) // as the projection does: its first stage gets the messages
+	}
 	first, loop := schemas.StageImplement, 1
 	switch {
 	case p.Handoff != nil:
@@ -241,7 +259,7 @@ func (a *Agent) next(ctx context.Context, d *agents.Delivery, pl *projections.Pi
 			s.failLoop(findingsSummary(ins, tst, insFailed, tstFailed), findings(pl), pick(ins, insFailed), pick(tst, tstFailed))
 		case pl.Mode == schemas.PipelineStandard && pl.Stage == schemas.StageInspect && !pl.IgnoreTester:
 			s.dispatch(schemas.StageTest, pl.Loop)
-		case pl.Delivered < len(engineerMessages(pl)) && pl.Loop < pl.MaxLoops:
+		case pl.Delivered < len(pl.EngineerMessages()) && pl.Loop < pl.MaxLoops:
 			s.dispatch(schemas.StageImplement, pl.Loop+1) // the user spoke: the Engineer hears it
 		default:
 			return a.complete(ctx, d, pl, false)
@@ -285,17 +303,6 @@ func findings(pl *projections.Pipeline) []string {
 			for _, t := range r.Tests.FailedTests {
 				out = append(out, "failing: "+t)
 			}
-		}
-	}
-	return out
-}
-
-// engineerMessages are the /task messages meant for the Engineer.
-func engineerMessages(pl *projections.Pipeline) []projections.PipelineUserMessage {
-	var out []projections.PipelineUserMessage
-	for _, m := range pl.UserMessages {
-		if m.Type == schemas.TypeUserTaskPrompt || m.Type == schemas.TypeUserTaskQuery {
-			out = append(out, m)
 		}
 	}
 	return out
@@ -400,26 +407,30 @@ func firstLine(s string, n int) string {
 }
 
 // deriveFor builds an event of pipeline pl with an id fixed by the pipeline
-// and key: whichever message decides a step first, it is appended once.
+// and key alone: whichever message decides a step first, it is appended
+// once, and a re-execution derives the same id (the pipeline's creation time
+// is the clock of the run that started it: not part of the id).
 func deriveFor(d *agents.Delivery, pl *projections.Pipeline, t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
 	e, err := d.Derive(t, target, pl.ID+"/"+key, payload)
 	if err != nil {
 		return nil, err
 	}
-	e.ID = schemas.DeriveID(&schemas.Envelope{ID: pl.ID, Timestamp: pl.CreatedAt}, Name+"/"+key)
+	e.ID = schemas.DeriveID(&schemas.Envelope{ID: pl.ID}, Name+"/"+key)
 	return e, nil
 }
 
-// user handles a /task message: an interrupt fails the pipeline; an ignore
-// may settle the loop it waits on; prompts wait for the Engineer's next
-// stage.
+// user handles a /task message, for the pipeline that carries on the work
+// of the one it names (see carrier): an interrupt fails the pipeline; an
+// ignore may settle the loop it waits on; prompts wait for the Engineer's
+// next stage; a stop of the chain of handoffs is read by the Engineer when
+// its window fills.
 func (a *Agent) user(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelope, error) {
 	v, err := schemas.DecodePayload(d.Env)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	m := schemas.TaskMessageOf(v)
-	pl, err := a.Store.Pipeline(ctx, m.PipelineID)
+	pl, err := a.carrier(ctx, m.PipelineID)
 	if errors.Is(err, projections.ErrNotFound) {
 		return notice(d, "unknown-pipeline", schemas.NoticeError, fmt.Sprintf("no pipeline %q", m.PipelineID), "sylk pipeline ls lists them")
 	}
@@ -442,6 +453,19 @@ func (a *Agent) user(ctx context.Context, d *agents.Delivery) ([]*schemas.Envelo
 		return a.next(ctx, d, pl)
 	}
 	return nil, nil
+}
+
+// carrier reads the pipeline that carries on the work of pipeline id: id
+// itself, or the last of its chain of handoffs, which the projection gives
+// the /task messages sent to an earlier one.
+func (a *Agent) carrier(ctx context.Context, id string) (*projections.Pipeline, error) {
+	for {
+		pl, err := a.Store.Pipeline(ctx, id)
+		if err != nil || pl.State != projections.PipelineHandedOff {
+			return pl, err
+		}
+		id = pl.HandoffTo
+	}
 }
 
 // decide takes the user's answer to a pipeline waiting on them: ignore the

@@ -39,16 +39,7 @@ var approachLine = regexp.MustCompile(`(?m)^Approach to take: (.+)$`)
 
 // keyOf reads a request's stage from its first user message.
 func keyOf(req llmtest.Request) (stageKey, bool) {
-	var k stageKey
-	sys := req.System()
-	switch {
-	case strings.Contains(sys, "You are the Engineer"):
-		k.agent = "engineer"
-	case strings.Contains(sys, "You are the Inspector"):
-		k.agent = "inspector"
-	case strings.Contains(sys, "You are the Tester"):
-		k.agent = "tester"
-	}
+	k := stageKey{agent: agentOf(req)}
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
@@ -67,6 +58,19 @@ func keyOf(req llmtest.Request) (stageKey, bool) {
 	return k, false
 }
 
+// agentOf reads who asks from a request's system prompt: engineer,
+// inspector, tester, or memory for a checkpoint's summary.
+func agentOf(req llmtest.Request) string {
+	sys := req.System()
+	for _, a := range []struct{ agent, says string }{{"memory", "memory checkpoint"}, {"engineer", "You are the Engineer"},
+		{"inspector", "You are the Inspector"}, {"tester", "You are the Tester"}} {
+		if strings.Contains(sys, a.says) {
+			return a.agent
+		}
+	}
+	return ""
+}
+
 // fixture is a stack running the Orchestrator, the pipeline agent and the
 // three workers over a fake model that answers each stage from a table, and
 // a real Go module in a git repository.
@@ -77,6 +81,8 @@ type fixture struct {
 	dir string
 	// worktrees is where variants' worktrees go.
 	worktrees string
+	// maxHandoffs caps chains of handoffs (0: the default).
+	maxHandoffs int
 
 	mu      sync.Mutex
 	replies map[stageKey][]llmtest.Reply
@@ -88,14 +94,18 @@ type fixture struct {
 
 var workers = []string{"engineer", "inspector", "tester"}
 
-func newFixture(t *testing.T, opts ...func(*llm.Config)) *fixture {
+// option adjusts a fixture, or its LLM client's configuration, before its
+// agents start.
+type option func(*fixture, *llm.Config)
+
+func newFixture(t *testing.T, opts ...option) *fixture {
 	t.Helper()
 	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
 		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
 	f.srv.Respond(f.respond)
 	cfg := llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond}
 	for _, o := range opts {
-		o(&cfg)
+		o(f, &cfg)
 	}
 	c, err := llm.NewClient(cfg, llm.Deps{Records: f.Store})
 	if err != nil {
@@ -143,11 +153,11 @@ func (f *fixture) git(args ...string) string {
 // start runs the agents (again, after stop).
 func (f *fixture) start() {
 	ex := &worker.Executors{Options: tools.Options{Permissions: tools.DefaultPolicy()}}
-	pl := &worker.PromptLoop{LLM: f.client, Executors: ex, Records: f.Store}
+	pl := &worker.PromptLoop{LLM: f.client, Executors: ex, Records: f.Store, Pipelines: f.Store}
 	cat := plan.Catalog{ToolAgents: workers, PromptAgents: workers, Tools: []string{"exec"}}
 	hs := map[string]agents.Handler{
 		orchestrator.Name: &orchestrator.Orchestrator{Store: f.Store, Log: f.Log, Catalog: cat},
-		pipeline.Name:     &pipeline.Agent{Store: f.Store, Log: f.Log, Executors: ex, WorktreeDir: f.worktrees},
+		pipeline.Name:     &pipeline.Agent{Store: f.Store, Executors: ex, WorktreeDir: f.worktrees, MaxHandoffs: f.maxHandoffs},
 	}
 	for _, name := range workers {
 		hs[name] = &worker.Worker{Agent: name, Executors: ex, Records: f.Store, Judge: worker.ByExit, Prompter: pl}
@@ -165,6 +175,14 @@ func (f *fixture) start() {
 	}
 }
 
+// stop stops every agent (start runs them again).
+func (f *fixture) stop() {
+	for _, stop := range f.stops {
+		stop()
+	}
+	f.stops = nil
+}
+
 func (f *fixture) names() []string { return append(workers, orchestrator.Name, pipeline.Name) }
 
 // replay stops every agent, forgets its consumer and runs them all again
@@ -174,10 +192,7 @@ func (f *fixture) replay() {
 	f.t.Helper()
 	f.idle()
 	calls, before, first := f.srv.Calls(), f.Stack.Census(), f.handled.Load()
-	for _, stop := range f.stops {
-		stop()
-	}
-	f.stops = nil
+	f.stop()
 	for _, name := range f.names() {
 		f.Forget(name)
 	}
@@ -271,6 +286,18 @@ func (f *fixture) pipeline(id string) *projections.Pipeline {
 		f.t.Fatal(err)
 	}
 	return pl
+}
+
+// worktreeGone checks a variant's worktree is removed, from the disk and
+// from git's list.
+func (f *fixture) worktreeGone(path string) {
+	f.t.Helper()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		f.t.Fatalf("the variant's worktree %s is still there: %v", path, err)
+	}
+	if list := f.git("worktree", "list"); strings.Contains(list, path) {
+		f.t.Fatalf("git still lists the worktree:\n%s", list)
+	}
 }
 
 func (f *fixture) workflow() *schemas.WorkflowComplete {
@@ -469,12 +496,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if got := f.read(f.dir, "calc.go"); got != channels {
 		t.Fatalf("calc.go after selecting v1 = %q", got)
 	}
-	if _, err := os.Stat(v1.Worktree); !os.IsNotExist(err) {
-		t.Fatalf("the variant's worktree is still there: %v", err)
-	}
-	if list := f.git("worktree", "list"); strings.Contains(list, v1.Worktree) {
-		t.Fatalf("git still lists the worktree:\n%s", list)
-	}
+	f.worktreeGone(v1.Worktree)
 	g2, _ := f.Store.VariantGroup(f.Ctx, group.ID)
 	if g2.State != projections.GroupSelected || g2.Variant("v1").State != projections.VariantSelected || g2.Variant("original").State != projections.VariantDiscarded {
 		t.Fatalf("group after selection %+v", g2)

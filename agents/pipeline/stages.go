@@ -47,7 +47,7 @@ func (s *stepper) dispatch(stage string, loop int) {
 	st := schemas.PipelineStage{PipelineID: pl.ID, DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt, Stage: stage, Loop: loop,
 		Agent: agent, WorkDir: pl.WorkDir, Prompt: stagePrompt(pl, stage, loop)}
 	if stage == schemas.StageImplement {
-		st.UserMessages = len(engineerMessages(pl))
+		st.UserMessages = len(pl.EngineerMessages())
 	}
 	s.emit(schemas.TypePipelineStage, agent, fmt.Sprintf("stage/%s/%d", stage, loop), st)
 }
@@ -163,7 +163,7 @@ func stagePrompt(pl *projections.Pipeline, stage string, loop int) string {
 		b.WriteString(handoffPrompt(pl.Handoff))
 	}
 	if stage == schemas.StageImplement {
-		msgs := engineerMessages(pl)
+		msgs := pl.EngineerMessages()
 		if pl.Delivered < len(msgs) {
 			b.WriteString("\nThe user says:\n")
 			for _, m := range msgs[pl.Delivered:] {

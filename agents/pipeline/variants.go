@@ -135,7 +135,7 @@ func (a *Agent) variant(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	outs = append(outs, vc)
 	started, err := a.begin(d, schemas.PipelineStarted{PipelineID: id, DAGID: orig.DAG, NodeID: orig.Node, Attempt: orig.Attempt,
 		Mode: orig.Mode, Agent: orig.Agent, Prompt: orig.Prompt, WorkDir: worktree, StartingCommit: orig.StartingCommit,
-		MaxLoops: orig.MaxLoops, GroupID: groupID, VariantID: variantID, Approach: p.Approach}, "variant")
+		MaxLoops: orig.MaxLoops, GroupID: groupID, VariantID: variantID, Approach: p.Approach, MaxHandoffs: a.maxHandoffs()}, "variant", nil)
 	if err != nil {
 		return nil, err
 	}

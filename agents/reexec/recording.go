@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
+	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -45,7 +46,7 @@ var (
 
 // Agents are the sources of events the agents produce; an event from any
 // other source (the user, a script) is an input.
-var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engineer", "inspector", "tester", "librarian", "academic", "supervisor"}
+var Agents = []string{"guide", "architect", "orchestrator", "archivalist", "engineer", "inspector", "tester", "librarian", "academic", "supervisor", pipeline.Name}
 
 // callRecords are the events that record a side effect: a re-execution serves
 // them instead of producing them. An audit_record comes with a tool's result

@@ -185,7 +185,7 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 		c.Classifier = &guide.LLMClassifier{LLM: c.LLM}
 	}
 	if c.Prompter == nil {
-		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts,
+		c.Prompter = &worker.PromptLoop{LLM: c.LLM, Executors: executors, Records: c.records(), Pipelines: c.Store, Skills: c.Skills, Hooks: hp, Permits: c.permits(), Prompts: c.Prompts,
 			Plans: c.Store, Consult: &consult.Consulter{Answers: c.Store}}
 	}
 	if c.PromptAgents == nil {
@@ -256,7 +256,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{base(academic.Name), consult.Wrap(academic.Name, &academic.Academic{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
-			&pipeline.Agent{Store: c.Store, Records: c.records(), Log: log, Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
+			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {

@@ -82,8 +82,29 @@ func (c *Cache) load() {
 	}
 }
 
-// parse is Parse through the cache, for a skill of a location on disk.
+// builtinParses are the built-in skills as parsed, by directory and body
+// cap (builtinKey -> *cacheEntry): they are compiled into the binary, so
+// each is parsed once per process, not at every discovery (every agent
+// loop's start).
+var builtinParses sync.Map
+
+type builtinKey struct {
+	dir     string
+	maxBody int
+}
+
+// parse is Parse through the cache, for a skill of a location on disk; a
+// built-in skill is parsed once per process.
 func (c *Cache) parse(loc *Location, dir string, maxBody int) (*Skill, []Problem) {
+	if loc.FS == Builtin() {
+		k := builtinKey{dir, maxBody}
+		if e, ok := builtinParses.Load(k); ok {
+			return e.(*cacheEntry).use(loc.FS, dir)
+		}
+		s, probs := Parse(loc.FS, dir, maxBody)
+		builtinParses.Store(k, newEntry(s, probs, maxBody))
+		return s, probs
+	}
 	if c == nil || loc.Dir == "" {
 		return Parse(loc.FS, dir, maxBody)
 	}
@@ -104,16 +125,24 @@ func (c *Cache) parse(loc *Location, dir string, maxBody int) (*Skill, []Problem
 	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
 		return s, probs // changed while read: not cached, parsed again next time
 	}
-	e = &cacheEntry{Size: before.Size(), ModTime: before.ModTime().UnixNano(), MaxBody: maxBody, Probs: probs}
+	e = newEntry(s, probs, maxBody)
+	e.Size, e.ModTime = before.Size(), before.ModTime().UnixNano()
+	c.mu.Lock()
+	c.entries[file], c.dirty = e, true
+	c.mu.Unlock()
+	return s, probs
+}
+
+// newEntry keeps a parse: a copy of the skill without its directory's
+// listings, which use reads again.
+func newEntry(s *Skill, probs []Problem, maxBody int) *cacheEntry {
+	e := &cacheEntry{MaxBody: maxBody, Probs: probs}
 	if s != nil {
 		cp := *s
 		cp.References, cp.Assets, cp.Scripts = nil, nil, nil
 		e.Skill = &cp
 	}
-	c.mu.Lock()
-	c.entries[file], c.dirty = e, true
-	c.mu.Unlock()
-	return s, probs
+	return e
 }
 
 func (e *cacheEntry) fresh(fi fs.FileInfo, maxBody int) bool {

@@ -21,14 +21,17 @@ import (
 var builtinFS embed.FS
 
 // Builtin returns the skills shipped in the binary, as a file system whose
-// top-level directories are skills.
-func Builtin() fs.FS {
+// top-level directories are skills (always the same value, which is how a
+// discovery knows them).
+func Builtin() fs.FS { return builtinSub() }
+
+var builtinSub = sync.OnceValue(func() fs.FS {
 	sub, err := fs.Sub(builtinFS, "builtin")
 	if err != nil {
 		panic(err) // the directory is embedded: cannot happen
 	}
 	return sub
-}
+})
 
 // Location is one place skills are read from: each directory directly under
 // its root that holds a SKILL.md is a skill.

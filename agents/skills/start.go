@@ -94,6 +94,7 @@ func (c Config) Start(ctx context.Context, d *agents.Delivery, records Records, 
 	set := NewToolSet(d.Agent, permitted, known, c.Bundles, c.MaxToolsPerRequest)
 	l := &Loop{Tools: set, d: d, node: node}
 	rec, _, err := records.SkillSelection(ctx, callID)
+	var selected *schemas.Envelope
 	switch {
 	case err == nil:
 		l.Selection, l.Reused = rec, true
@@ -104,16 +105,12 @@ func (c Config) Start(ctx context.Context, d *agents.Delivery, records Records, 
 			return nil, err
 		}
 		l.Selection.CallID = callID
-		env, err := d.Derive(schemas.TypeSkillsSelected, "user", "skills_selected/"+callID, l.Selection)
-		if err != nil {
+		if selected, err = d.Derive(schemas.TypeSkillsSelected, "user", "skills_selected/"+callID, l.Selection); err != nil {
 			return nil, agents.Permanent(err)
-		}
-		if _, err := d.AppendNow(ctx, env); err != nil {
-			return nil, err
 		}
 	}
 	set.Load(l.Selection.Tools)
-	return l, l.appendNotes(ctx)
+	return l, l.appendNotes(ctx, selected)
 }
 
 func (c Config) selectNew(ctx context.Context, d *agents.Delivery, records Records, node *schemas.TaskDispatch, project string, set *ToolSet) (*schemas.SkillsSelected, error) {
@@ -166,10 +163,14 @@ func (c Config) expire(loaded []projections.LoadedTool, want []string, now time.
 // appendNotes appends the events that explain the selection: one
 // skill_load_failed per failure, one skill_truncated per cut body, the
 // tools_unloaded of the expired tools and the tools_loaded of the initial
-// set.
-func (l *Loop) appendNotes(ctx context.Context) error {
+// set, after the selection itself when it is new (selected, else nil), all
+// in one round trip before the loop's first model call.
+func (l *Loop) appendNotes(ctx context.Context, selected *schemas.Envelope) error {
 	sel := l.Selection
 	var envs []*schemas.Envelope
+	if selected != nil {
+		envs = append(envs, selected)
+	}
 	add := func(t schemas.Type, key string, p any) error {
 		env, err := l.d.Derive(t, "user", key, p)
 		if err != nil {
@@ -202,12 +203,7 @@ func (l *Loop) appendNotes(ctx context.Context) error {
 		DAGID: sel.DAGID, NodeID: sel.NodeID, Attempt: sel.Attempt, Via: "start", Loaded: sel.Tools, Rejected: sel.RefusedTools}); err != nil {
 		return err
 	}
-	for _, env := range envs {
-		if _, err := l.d.AppendNow(ctx, env); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.d.AppendAllNow(ctx, envs...)
 }
 
 // RequestTools answers a request_tools call of the loop: run and recorded

@@ -114,6 +114,10 @@ type PromptLoop struct {
 	Plans planguard.State
 	// Consult gives the agents their consult_<agent> tools (nil: none).
 	Consult toolloop.Consulter
+	// Pipelines is asked, before an Engineer hands its pipeline off,
+	// whether the user stopped the chain or it is at its cap (nil: every
+	// handoff is made).
+	Pipelines Pipelines
 	// Permits decides exec calls outside the agent's command list: the
 	// safe list, remembered answers, else the user (nil: such calls are
 	// refused by the executor).
@@ -325,13 +329,21 @@ func (l *loop) run(ctx context.Context) ([]*schemas.Envelope, error) {
 // handoff hands the pipeline of an Engineer whose conversation filled its
 // handoff share to a new pipeline (seed L27898-28032): a checkpoint of its
 // state, and a pipeline_handoff_request in place of the stage's result. A
-// handoff that cannot be made (no pipeline: a prompt node; the state not
-// written) falls back to summarise and compact, the reason recorded in the
+// handoff that cannot be made (no pipeline: a prompt node; a chain the user
+// stopped or at its cap; the state not written) falls back to summarise and
+// compact, the reason recorded in the
 // memory_compacted event; nil events mean the loop goes on.
 func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpec) ([]*schemas.Envelope, error) {
 	reason := fmt.Sprintf("%s_context_%d%%", l.d.Agent, int(usage*100))
 	if l.stage == nil || l.stage.Stage != schemas.StageImplement {
 		return nil, l.compactInstead(ctx, specs, reason+": no pipeline to hand off to (a prompt node, not a pipeline's Engineer stage)")
+	}
+	why, err := l.handoffRefusal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return nil, l.compactInstead(ctx, specs, reason+": no handoff: "+why)
 	}
 	id, cp, err := l.mem.Checkpoint(ctx, l.msgs, specs)
 	if err != nil {
@@ -347,6 +359,25 @@ func (l *loop) handoff(ctx context.Context, usage float64, specs []tools.ToolSpe
 		return nil, agents.Permanent(err)
 	}
 	return []*schemas.Envelope{e}, nil
+}
+
+// Pipelines reads a pipeline: *projections.Store.
+type Pipelines interface {
+	Pipeline(ctx context.Context, id string) (*projections.Pipeline, error)
+}
+
+// handoffRefusal says why the stage's pipeline may not be handed off ("" if
+// it may), as its record says now: a stop the user sent while the Engineer
+// worked counts.
+func (l *loop) handoffRefusal(ctx context.Context) (string, error) {
+	if l.p.Pipelines == nil {
+		return "", nil
+	}
+	pl, err := l.p.Pipelines.Pipeline(ctx, l.stage.PipelineID)
+	if err != nil {
+		return "", agents.Transient(fmt.Errorf("read pipeline %s before its handoff: %w", l.stage.PipelineID, err), 0)
+	}
+	return pl.HandoffRefusal(), nil
 }
 
 // compactInstead is the fallback of a handoff: summarise, hand the summary

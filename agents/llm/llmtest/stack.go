@@ -3,6 +3,7 @@ package llmtest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,9 +34,23 @@ type Stack struct {
 // NewStack starts a stack for t.
 func NewStack(t testing.TB) *Stack {
 	t.Helper()
+	return newStack(t, projections.Options{Dir: "projections", FS: vfs.NewMem()})
+}
+
+// NewDiskStack is NewStack with the projections store on disk, in a
+// temporary directory, as `sylk serve` keeps it: for benchmarks. An
+// in-memory store copies its whole write-ahead log each time the log
+// outgrows its buffer, a cost no real store has.
+func NewDiskStack(t testing.TB) *Stack {
+	t.Helper()
+	return newStack(t, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+}
+
+func newStack(t testing.TB, opts projections.Options) *Stack {
+	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
-	store, err := projections.Open(ctx, projections.Options{Dir: "projections", FS: vfs.NewMem()})
+	store, err := projections.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

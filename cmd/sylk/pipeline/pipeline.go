@@ -1,6 +1,6 @@
 // Package pipeline is `sylk pipeline`: the single-worker pipelines of DAG
-// nodes (ls, show) and the user's decision on one that used its loops
-// (ignore, fail).
+// nodes (ls, show), the user's decision on one that used its loops (ignore,
+// fail), and the stop of a chain of Engineer handoffs (stop-handoffs).
 package pipeline
 
 import (
@@ -36,12 +36,18 @@ pipeline: the Engineer with an Inspector and a Tester of its own, looping until
 both pass (tdd: criteria, failing tests, implementation, validation). After its
 loops (3) the pipeline waits for you: ignore the findings (the node succeeds)
 or fail the node. The same question is in the session's pending items
-('sylk session show'); /task PIPELINE ... in a session talks to its Engineer.`,
+('sylk session show'); /task PIPELINE ... in a session talks to its Engineer.
+
+An Engineer whose context window fills hands its pipeline to a new one that
+carries the work on (state handed_off; /task messages to the old id reach the
+new one). A chain makes at most 5 handoffs; 'stop-handoffs' ends it sooner:
+the Engineer then compacts its conversation instead.`,
 		Example: `  sylk pipeline ls
   sylk pipeline ls --state awaiting_user
   sylk pipeline show p-1a2b3c4d5e6f
   sylk pipeline ignore p-1a2b3c4d5e6f --reason "the lint finding is a false positive"
-  sylk pipeline fail p-1a2b3c4d5e6f`,
+  sylk pipeline fail p-1a2b3c4d5e6f
+  sylk pipeline stop-handoffs p-1a2b3c4d5e6f --reason "it keeps rereading the same files"`,
 	}
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -76,10 +82,60 @@ or fail the node. The same question is in the session's pending items
 		c.Flags().BoolVar(&opts.JSON, "json", false, "print the appended event as JSON")
 		return c
 	}
+	stop := &cobra.Command{
+		Use:   "stop-handoffs PIPELINE",
+		Short: "Stop a pipeline's chain of Engineer handoffs: its Engineer compacts instead",
+		Long: `Stop the chain of handoffs of a running pipeline (or of the one that carries
+its work on): when its Engineer's context window fills again it summarises and
+compacts its conversation rather than handing the work to a new pipeline. A
+handoff the Engineer had already asked for still happens, and is the last.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return stopRun(cmd.Context(), f, opts, args[0])
+		},
+	}
+	stop.Flags().StringVar(&opts.Reason, "reason", "", "why, for the record")
+	stop.Flags().BoolVar(&opts.JSON, "json", false, "print the appended event as JSON")
 	cmd.AddCommand(ls, show,
 		decide(schemas.DecisionIgnore, "Accept a pipeline's work despite its findings: the node succeeds"),
-		decide(schemas.DecisionFail, "Fail a pipeline that waits for you: the node fails"))
+		decide(schemas.DecisionFail, "Fail a pipeline that waits for you: the node fails"), stop)
 	return cmd
+}
+
+// stopRun appends the user's stop of a chain of handoffs; a chain that has
+// ended, or whose handoffs are stopped already, is refused before anything
+// is appended.
+func stopRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
+	r, p, err := open(ctx, f, ref)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for p.State == projections.PipelineHandedOff {
+		if p, err = r.Pipeline(ctx, p.HandoffTo); err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.State.Done():
+		return fmt.Errorf("pipeline %s is %s: there is no chain of handoffs left to stop", p.ID, p.State)
+	case p.HandoffsStopped != "":
+		return fmt.Errorf("pipeline %s: its handoffs are stopped already (%s)", p.ID, p.HandoffsStopped)
+	}
+	payload := schemas.UserStopHandoffs{PipelineID: p.ID, Text: opts.Reason}
+	env, err := schemas.New(schemas.TypeUserStopHandoffs, p.Session, "user", agentpipeline.Name, f.Now(), payload)
+	if err != nil {
+		return err
+	}
+	seq, err := r.Log.Append(ctx, env)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return f.IO.PrintJSON(map[string]any{"seq": seq, "id": env.ID, "pipeline": p.ID})
+	}
+	fmt.Fprintf(f.IO.Out, "pipeline %s: no more handoffs; its Engineer compacts instead when its window fills (seq %d)\n", p.ID, seq)
+	return nil
 }
 
 func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
@@ -117,21 +173,27 @@ func lsRun(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	return tw.Flush()
 }
 
-// find reads a pipeline by id, or the latest pipeline of a node of that name.
-func find(ctx context.Context, r projections.Reader, ref string) (*projections.Pipeline, error) {
-	return cmdutil.ByIDOrNode(ctx, ref, "'sylk pipeline ls' lists the pipelines", r.Pipeline, r.Pipelines)
+// open opens the projections (the caller closes them) and reads a pipeline
+// by id, or the latest pipeline of a node of that name.
+func open(ctx context.Context, f *cmdutil.Factory, ref string) (*cmdutil.StateReader, *projections.Pipeline, error) {
+	r, err := f.State(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := cmdutil.ByIDOrNode(ctx, ref, "'sylk pipeline ls' lists the pipelines", r.Pipeline, r.Pipelines)
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, p, nil
 }
 
 func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string) error {
-	r, err := f.State(ctx)
+	r, p, err := open(ctx, f, ref)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p, err := find(ctx, r, ref)
-	if err != nil {
-		return err
-	}
 	if opts.JSON {
 		return f.IO.PrintJSON(p)
 	}
@@ -189,6 +251,9 @@ func showRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref string)
 	case projections.PipelineHandedOff:
 		fmt.Fprintf(w, "handed off to %s: %s (sylk pipeline show %s)\n", p.HandoffTo, p.Reason, p.HandoffTo)
 	}
+	if why := p.HandoffRefusal(); why != "" && !p.State.Done() {
+		fmt.Fprintf(w, "no more handoffs: %s\n", why)
+	}
 	if h := p.Handoff; h != nil {
 		fmt.Fprintf(w, "continues pipeline %s (handoff %d at loop %d: %s)\n", p.HandoffFrom, h.HandoffIndex, h.Loop, h.Reason)
 	}
@@ -203,15 +268,11 @@ func firstLine(s string) string {
 // decideRun answers a pipeline waiting for the user; anything else is
 // refused before an event is appended.
 func decideRun(ctx context.Context, f *cmdutil.Factory, opts *Options, ref, decision string) error {
-	r, err := f.State(ctx)
+	r, p, err := open(ctx, f, ref)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p, err := find(ctx, r, ref)
-	if err != nil {
-		return err
-	}
 	if p.State != projections.PipelineAwaitingUser {
 		return fmt.Errorf("pipeline %s is %s, not waiting for a decision: only a pipeline that used its loops is ignored or failed", p.ID, p.State)
 	}
