@@ -80,6 +80,19 @@ type IndexedFile struct {
 	ParseError string `json:"parse_error,omitempty"`
 }
 
+// SymbolKinds are the kinds of declaration the code index records (a
+// Symbol's Kind), what a code query's type filter names.
+var SymbolKinds = []string{"func", "method", "struct", "interface", "type", "var", "const"}
+
+// CodeLanguages are the languages the code index files a file under (an
+// IndexedFile's Lang), what a code query's language filter names: "build"
+// is a build file (go.mod, Makefile), "data" a data or markup format, and
+// "text" anything else.
+var CodeLanguages = []string{
+	"build", "c", "cpp", "csharp", "data", "go", "java", "javascript", "kotlin", "lua", "markdown",
+	"php", "proto", "python", "ruby", "rust", "scala", "shell", "sql", "swift", "text", "typescript", "zig",
+}
+
 // Symbol is a declaration in a file.
 type Symbol struct {
 	Name string `json:"name"`

@@ -3,6 +3,7 @@ package librarian
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,16 +210,21 @@ func TestIndexGeneratedTree(t *testing.T) {
 	if defs := r.code(root, projections.CodeSymbol, "Extra42").Symbols; len(defs) != 1 {
 		t.Fatalf("Extra42: %+v", defs)
 	}
-	// Only the named file, as a watcher would report it.
+	// Only the named file, as a watcher would report it: what the index
+	// knows of that file alone is read.
 	if err := os.WriteFile(full, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	known, _ := KnownFrom(r.ctx, r.store, root)
-	ups, err = ix.Paths(r.ctx, known, []string{edited})
-	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 {
-		t.Fatalf("Paths: %+v, %v", ups, err)
+	if known, err := KnownFrom(r.ctx, r.store, root, edited, "no/such.go"); err != nil || len(known.Hashes) != 1 || known.Hashes[edited] == "" || len(known.Skipped) != 0 {
+		t.Fatalf("what the index knows of %s: %+v, %v", edited, known, err)
 	}
-	r.record(ups)
+	ups, _, err = Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		r.record(ups)
+		return 0, nil
+	})
+	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 || ups[0].Files[0].Path != edited {
+		t.Fatalf("Update of %s: %+v, %v", edited, ups, err)
+	}
 	if hits := r.code(root, projections.CodeSearch, "quokka"); len(hits.Hits) != 0 || !slices.Contains(hits.Unknown, "quokka") {
 		t.Fatalf("the reverted word is still found: %+v", hits)
 	}
@@ -252,6 +258,91 @@ func TestIndexGeneratedTree(t *testing.T) {
 	}
 	if defs := r.code(root, projections.CodeSymbol, "Handler42").Symbols; len(defs) != 1 || defs[0].Path != edited {
 		t.Fatalf("after a rebuild: %+v", defs)
+	}
+}
+
+// Searches keep the languages and declaration types asked for, and say
+// which values they know when asked for another.
+func TestSearchFilters(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	r.scan(ix)
+	query := func(q projections.CodeQuery) *projections.CodeResult {
+		t.Helper()
+		q.Root, q.Limit = ix.Root, 1000
+		res, err := r.store.Code(r.ctx, q)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		return res
+	}
+	// "value" is in every Python file and in no other.
+	all := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value"}).Hits
+	py := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value", Langs: []string{"python"}}).Hits
+	if len(py) != 10 || len(all) != len(py) {
+		t.Fatalf("%d Python hits of %d for \"value\", want the 10 Python files", len(py), len(all))
+	}
+	for _, h := range py {
+		if h.Lang != "python" {
+			t.Fatalf("a python search found %s (%s)", h.Path, h.Lang)
+		}
+	}
+	if hits := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value", Langs: []string{"go", "markdown"}}).Hits; len(hits) != 0 {
+		t.Fatalf("no Go or Markdown file holds \"value\": %+v", hits)
+	}
+	// "handler": every Go file declares a Handler function; no struct's
+	// name holds the word, so a struct search finds nothing.
+	funcs := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "handler", Types: []string{"func"}}).Hits
+	if len(funcs) != g.GoFiles {
+		t.Fatalf("%d files declare a handler function, want %d", len(funcs), g.GoFiles)
+	}
+	for _, h := range funcs {
+		if len(h.Symbols) != 1 || h.Symbols[0].Kind != "func" || h.Symbols[0].Path != g.Defines[h.Symbols[0].Name] {
+			t.Fatalf("a func search's hit: %+v", h)
+		}
+	}
+	if hits := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "handler", Types: []string{"struct", "interface"}}).Hits; len(hits) != 0 {
+		t.Fatalf("no struct is named handler: %+v", hits)
+	}
+	// Symbols: every Run is a method.
+	if runs := query(projections.CodeQuery{Kind: projections.CodeSymbol, Text: "Run", Types: []string{"method"}}).Symbols; len(runs) != g.GoFiles {
+		t.Fatalf("%d Run methods, want %d", len(runs), g.GoFiles)
+	}
+	if runs := query(projections.CodeQuery{Kind: projections.CodeSymbol, Text: "Run", Types: []string{"func"}}).Symbols; len(runs) != 0 {
+		t.Fatalf("Run is no function: %+v", runs)
+	}
+	if calls := query(projections.CodeQuery{Kind: projections.CodeCallers, Text: "Handler7", Langs: []string{"python"}}).Calls; len(calls) != 0 {
+		t.Fatalf("no Python file calls Handler7: %+v", calls)
+	}
+	for q, want := range map[*projections.CodeQuery]string{
+		{Kind: projections.CodeSearch, Text: "x", Types: []string{"function"}}: `type "function" is not one of func, method, struct`,
+		{Kind: projections.CodeSearch, Text: "x", Langs: []string{"golang"}}:   `language "golang" is not one of build, c, cpp`,
+		{Kind: projections.CodeCallers, Text: "x", Types: []string{"func"}}:    "types filter a search or a symbol query, not a callers query",
+		{Kind: projections.CodeHealth, Langs: []string{"go"}}:                  "languages filter a search, a symbol, callers or callees query, not a health query",
+	} {
+		q.Root = ix.Root
+		if _, err := r.store.Code(r.ctx, *q); !errors.Is(err, projections.ErrInvalidQuery) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", *q, err, want)
+		}
+	}
+}
+
+// Every language the indexer files a file under is one a query may name.
+func TestLanguagesAreKnown(t *testing.T) {
+	for ext, l := range langs {
+		if !slices.Contains(schemas.CodeLanguages, l) {
+			t.Errorf("%s files are %q, which schemas.CodeLanguages lacks", ext, l)
+		}
+	}
+	for _, p := range []string{"x/Makefile", "notes.unknown"} {
+		if l := langOf(p); !slices.Contains(schemas.CodeLanguages, l) {
+			t.Errorf("%s is %q, which schemas.CodeLanguages lacks", p, l)
+		}
 	}
 }
 
