@@ -319,6 +319,23 @@ func TestSearchFilters(t *testing.T) {
 	if calls := query(projections.CodeQuery{Kind: projections.CodeCallers, Text: "Handler7", Langs: []string{"python"}}).Calls; len(calls) != 0 {
 		t.Fatalf("no Python file calls Handler7: %+v", calls)
 	}
+	// The Librarian answers a context request with the same filters.
+	ans, err := Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "value", Langs: []string{"python"}}, nil)
+	if err != nil || !strings.Contains(ans.Answer, "Files that match:") || len(ans.References) != 5 {
+		t.Fatalf("a Python-only answer: %+v, %v", ans, err)
+	}
+	for _, ref := range ans.References {
+		if !strings.HasSuffix(ref, ".py") {
+			t.Fatalf("a Python-only answer cites %s", ref)
+		}
+	}
+	ans, err = Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "where is Run?", Types: []string{"func"}}, nil)
+	if err != nil || strings.Contains(ans.Answer, "method") || strings.Contains(ans.Answer, "Files that match") {
+		t.Fatalf("Run is no function, and no file declares a function named run: %+v, %v", ans, err)
+	}
+	if _, err := Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "x", Types: []string{"class"}}, nil); !errors.Is(err, projections.ErrInvalidQuery) {
+		t.Fatalf("an unknown type: %v", err)
+	}
 	for q, want := range map[*projections.CodeQuery]string{
 		{Kind: projections.CodeSearch, Text: "x", Types: []string{"function"}}: `type "function" is not one of func, method, struct`,
 		{Kind: projections.CodeSearch, Text: "x", Langs: []string{"golang"}}:   `language "golang" is not one of build, c, cpp`,

@@ -9,6 +9,7 @@ package librarian
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -55,7 +56,11 @@ func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 		return nil, err
 	}
 	emb, note := l.embedding(ctx, d, ix, q.Query)
-	ans, err := Answer(ctx, l.Store, ix.Root, q.Query, emb)
+	ans, err := Answer(ctx, l.Store, ix.Root, *q, emb)
+	if errors.Is(err, projections.ErrInvalidQuery) {
+		// The asker's mistake: the answer says what it was.
+		ans, err = schemas.ContextResponse{Answer: "The request cannot be answered: " + err.Error()}, nil
+	}
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
@@ -160,11 +165,18 @@ func appendCaused(ctx context.Context, d *agents.Delivery, envs []*schemas.Envel
 	return last, nil
 }
 
-// Answer is what the index says about query, without an LLM: the
+// Answer is what the index says about req's query, without an LLM: the
 // declarations it names (with their callers), the files a ranked search
 // finds (hybrid with the question's embedding emb, else BM25), and the
-// health of the area the best of them is in.
-func Answer(ctx context.Context, r projections.Reader, root, query string, emb *projections.CodeEmbedding) (schemas.ContextResponse, error) {
+// health of the area the best of them is in. The declarations and files are
+// of the types and languages req keeps; a filter naming an unknown type or
+// language is an error wrapping projections.ErrInvalidQuery.
+func Answer(ctx context.Context, r projections.Reader, root string, req schemas.ContextRequest, emb *projections.CodeEmbedding) (schemas.ContextResponse, error) {
+	query := req.Query
+	filter := projections.CodeQuery{Root: root, Kind: projections.CodeSearch, Text: "x", Types: req.Types, Langs: req.Langs}
+	if err := filter.Validate(); err != nil {
+		return schemas.ContextResponse{}, err
+	}
 	var b strings.Builder
 	var refs []string
 	confidence := 0.0
@@ -178,7 +190,7 @@ func Answer(ctx context.Context, r projections.Reader, root, query string, emb *
 		}
 	}
 	for _, name := range Identifiers(query) {
-		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5})
+		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5, Types: req.Types, Langs: req.Langs})
 		if err != nil {
 			return schemas.ContextResponse{}, err
 		}
@@ -207,7 +219,7 @@ func Answer(ctx context.Context, r projections.Reader, root, query string, emb *
 	}
 	sq := projections.CodeQuery{Root: root, Kind: kind, Text: query, Limit: 5}
 	if kind == projections.CodeSearch {
-		sq.Embedding = emb
+		sq.Embedding, sq.Types, sq.Langs = emb, req.Types, req.Langs
 	}
 	res, err := r.Code(ctx, sq)
 	if err != nil {
