@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -238,12 +239,13 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, segments: map[uint64]*segment{}, vectors: &s.vectors}
+	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
 		return out, err
 	}
+	c.segments = s.codeSegments.of(c.rid, root.Seq)
 	out.Indexed = true
 	switch q.Kind {
 	case CodeSearch:
@@ -279,7 +281,7 @@ type codeReader struct {
 	r        pebble.Reader
 	rid      string
 	files    map[string]*CodeFile
-	segments map[uint64]*segment
+	segments *rootSegments
 	vectors  *vectorIndexes
 }
 
@@ -313,29 +315,60 @@ func lastPart(k []byte) string {
 	return string(k[bytes.LastIndexByte(k, sep)+1:])
 }
 
-// segment is a segment's paths and its dead files, read once per query,
-// and the query's BM25 score of each of its files. A path is made a string
+// segment is a segment's paths and its dead files. A path is made a string
 // only for the files a search returns.
 type segment struct {
 	paths []byte // newline-separated
 	offs  []int  // where each path starts, and len(paths)+1 last
 	dead  []bool // by index; nil when none is
-	score []float64
 }
 
 func (g *segment) len() int { return len(g.offs) - 1 }
 
 func (g *segment) path(i int) []byte { return g.paths[g.offs[i] : g.offs[i+1]-1] }
 
+// segmentCache keeps the segments searches read, by work directory, while
+// its index is unchanged: a segment's paths and dead files change only
+// with an index_update, which moves the root's seq.
+type segmentCache struct {
+	mu sync.Mutex
+	m  map[string]*rootSegments
+}
+
+// rootSegments are the segments of one work directory's index at seq.
+type rootSegments struct {
+	seq  uint64
+	mu   sync.Mutex
+	segs map[uint64]*segment
+}
+
+// of is the segments of the index of rid at seq (the root's).
+func (sc *segmentCache) of(rid string, seq uint64) *rootSegments {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil {
+		sc.m = map[string]*rootSegments{}
+	}
+	rs := sc.m[rid]
+	if rs == nil || rs.seq != seq {
+		rs = &rootSegments{seq: seq, segs: map[uint64]*segment{}}
+		sc.m[rid] = rs
+	}
+	return rs
+}
+
 func (c *codeReader) segment(seq uint64) (*segment, error) {
-	if g, ok := c.segments[seq]; ok {
+	c.segments.mu.Lock()
+	g := c.segments.segs[seq]
+	c.segments.mu.Unlock()
+	if g != nil {
 		return g, nil
 	}
 	v, err := getFrom(c.r, codeSegmentPathsKey(c.rid, seq))
 	if err != nil {
 		return nil, err
 	}
-	g := &segment{paths: v, offs: make([]int, 1, bytes.Count(v, []byte{'\n'})+2)}
+	g = &segment{paths: v, offs: make([]int, 1, bytes.Count(v, []byte{'\n'})+2)}
 	for i, b := range v {
 		if b == '\n' {
 			g.offs = append(g.offs, i+1)
@@ -351,14 +384,19 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 		dead[string(k[len(prefix):])] = true
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	if dead != nil {
 		g.dead = make([]bool, g.len())
 		for i := range g.dead {
 			g.dead[i] = dead[string(g.path(i))]
 		}
 	}
-	c.segments[seq] = g
-	return g, err
+	c.segments.mu.Lock()
+	c.segments.segs[seq] = g
+	c.segments.mu.Unlock()
+	return g, nil
 }
 
 // search ranks files by BM25 over the query's terms, and when the query has
@@ -428,35 +466,58 @@ func namedSymbols(f *CodeFile, terms []string, q *CodeQuery) []CodeSymbolHit {
 	return out
 }
 
-// scoredFile is a file a search scored: its segment and its index there.
+// scoredFile is a file a search scored: its index among the files of the
+// segments the search read (searchScratch.scores).
 type scoredFile struct {
 	score float64
-	g     *segment
-	i     int
+	at    int32
 }
+
+// searchScratch is the memory a search scores in, reused by the next: a
+// large tree's common words have postings in tens of thousands of files.
+type searchScratch struct {
+	postings []termPosting
+	scores   []float64
+	scored   []scoredFile
+}
+
+// termPosting is one file's posting of a term: the file's index among the
+// files of the segments read, its count and its length.
+type termPosting struct {
+	at, tf, dl int32
+}
+
+var searchScratches = sync.Pool{New: func() any { return new(searchScratch) }}
 
 // lexical ranks the files holding terms by BM25 and returns the best k that
 // keep (nil: all) keeps, best first (ties by path), and the terms no file
-// holds. Scores are summed by segment and index, so a file's path is
-// looked at only when it is among the best.
+// holds. Scores are summed by a file's index among the segments read, so a
+// path is looked at only when its file is among the best.
 func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(string) (bool, error)) ([]CodeHit, []string, error) {
 	avgdl := float64(root.Length) / float64(max(root.Files, 1))
-	type post struct {
-		g         *segment
-		i, tf, dl int
-	}
+	sc := searchScratches.Get().(*searchScratch)
+	defer searchScratches.Put(sc)
+	sc.scores = sc.scores[:0]
 	var (
-		ps      []post
-		segs    []*segment
+		segs    []*segment // read, in order
+		bases   []int      // where each one's files start in sc.scores
+		base    = map[*segment]int{}
 		unknown []string
 	)
 	for _, term := range terms {
-		ps = ps[:0]
+		ps := sc.postings[:0]
 		prefix := codeTermPrefix(c.rid, term)
 		err := scanPrefix(c.r, prefix, func(key, v []byte) error {
 			g, err := c.segment(binary.BigEndian.Uint64(key[len(prefix):]))
 			if err != nil {
 				return err
+			}
+			at, ok := base[g]
+			if !ok {
+				at = len(sc.scores)
+				base[g] = at
+				segs, bases = append(segs, g), append(bases, at)
+				sc.scores = append(sc.scores, make([]float64, g.len())...)
 			}
 			for len(v) > 0 {
 				var x [3]uint64
@@ -472,11 +533,12 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], g.len(), key)
 				}
 				if i := int(x[0]); g.dead == nil || !g.dead[i] {
-					ps = append(ps, post{g: g, i: i, tf: int(x[1]), dl: int(x[2])})
+					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: int32(x[2])})
 				}
 			}
 			return nil
 		})
+		sc.postings = ps
 		if err != nil {
 			return nil, nil, err
 		}
@@ -484,26 +546,28 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 			unknown = append(unknown, term)
 		}
 		for _, p := range ps {
-			if p.g.score == nil {
-				p.g.score = make([]float64, p.g.len())
-				segs = append(segs, p.g)
-			}
-			p.g.score[p.i] += bm25(p.tf, p.dl, len(ps), root.Files, avgdl)
+			sc.scores[p.at] += bm25(int(p.tf), int(p.dl), len(ps), root.Files, avgdl)
 		}
 	}
-	var scored []scoredFile
-	for _, g := range segs {
-		for i, sc := range g.score {
-			if sc > 0 {
-				scored = append(scored, scoredFile{sc, g, i})
-			}
+	scored := sc.scored[:0]
+	for i, s := range sc.scores {
+		if s > 0 {
+			scored = append(scored, scoredFile{s, int32(i)})
 		}
+	}
+	sc.scored = scored
+	path := func(at int32) []byte {
+		j, _ := slices.BinarySearch(bases, int(at))
+		if j == len(bases) || bases[j] > int(at) {
+			j--
+		}
+		return segs[j].path(int(at) - bases[j])
 	}
 	better := func(a, b scoredFile) int {
 		if d := cmp.Compare(b.score, a.score); d != 0 {
 			return d
 		}
-		return bytes.Compare(a.g.path(a.i), b.g.path(b.i))
+		return bytes.Compare(path(a.at), path(b.at))
 	}
 	// Take the best k, then more while the filter leaves fewer than k.
 	var hits []CodeHit
@@ -511,7 +575,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 		best := bestOf(scored, n, better)
 		hits = hits[:0]
 		for _, sf := range best {
-			p := string(sf.g.path(sf.i))
+			p := string(path(sf.at))
 			if keep != nil {
 				if ok, err := keep(p); err != nil || !ok {
 					if err != nil {

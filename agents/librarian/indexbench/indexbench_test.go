@@ -46,12 +46,16 @@ func BenchmarkScan(b *testing.B) {
 	}
 }
 
-// BenchmarkIndex is the whole first index of a generated tree: extract,
-// record, fold.
+// BenchmarkIndex is the whole benchmark, each comparison's ratio reported
+// as a metric (what `sylk bench index` prints, without building sylk).
 func BenchmarkIndex(b *testing.B) {
 	for b.Loop() {
-		if _, _, err := Run(context.Background(), Config{DataDir: b.TempDir(), Files: 20000, Edits: 1, Searches: 1}, func(string) {}); err != nil {
+		cs, _, err := Run(context.Background(), Config{DataDir: b.TempDir()}, func(string) {})
+		if err != nil {
 			b.Fatal(err)
+		}
+		for i, unit := range []string{"index/grep", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
+			b.ReportMetric(cs[i].Ratio, unit)
 		}
 	}
 }
