@@ -3,8 +3,11 @@ package librarian
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -22,7 +25,27 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// scanHelperEnv makes the test binary a helper that scans the directory it
+// names and prints the updates as JSON (a scan run with fewer privileges).
+const scanHelperEnv = "LIBRARIAN_TEST_SCAN"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(scanHelperEnv); dir != "" {
+		ix, err := NewIndexer(dir)
+		if err == nil {
+			var ups []schemas.IndexUpdate
+			if ups, err = ix.Scan(context.Background(), Known{}); err == nil {
+				err = json.NewEncoder(os.Stdout).Encode(ups)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // rig is a real broker, a projections store with its projector running, and
 // helpers to index a directory through events.
@@ -360,6 +383,60 @@ func TestLanguagesAreKnown(t *testing.T) {
 		if l := langOf(p); !slices.Contains(schemas.CodeLanguages, l) {
 			t.Errorf("%s is %q, which schemas.CodeLanguages lacks", p, l)
 		}
+	}
+}
+
+// A directory the indexer may not read is skipped with the reason, and the
+// rest of the tree is indexed. Root reads any directory, so as root the scan
+// runs in a copy of this binary without the capabilities that let it.
+func TestIndexSkipsAnUnreadableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for p, body := range map[string]string{"ok.go": "package ok\n\nfunc Fine() {}\n", "locked/inside.go": "package locked\n\nfunc Hidden() {}\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locked := filepath.Join(dir, "locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	var ups []schemas.IndexUpdate
+	if os.Geteuid() != 0 {
+		var err error
+		if ups, err = indexer(t, dir).Scan(brokertest.Context(t), Known{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		cmd := exec.CommandContext(brokertest.Context(t), "setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), scanHelperEnv+"="+dir)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("the scan without root's capabilities: %v: %s", err, ee.Stderr)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &ups); err != nil {
+			t.Fatalf("the scan's updates: %v in %s", err, out)
+		}
+	}
+	var files []string
+	skips := map[string]string{}
+	for _, u := range ups {
+		for _, f := range u.Files {
+			files = append(files, f.Path)
+		}
+		for _, sk := range u.Skipped {
+			skips[sk.Path] = sk.Reason
+		}
+	}
+	if !slices.Equal(files, []string{"ok.go"}) || skips["locked"] != "unreadable: open: permission denied" || len(skips) != 1 {
+		t.Fatalf("indexed %v, skipped %v; want ok.go indexed and locked skipped as unreadable", files, skips)
 	}
 }
 
