@@ -320,9 +320,12 @@ func (ix *Indexer) one(rel string, known Known) change {
 // file only by name; any other after its secrets are redacted.
 func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
-	terms := map[string]int{}
-	pathTerms(rel, terms)
-	defer func() { f.Terms = schemas.FormatTerms(terms) }()
+	terms := termCounters.Get().(*projections.TermCounter)
+	defer termCounters.Put(terms)
+	terms.Reset()
+	// The path's terms count once: "config loader" finds config/loader.go.
+	terms.CountOnce(rel)
+	defer func() { f.Terms = terms.Format() }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
@@ -333,12 +336,15 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 	src := []byte(text)
 	f.Lines = countLines(src)
 	f.Debt = countDebt(src)
-	projections.Terms(text, func(t string) { terms[t]++ })
+	terms.Count(text)
 	if f.Lang == "go" {
 		extractGo(f, src, ix.goPackage(path.Dir(rel)))
 	}
 	return f
 }
+
+// termCounters are the workers' term counters.
+var termCounters = sync.Pool{New: func() any { return new(projections.TermCounter) }}
 
 // redact removes the secrets of text and says how many there were.
 func (ix *Indexer) redact(text string) (string, int) {
