@@ -799,25 +799,22 @@ func fuse(lexical []CodeHit, near []vectorHit, graph []CodeHit) []CodeHit {
 		out = append(out, CodeHit{Path: h.Path, Lexical: h.Score, Score: 1 / float64(rrfK+i+1)})
 		byPath[h.Path] = &out[len(out)-1]
 	}
-	for i, n := range near {
-		h := byPath[n.path]
+	// hit is the fused hit of p, made when p is new; rank adds its share.
+	hit := func(p string, rank int) *CodeHit {
+		h := byPath[p]
 		if h == nil {
-			out = append(out, CodeHit{Path: n.path})
+			out = append(out, CodeHit{Path: p})
 			h = &out[len(out)-1]
-			byPath[n.path] = h
+			byPath[p] = h
 		}
-		h.Similarity = float64(n.sim)
-		h.Score += 1 / float64(rrfK+i+1)
+		h.Score += 1 / float64(rrfK+rank+1)
+		return h
+	}
+	for i, n := range near {
+		hit(n.path, i).Similarity = float64(n.sim)
 	}
 	for i, g := range graph {
-		h := byPath[g.Path]
-		if h == nil {
-			out = append(out, CodeHit{Path: g.Path})
-			h = &out[len(out)-1]
-			byPath[g.Path] = h
-		}
-		h.Graph = g.Score
-		h.Score += 1 / float64(rrfK+i+1)
+		hit(g.Path, i).Graph = g.Score
 	}
 	sortHits(out)
 	return out
