@@ -62,9 +62,10 @@ words: identifiers count as their parts too, so "config loader" finds
 parseConfigFile and internal/config/loader.go. With an embedding model
 configured (llm.embedding_model, SYLK_LLM_EMBEDDING_MODEL; the endpoint is
 --llm-base-url's /embeddings) the search is hybrid: each file's vector and
-the query's are recorded once as embedding events, and the BM25 ranking and
-the vector ranking are fused by reciprocal rank. Without one, or when the
-endpoint fails, the ranking is BM25 only and stderr says so.
+the query's are recorded once as embedding events, and the BM25 ranking, the
+vector ranking and the call-graph ranking (the files calling, or called by,
+the best ten of the other two) are fused by reciprocal rank. Without one, or
+when the endpoint fails, the ranking is BM25 only and stderr says so.
 
 With a flag, QUERY is a name:
 
