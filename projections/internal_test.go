@@ -279,3 +279,30 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A TermCounter counts what TermCounts counts, text after text, and
+// CountOnce counts each distinct term of its text once.
+func TestTermCounter(t *testing.T) {
+	var c TermCounter
+	for _, text := range []string{
+		"func parseConfigFile(HTTPServer *srv) { parseConfigFile(x); max_term_len := 42 }",
+		"Ünïcode ÜBER über Config CONFIG config 2024 a",
+		"",
+	} {
+		c.Reset()
+		c.Count(text)
+		got := map[string]int{}
+		if err := schemas.ParseTerms(c.Format(), func(term string, n int) { got[term] += n }); err != nil {
+			t.Fatal(err)
+		}
+		if want := TermCounts(text); !reflect.DeepEqual(got, want) && len(want)+len(got) > 0 {
+			t.Errorf("%q: counted %v, want %v", text, got, want)
+		}
+	}
+	c.Reset()
+	c.CountOnce("config/config_loader.go")
+	c.Count("config")
+	if got := c.Format(); got != "config 2 config_loader 1 loader 1 go 1" {
+		t.Errorf("a path counted once, then a word: %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -35,9 +37,20 @@ var codeKinds = []string{CodeSearch, CodeSymbol, CodeCallers, CodeCallees, CodeD
 // How a search ranked its hits (CodeResult.Ranking).
 const (
 	RankLexical = "bm25"
-	// RankHybrid fuses the BM25 ranking with the vector ranking by
-	// reciprocal rank (each file scores the sum of 1/(60+rank) over both).
+	// RankHybrid fuses rankings by reciprocal rank (each text scores the
+	// sum of 1/(60+rank) over them): of a code search, the BM25 ranking, the
+	// vector ranking and the call-graph ranking (the files that call, or are
+	// called by, the best of the other two); of a documents search, BM25 and
+	// vectors.
 	RankHybrid = "hybrid"
+)
+
+// A hybrid code search's graph ranking starts from the graphSeeds best
+// files of the lexical and vector rankings and follows at most graphFanout
+// links of each kind from each.
+const (
+	graphSeeds  = 10
+	graphFanout = 20
 )
 
 // rrfK is reciprocal rank fusion's constant (Cormack et al.: 60).
@@ -57,6 +70,27 @@ type CodeQuery struct {
 	Limit int `json:"limit,omitempty"`
 	// Embedding, for a search, ranks by vector similarity too (hybrid).
 	Embedding *CodeEmbedding `json:"embedding,omitempty"`
+	// Types keep the declarations of these kinds (schemas.SymbolKinds): a
+	// symbol query's, and a search's files declaring one whose name holds
+	// a query term (the hit lists those).
+	Types []string `json:"types,omitempty"`
+	// Langs keep the files of these languages (schemas.CodeLanguages): a
+	// search's and a symbol query's, and the calls in them of a callers or
+	// callees query.
+	Langs []string `json:"langs,omitempty"`
+	// Paths narrow a hashes query to these files (relative to the root):
+	// what an update of a few files needs to know.
+	Paths []string `json:"paths,omitempty"`
+}
+
+// keepsFile reports whether q's language filter keeps f.
+func (q *CodeQuery) keepsFile(f *CodeFile) bool {
+	return len(q.Langs) == 0 || slices.Contains(q.Langs, f.Lang)
+}
+
+// keepsSymbol reports whether q's type filter keeps s.
+func (q *CodeQuery) keepsSymbol(s *schemas.Symbol) bool {
+	return len(q.Types) == 0 || slices.Contains(q.Types, s.Kind)
 }
 
 // Validate reports what is wrong with q, wrapping ErrInvalidQuery.
@@ -77,6 +111,22 @@ func (q *CodeQuery) Validate() error {
 		return bad("an embedding goes with a search, not a %s query", q.Kind)
 	case q.Embedding != nil && (q.Embedding.Model == "" || len(q.Embedding.Vector) == 0):
 		return bad("the embedding needs its model and its vector")
+	case len(q.Types) > 0 && q.Kind != CodeSearch && q.Kind != CodeSymbol:
+		return bad("types filter a search or a symbol query, not a %s query", q.Kind)
+	case len(q.Paths) > 0 && q.Kind != CodeHashes:
+		return bad("paths narrow a hashes query, not a %s query", q.Kind)
+	case len(q.Langs) > 0 && !slices.Contains([]string{CodeSearch, CodeSymbol, CodeCallers, CodeCallees}, q.Kind):
+		return bad("languages filter a search, a symbol, callers or callees query, not a %s query", q.Kind)
+	}
+	for _, t := range q.Types {
+		if !slices.Contains(schemas.SymbolKinds, t) {
+			return bad("type %q is not one of %s", t, strings.Join(schemas.SymbolKinds, ", "))
+		}
+	}
+	for _, l := range q.Langs {
+		if !slices.Contains(schemas.CodeLanguages, l) {
+			return bad("language %q is not one of %s", l, strings.Join(schemas.CodeLanguages, ", "))
+		}
 	}
 	return nil
 }
@@ -111,10 +161,13 @@ type CodeHit struct {
 	Score   float64         `json:"score"`
 	Lang    string          `json:"lang"`
 	Symbols []CodeSymbolHit `json:"symbols,omitempty"`
-	// Lexical is the BM25 score and Similarity the cosine similarity to
-	// the query's vector, of a hybrid search (Score is then the fused one).
+	// Lexical is the BM25 score, Similarity the cosine similarity to the
+	// query's vector and Graph the call-graph score (the sum, over the best
+	// files it calls or is called by, of 1/(1+their rank)), of a hybrid
+	// search (Score is then the fused one).
 	Lexical    float64 `json:"lexical,omitempty"`
 	Similarity float64 `json:"similarity,omitempty"`
+	Graph      float64 `json:"graph,omitempty"`
 }
 
 // CodeSymbolHit is a declaration and where it is.
@@ -186,22 +239,23 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, segments: map[uint64]*segment{}, vectors: &s.vectors}
+	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
 		return out, err
 	}
+	c.segments = s.codeSegments.of(c.rid, root.Seq)
 	out.Indexed = true
 	switch q.Kind {
 	case CodeSearch:
 		err = c.search(root, &q, out)
 	case CodeSymbol:
-		out.Symbols, err = c.symbols(q.Text, q.Limit)
+		out.Symbols, err = c.symbols(q.Text, q.Limit, &q)
 	case CodeCallers:
-		out.Calls, err = c.callers(q.Text, q.Limit)
+		out.Calls, err = c.callers(q.Text, q.Limit, &q)
 	case CodeCallees:
-		out.Calls, err = c.callees(q.Text, q.Limit)
+		out.Calls, err = c.callees(q.Text, q.Limit, &q)
 	case CodeDeps:
 		out.Packages, err = c.deps(q.Text)
 	case CodeDependents:
@@ -211,7 +265,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 	case CodeStatus:
 		out.Status, err = c.status(root, q.Limit)
 	case CodeHashes:
-		out.Hashes, out.Skipped, err = c.hashes()
+		out.Hashes, out.Skipped, err = c.hashes(q.Paths)
 	case CodeEmbeds:
 		out.Hashes, err = c.embeds()
 	}
@@ -227,7 +281,7 @@ type codeReader struct {
 	r        pebble.Reader
 	rid      string
 	files    map[string]*CodeFile
-	segments map[uint64]*segment
+	segments *rootSegments
 	vectors  *vectorIndexes
 }
 
@@ -261,75 +315,120 @@ func lastPart(k []byte) string {
 	return string(k[bytes.LastIndexByte(k, sep)+1:])
 }
 
-// segment is a segment's paths and its dead files, read once per query.
+// segment is a segment's paths and its dead files. A path is made a string
+// only for the files a search returns.
 type segment struct {
-	paths []string
-	dead  map[string]bool
+	paths []byte // newline-separated
+	offs  []int  // where each path starts, and len(paths)+1 last
+	dead  []bool // by index; nil when none is
+}
+
+func (g *segment) len() int { return len(g.offs) - 1 }
+
+func (g *segment) path(i int) []byte { return g.paths[g.offs[i] : g.offs[i+1]-1] }
+
+// segmentCache keeps the segments searches read, by work directory, while
+// its index is unchanged: a segment's paths and dead files change only
+// with an index_update, which moves the root's seq.
+type segmentCache struct {
+	mu sync.Mutex
+	m  map[string]*rootSegments
+}
+
+// rootSegments are the segments of one work directory's index at seq.
+type rootSegments struct {
+	seq  uint64
+	mu   sync.Mutex
+	segs map[uint64]*segment
+}
+
+// of is the segments of the index of rid at seq (the root's).
+func (sc *segmentCache) of(rid string, seq uint64) *rootSegments {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil {
+		sc.m = map[string]*rootSegments{}
+	}
+	rs := sc.m[rid]
+	if rs == nil || rs.seq != seq {
+		rs = &rootSegments{seq: seq, segs: map[uint64]*segment{}}
+		sc.m[rid] = rs
+	}
+	return rs
 }
 
 func (c *codeReader) segment(seq uint64) (*segment, error) {
-	if g, ok := c.segments[seq]; ok {
+	c.segments.mu.Lock()
+	g := c.segments.segs[seq]
+	c.segments.mu.Unlock()
+	if g != nil {
 		return g, nil
 	}
 	v, err := getFrom(c.r, codeSegmentPathsKey(c.rid, seq))
 	if err != nil {
 		return nil, err
 	}
-	g := &segment{paths: strings.Split(string(v), "\n")}
-	prefix := codeDeadPrefix(c.rid, seq)
-	err = scanPrefix(c.r, prefix, func(k, _ []byte) error {
-		if g.dead == nil {
-			g.dead = map[string]bool{}
+	g = &segment{paths: v, offs: make([]int, 1, bytes.Count(v, []byte{'\n'})+2)}
+	for i, b := range v {
+		if b == '\n' {
+			g.offs = append(g.offs, i+1)
 		}
-		g.dead[string(k[len(prefix):])] = true
+	}
+	g.offs = append(g.offs, len(v)+1)
+	prefix := codeDeadPrefix(c.rid, seq)
+	var dead map[string]bool
+	err = scanPrefix(c.r, prefix, func(k, _ []byte) error {
+		if dead == nil {
+			dead = map[string]bool{}
+		}
+		dead[string(k[len(prefix):])] = true
 		return nil
 	})
-	c.segments[seq] = g
-	return g, err
+	if err != nil {
+		return nil, err
+	}
+	if dead != nil {
+		g.dead = make([]bool, g.len())
+		for i := range g.dead {
+			g.dead[i] = dead[string(g.path(i))]
+		}
+	}
+	c.segments.mu.Lock()
+	c.segments.segs[seq] = g
+	c.segments.mu.Unlock()
+	return g, nil
 }
 
-// search ranks files by BM25 over the query's terms; df is counted while the
-// postings are read, so it needs no counters of its own.
+// search ranks files by BM25 over the query's terms, and when the query has
+// an embedding fuses that ranking with the vector and call-graph rankings.
 func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error {
 	terms, err := queryTerms("code", q.Text)
 	if err != nil {
 		return err
 	}
-	avgdl := float64(root.Length) / float64(max(root.Files, 1))
-	hits, unknown, err := rankBM25(terms, root.Files, avgdl, func(term string, add func(posting)) error {
-		prefix := codeTermPrefix(c.rid, term)
-		return scanPrefix(c.r, prefix, func(k, v []byte) error {
-			g, err := c.segment(binary.BigEndian.Uint64(k[len(prefix):]))
-			if err != nil {
-				return err
+	var keep func(string) (bool, error)
+	if len(q.Types) > 0 || len(q.Langs) > 0 {
+		keep = func(p string) (bool, error) {
+			f, err := c.file(p)
+			if err != nil || f == nil || !q.keepsFile(f) {
+				return false, err
 			}
-			for len(v) > 0 {
-				var x [3]uint64
-				for j := range x {
-					n := 0
-					x[j], n = binary.Uvarint(v)
-					if n <= 0 {
-						return fmt.Errorf("code: a corrupt posting list at %q", k)
-					}
-					v = v[n:]
-				}
-				if x[0] >= uint64(len(g.paths)) {
-					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], len(g.paths), k)
-				}
-				if p := g.paths[x[0]]; !g.dead[p] {
-					add(posting{id: p, tf: int(x[1]), dl: int(x[2])})
-				}
-			}
-			return nil
-		})
-	})
+			return len(q.Types) == 0 || len(namedSymbols(f, terms, q)) > 0, nil
+		}
+	}
+	// Fusion reads deeper than the page: a file may rank low in one list
+	// and high in another.
+	depth := max(5*q.Limit, 50)
+	hits, unknown, err := c.lexical(root, terms, depth, keep)
 	if err != nil {
 		return err
 	}
-	out.Unknown = unknown
-	hits, out.Ranking, out.Vectors, err = c.vectors.rerank(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, q.Limit, hits)
-	if err != nil {
-		return err
+	out.Unknown, out.Ranking = unknown, RankLexical
+	if q.Embedding != nil {
+		if hits, out.Vectors, err = c.hybrid(root, q, hits, depth, keep); err != nil {
+			return err
+		}
+		out.Ranking = RankHybrid
 	}
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
@@ -343,16 +442,294 @@ func (c *codeReader) search(root *codeRoot, q *CodeQuery, out *CodeResult) error
 			continue
 		}
 		hits[i].Lang = f.Lang
-		for _, sym := range f.Symbols {
-			named := false
-			Terms(sym.Name, func(t string) { named = named || slices.Contains(terms, t) })
-			if named {
-				hits[i].Symbols = append(hits[i].Symbols, CodeSymbolHit{Symbol: sym, Path: f.Path, Package: f.Package})
-			}
-		}
+		hits[i].Symbols = namedSymbols(f, terms, q)
 	}
 	out.Hits = hits
 	return nil
+}
+
+// namedSymbols are the declarations of f whose names hold one of terms, of
+// the types q keeps.
+func namedSymbols(f *CodeFile, terms []string, q *CodeQuery) []CodeSymbolHit {
+	var out []CodeSymbolHit
+	for i := range f.Symbols {
+		sym := &f.Symbols[i]
+		if !q.keepsSymbol(sym) {
+			continue
+		}
+		named := false
+		Terms(sym.Name, func(t string) { named = named || slices.Contains(terms, t) })
+		if named {
+			out = append(out, CodeSymbolHit{Symbol: *sym, Path: f.Path, Package: f.Package})
+		}
+	}
+	return out
+}
+
+// scoredFile is a file a search scored: its index among the files of the
+// segments the search read (searchScratch.scores).
+type scoredFile struct {
+	score float64
+	at    int32
+}
+
+// searchScratch is the memory a search scores in, reused by the next: a
+// large tree's common words have postings in tens of thousands of files.
+type searchScratch struct {
+	postings []termPosting
+	scores   []float64
+	scored   []scoredFile
+}
+
+// termPosting is one file's posting of a term: the file's index among the
+// files of the segments read, its count and its length.
+type termPosting struct {
+	at, tf, dl int32
+}
+
+var searchScratches = sync.Pool{New: func() any { return new(searchScratch) }}
+
+// lexical ranks the files holding terms by BM25 and returns the best k that
+// keep (nil: all) keeps, best first (ties by path), and the terms no file
+// holds. Scores are summed by a file's index among the segments read, so a
+// path is looked at only when its file is among the best.
+func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(string) (bool, error)) ([]CodeHit, []string, error) {
+	avgdl := float64(root.Length) / float64(max(root.Files, 1))
+	sc := searchScratches.Get().(*searchScratch)
+	defer searchScratches.Put(sc)
+	sc.scores = sc.scores[:0]
+	var (
+		segs    []*segment // read, in order
+		bases   []int      // where each one's files start in sc.scores
+		base    = map[*segment]int{}
+		unknown []string
+	)
+	for _, term := range terms {
+		ps := sc.postings[:0]
+		prefix := codeTermPrefix(c.rid, term)
+		err := scanPrefix(c.r, prefix, func(key, v []byte) error {
+			g, err := c.segment(binary.BigEndian.Uint64(key[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			at, ok := base[g]
+			if !ok {
+				at = len(sc.scores)
+				base[g] = at
+				segs, bases = append(segs, g), append(bases, at)
+				sc.scores = append(sc.scores, make([]float64, g.len())...)
+			}
+			for len(v) > 0 {
+				var x [3]uint64
+				for j := range x {
+					n := 0
+					x[j], n = binary.Uvarint(v)
+					if n <= 0 {
+						return fmt.Errorf("code: a corrupt posting list at %q", key)
+					}
+					v = v[n:]
+				}
+				if x[0] >= uint64(g.len()) {
+					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], g.len(), key)
+				}
+				if i := int(x[0]); g.dead == nil || !g.dead[i] {
+					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: int32(x[2])})
+				}
+			}
+			return nil
+		})
+		sc.postings = ps
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(ps) == 0 {
+			unknown = append(unknown, term)
+		}
+		for _, p := range ps {
+			sc.scores[p.at] += bm25(int(p.tf), int(p.dl), len(ps), root.Files, avgdl)
+		}
+	}
+	scored := sc.scored[:0]
+	for i, s := range sc.scores {
+		if s > 0 {
+			scored = append(scored, scoredFile{s, int32(i)})
+		}
+	}
+	sc.scored = scored
+	path := func(at int32) []byte {
+		j, _ := slices.BinarySearch(bases, int(at))
+		if j == len(bases) || bases[j] > int(at) {
+			j--
+		}
+		return segs[j].path(int(at) - bases[j])
+	}
+	better := func(a, b scoredFile) int {
+		if d := cmp.Compare(b.score, a.score); d != 0 {
+			return d
+		}
+		return bytes.Compare(path(a.at), path(b.at))
+	}
+	// Take the best k, then more while the filter leaves fewer than k.
+	var hits []CodeHit
+	for n := k; ; n *= 4 {
+		best := bestOf(scored, n, better)
+		hits = hits[:0]
+		for _, sf := range best {
+			p := string(path(sf.at))
+			if keep != nil {
+				if ok, err := keep(p); err != nil || !ok {
+					if err != nil {
+						return nil, nil, err
+					}
+					continue
+				}
+			}
+			if hits = append(hits, CodeHit{Path: p, Score: sf.score}); len(hits) == k {
+				break
+			}
+		}
+		if len(hits) == k || len(best) == len(scored) {
+			return hits, unknown, nil
+		}
+	}
+}
+
+// bestOf returns the n best of items by better (negative: a is better than
+// b), best first; it may reorder items.
+func bestOf[T any](items []T, n int, better func(a, b T) int) []T {
+	if len(items) <= n {
+		slices.SortFunc(items, better)
+		return items
+	}
+	// A heap of the best n so far, the worst of them at its root.
+	h := slices.Clone(items[:n])
+	worse := func(i, j int) bool { return better(h[i], h[j]) > 0 }
+	down := func(i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < n && worse(l, w) {
+				w = l
+			}
+			if r < n && worse(r, w) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, it := range items[n:] {
+		if better(it, h[0]) < 0 {
+			h[0] = it
+			down(0)
+		}
+	}
+	slices.SortFunc(h, better)
+	return h
+}
+
+// hybrid fuses the lexical ranking with the vector ranking of the query's
+// embedding and the call-graph ranking around the best of both, keeping
+// what keep keeps, and says how many files have a vector.
+func (c *codeReader) hybrid(root *codeRoot, q *CodeQuery, lexical []CodeHit, depth int, keep func(string) (bool, error)) ([]CodeHit, int, error) {
+	near, n, err := c.vectors.nearest(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, depth)
+	if err != nil {
+		return nil, n, err
+	}
+	if keep != nil {
+		kept := near[:0]
+		for _, h := range near {
+			ok, err := keep(h.path)
+			if err != nil {
+				return nil, n, err
+			}
+			if ok {
+				kept = append(kept, h)
+			}
+		}
+		near = kept
+	}
+	seeds := fuse(lexical, near, nil)
+	graph, err := c.graphRank(seeds[:min(len(seeds), graphSeeds)], depth, keep)
+	if err != nil {
+		return nil, n, err
+	}
+	return fuse(lexical, near, graph), n, nil
+}
+
+// graphRank ranks the files one link away from seeds (best first) in the
+// code's call graph, at most k: the files calling what a seed declares, and
+// the files declaring what it calls, each link scoring 1/(1+the seed's
+// rank). Calls of an unresolved method ("?.Name") link nothing.
+func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, error)) ([]CodeHit, error) {
+	score := map[string]float64{}
+	all := &CodeQuery{}
+	for rank, s := range seeds {
+		f, err := c.file(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			continue
+		}
+		linked := map[string]bool{}
+		for _, sym := range f.Symbols {
+			if sym.Kind != "func" && sym.Kind != "method" || f.Package == "" {
+				continue
+			}
+			name := f.Package + "." + sym.Name
+			if sym.Recv != "" {
+				name = f.Package + "." + sym.Recv + "." + sym.Name
+			}
+			calls, err := c.callers(name, graphFanout, all)
+			if err != nil {
+				return nil, err
+			}
+			for _, call := range calls {
+				if !strings.HasPrefix(call.To, "?.") {
+					linked[call.Path] = true
+				}
+			}
+		}
+		for i, call := range f.Calls {
+			if i == graphFanout {
+				break
+			}
+			if strings.HasPrefix(call.To, "?.") {
+				continue
+			}
+			defs, err := c.symbols(call.To, graphFanout, all)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range defs {
+				linked[d.Path] = true
+			}
+		}
+		delete(linked, s.Path)
+		for p := range linked {
+			score[p] += 1 / float64(1+rank)
+		}
+	}
+	hits := make([]CodeHit, 0, len(score))
+	for p, sc := range score {
+		if keep != nil {
+			if ok, err := keep(p); err != nil || !ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		hits = append(hits, CodeHit{Path: p, Score: sc})
+	}
+	sortHits(hits)
+	return hits[:min(len(hits), k)], nil
 }
 
 // queryTerms are the distinct search terms of text; none is an error.
@@ -411,24 +788,33 @@ func sortHits(hits []CodeHit) {
 	})
 }
 
-// fuse merges the BM25 ranking (lexical, best first) with the vector
-// ranking (near, nearest first) by reciprocal rank.
-func fuse(lexical []CodeHit, near []vectorHit) []CodeHit {
+// fuse merges the BM25 ranking (lexical, best first), the vector ranking
+// (near, nearest first) and the graph ranking (best first; nil for none)
+// by reciprocal rank.
+func fuse(lexical []CodeHit, near []vectorHit, graph []CodeHit) []CodeHit {
 	// The capacity holds every hit, so the pointers in byPath stay valid.
-	out := make([]CodeHit, 0, len(lexical)+len(near))
-	byPath := make(map[string]*CodeHit, len(lexical)+len(near))
+	out := make([]CodeHit, 0, len(lexical)+len(near)+len(graph))
+	byPath := make(map[string]*CodeHit, len(lexical)+len(near)+len(graph))
 	for i, h := range lexical {
 		out = append(out, CodeHit{Path: h.Path, Lexical: h.Score, Score: 1 / float64(rrfK+i+1)})
 		byPath[h.Path] = &out[len(out)-1]
 	}
-	for i, n := range near {
-		h := byPath[n.path]
+	// hit is the fused hit of p, made when p is new; rank adds its share.
+	hit := func(p string, rank int) *CodeHit {
+		h := byPath[p]
 		if h == nil {
-			out = append(out, CodeHit{Path: n.path})
+			out = append(out, CodeHit{Path: p})
 			h = &out[len(out)-1]
+			byPath[p] = h
 		}
-		h.Similarity = float64(n.sim)
-		h.Score += 1 / float64(rrfK+i+1)
+		h.Score += 1 / float64(rrfK+rank+1)
+		return h
+	}
+	for i, n := range near {
+		hit(n.path, i).Similarity = float64(n.sim)
+	}
+	for i, g := range graph {
+		hit(g.Path, i).Graph = g.Score
 	}
 	sortHits(out)
 	return out
@@ -445,8 +831,8 @@ func splitSymbol(name string) (qual, last string) {
 
 // symbols finds the declarations named name: "Name", "Recv.Method", or a
 // package-qualified "pkg.Name" (the package's import path or its last
-// element).
-func (c *codeReader) symbols(name string, limit int) ([]CodeSymbolHit, error) {
+// element), of the types and in the files q keeps.
+func (c *codeReader) symbols(name string, limit int, q *CodeQuery) ([]CodeSymbolHit, error) {
 	qual, last := splitSymbol(strings.TrimSpace(name))
 	var out []CodeSymbolHit
 	err := scanPrefix(c.r, codeSymbolPrefix(c.rid, last), func(k, _ []byte) error {
@@ -457,11 +843,11 @@ func (c *codeReader) symbols(name string, limit int) ([]CodeSymbolHit, error) {
 		pth := string(rest[:bytes.IndexByte(rest, sep)])
 		line := int(binary.BigEndian.Uint32(rest[len(rest)-4:]))
 		f, err := c.file(pth)
-		if err != nil || f == nil {
+		if err != nil || f == nil || !q.keepsFile(f) {
 			return err
 		}
 		for _, sym := range f.Symbols {
-			if sym.Line == line && strings.EqualFold(sym.Name, last) && symbolQualifies(qual, sym.Recv, f.Package) {
+			if sym.Line == line && strings.EqualFold(sym.Name, last) && symbolQualifies(qual, sym.Recv, f.Package) && q.keepsSymbol(&sym) {
 				out = append(out, CodeSymbolHit{Symbol: sym, Path: pth, Package: f.Package})
 			}
 		}
@@ -481,10 +867,10 @@ func symbolQualifies(qual, recv, pkg string) bool {
 	return pkg != "" && (qual == pkg || strings.HasSuffix(pkg, "/"+qual) || !strings.Contains(pkg, "/") && qual == pkg)
 }
 
-// callers lists the calls to name. A qualified name ("pkg.Func",
-// "Recv.Method") keeps calls whose callee has that qualifier, and calls of a
-// method on a value of unresolved type ("?.Method").
-func (c *codeReader) callers(name string, limit int) ([]CodeCall, error) {
+// callers lists the calls to name in the files q keeps. A qualified name
+// ("pkg.Func", "Recv.Method") keeps calls whose callee has that qualifier,
+// and calls of a method on a value of unresolved type ("?.Method").
+func (c *codeReader) callers(name string, limit int, q *CodeQuery) ([]CodeCall, error) {
 	qual, last := splitSymbol(strings.TrimSpace(name))
 	prefix := codeCallPrefix(c.rid, calleeName(last))
 	var out []CodeCall
@@ -496,7 +882,7 @@ func (c *codeReader) callers(name string, limit int) ([]CodeCall, error) {
 		pth := string(rest[:bytes.IndexByte(rest, sep)])
 		i := int(binary.BigEndian.Uint32(rest[len(rest)-4:]))
 		f, err := c.file(pth)
-		if err != nil || f == nil || i >= len(f.Calls) {
+		if err != nil || f == nil || i >= len(f.Calls) || !q.keepsFile(f) {
 			return err
 		}
 		call := f.Calls[i]
@@ -510,9 +896,10 @@ func (c *codeReader) callers(name string, limit int) ([]CodeCall, error) {
 	return out, err
 }
 
-// callees lists the calls made by the functions or methods named name.
-func (c *codeReader) callees(name string, limit int) ([]CodeCall, error) {
-	defs, err := c.symbols(name, 1<<20)
+// callees lists the calls made by the functions or methods named name, in
+// the files q keeps.
+func (c *codeReader) callees(name string, limit int, q *CodeQuery) ([]CodeCall, error) {
+	defs, err := c.symbols(name, 1<<20, q)
 	if err != nil {
 		return nil, err
 	}
@@ -707,7 +1094,25 @@ func readMap(r pebble.Reader, prefix []byte) (map[string]string, error) {
 	return out, err
 }
 
-func (c *codeReader) hashes() (hashes, skipped map[string]string, err error) {
+// hashes is the content hash of each indexed file and the reason of each
+// skipped one: of paths, or of every file when there are none.
+func (c *codeReader) hashes(paths []string) (hashes, skipped map[string]string, err error) {
+	if len(paths) > 0 {
+		hashes, skipped = map[string]string{}, map[string]string{}
+		read := func(m map[string]string, p string, k []byte) error {
+			v, err := getFrom(c.r, k)
+			if v != nil {
+				m[p] = string(v)
+			}
+			return err
+		}
+		for _, p := range paths {
+			if err := errorsJoin(read(hashes, p, codeHashKey(c.rid, p)), read(skipped, p, codeSkipKey(c.rid, p))); err != nil {
+				return nil, nil, err
+			}
+		}
+		return hashes, skipped, nil
+	}
 	if hashes, err = readMap(c.r, codeHashesPrefix(c.rid)); err != nil {
 		return nil, nil, err
 	}

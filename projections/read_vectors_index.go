@@ -101,7 +101,7 @@ func (v *vectorIndexes) rerank(r pebble.Reader, prefix []byte, seq uint64, e *Co
 	if err != nil {
 		return nil, "", n, err
 	}
-	return fuse(hits, near), RankHybrid, n, nil
+	return fuse(hits, near, nil), RankHybrid, n, nil
 }
 
 // vectorIndex is the vectors of one model of the texts listed under prefix

@@ -55,6 +55,9 @@ type Store struct {
 	// from the projections and kept up to date by the searches (trained in
 	// the background: Close waits for them).
 	vectors vectorIndexes
+	// codeSegments are the code index's segments searches read, kept
+	// while the index they are of is unchanged.
+	codeSegments segmentCache
 }
 
 // Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open

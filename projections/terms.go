@@ -2,6 +2,8 @@ package projections
 
 import (
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +23,12 @@ const (
 // max_term_len, HTTPServer) also yields each part, so a search for "config"
 // finds parseConfigFile. Words of digits only are left out.
 func Terms(text string, add func(term string)) {
+	rawTerms(text, func(t string) { add(lower(t)) })
+}
+
+// rawTerms calls add with each term of text as it is written: Terms
+// lower-cased.
+func rawTerms(text string, add func(string)) {
 	for i := 0; i < len(text); {
 		if !wordByte(text[i]) {
 			i++
@@ -42,6 +50,83 @@ func TermCounts(text string) map[string]int {
 	return out
 }
 
+// TermCounter counts the terms of texts as Terms finds them, reusing its
+// memory from one text to the next: an indexer counts millions of terms,
+// and a term already counted costs no allocation.
+type TermCounter struct {
+	index  map[string]int // term -> its place in terms and counts
+	terms  []string
+	counts []int
+	buf    []byte
+	once   []int // the places CountOnce counted in the current text
+}
+
+// Reset forgets what was counted.
+func (c *TermCounter) Reset() {
+	clear(c.index)
+	c.terms, c.counts = c.terms[:0], c.counts[:0]
+}
+
+// Count counts each term of text, repeats included.
+func (c *TermCounter) Count(text string) {
+	rawTerms(text, func(t string) { c.counts[c.slot(t)]++ })
+}
+
+// CountOnce counts each distinct term of text once.
+func (c *TermCounter) CountOnce(text string) {
+	c.once = c.once[:0]
+	rawTerms(text, func(t string) {
+		if i := c.slot(t); !slices.Contains(c.once, i) {
+			c.once = append(c.once, i)
+			c.counts[i]++
+		}
+	})
+}
+
+// slot is the place of term t (as written) in c, made when it is new.
+func (c *TermCounter) slot(t string) int {
+	if c.index == nil {
+		c.index = map[string]int{}
+	}
+	c.buf = c.buf[:0]
+	for i := 0; i < len(t); i++ {
+		b := t[i]
+		if b >= 0x80 {
+			c.buf = append(c.buf[:0], lower(t)...) // Unicode case rules
+			break
+		}
+		if isUpper(b) {
+			b += 'a' - 'A'
+		}
+		c.buf = append(c.buf, b)
+	}
+	if i, ok := c.index[string(c.buf)]; ok {
+		return i
+	}
+	k := string(c.buf)
+	c.index[k] = len(c.terms)
+	c.terms, c.counts = append(c.terms, k), append(c.counts, 0)
+	return len(c.terms) - 1
+}
+
+// Format is the counts in IndexedFile.Terms's format ("term count ..."),
+// in the order the terms were first met.
+func (c *TermCounter) Format() string {
+	n := 0
+	for _, t := range c.terms {
+		n += len(t) + 8
+	}
+	b := make([]byte, 0, n)
+	for i, t := range c.terms {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(append(b, t...), ' ')
+		b = strconv.AppendInt(b, int64(c.counts[i]), 10)
+	}
+	return string(b)
+}
+
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
 }
@@ -51,13 +136,13 @@ func word(w string, add func(string)) {
 	if len(w) < minTermLen || len(w) > maxTermLen || digitsOnly(w) {
 		return
 	}
-	add(lower(w))
+	add(w)
 	start, parts := 0, 0
 	emit := func(end int) {
 		if end > start {
 			p := strings.Trim(w[start:end], "_")
 			if len(p) >= minTermLen && len(p) < len(w) && !digitsOnly(p) {
-				add(lower(p))
+				add(p)
 			}
 			parts++
 		}

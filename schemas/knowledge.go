@@ -58,8 +58,8 @@ type IndexedFile struct {
 	Symbols []Symbol `json:"symbols,omitempty"`
 	Calls   []Call   `json:"calls,omitempty"`
 	// Terms counts each search term of the redacted text (and of the path):
-	// "term count" pairs separated by spaces ("config 4 loader 2"), see
-	// FormatTerms. One string rather than a map: a full index of a large
+	// "term count" pairs separated by spaces ("config 4 loader 2"), as
+	// projections.TermCounter writes them. One string rather than a map: a full index of a large
 	// tree carries millions of them, and a map costs an allocation each to
 	// encode and decode.
 	Terms string `json:"terms,omitempty"`
@@ -78,6 +78,19 @@ type IndexedFile struct {
 	// ParseError is why a Go file's syntax could not be read in full (its
 	// terms are indexed all the same).
 	ParseError string `json:"parse_error,omitempty"`
+}
+
+// SymbolKinds are the kinds of declaration the code index records (a
+// Symbol's Kind), what a code query's type filter names.
+var SymbolKinds = []string{"func", "method", "struct", "interface", "type", "var", "const"}
+
+// CodeLanguages are the languages the code index files a file under (an
+// IndexedFile's Lang), what a code query's language filter names: "build"
+// is a build file (go.mod, Makefile), "data" a data or markup format, and
+// "text" anything else.
+var CodeLanguages = []string{
+	"build", "c", "cpp", "csharp", "data", "go", "java", "javascript", "kotlin", "lua", "markdown",
+	"php", "proto", "python", "ruby", "rust", "scala", "shell", "sql", "swift", "text", "typescript", "zig",
 }
 
 // Symbol is a declaration in a file.
@@ -111,21 +124,6 @@ type Call struct {
 type IndexSkip struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
-}
-
-// FormatTerms writes term counts in IndexedFile.Terms's format. Terms must
-// hold no space.
-func FormatTerms(counts map[string]int) string {
-	var b strings.Builder
-	for t, n := range counts {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(t)
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(n))
-	}
-	return b.String()
 }
 
 // ParseTerms calls fn with each term and count of s, in IndexedFile.Terms's

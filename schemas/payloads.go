@@ -94,10 +94,19 @@ type Answer struct {
 // Knowledge agents' requests and responses.
 type (
 	ResearchRequest Query
-	ContextRequest  Query
 	ContextResponse Answer
 	HistoryResponse Answer
 )
+
+// ContextRequest asks the Librarian about the code of the session's work
+// directory, optionally narrowed to declarations of some kinds
+// (SymbolKinds) and files of some languages (CodeLanguages).
+type ContextRequest struct {
+	Query   string   `json:"query"`
+	Context string   `json:"context,omitempty"`
+	Types   []string `json:"types,omitempty"`
+	Langs   []string `json:"langs,omitempty"`
+}
 
 // HistoryRequest queries the Archivalist (the seed's ArchiveQuery, L1922-1940).
 type HistoryRequest struct {

@@ -2,8 +2,10 @@ package librarian
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,13 +57,16 @@ func TestEmbedIndexedFiles(t *testing.T) {
 		t.Fatalf("second pass asked again: %+v", rep)
 	}
 
-	edited := ""
-	for name, file := range g.Defines {
-		edited = file
-		if err := os.WriteFile(filepath.Join(dir, file), []byte("package gen\n\n// quokka habitat survey\nfunc "+name+"() {}\n"), 0o644); err != nil {
-			t.Fatal(err)
+	// The file edited: the first (by name) whose function another file calls.
+	edited, editedName := "", ""
+	for _, name := range slices.Sorted(maps.Keys(g.Defines)) {
+		if file := g.Defines[name]; slices.ContainsFunc(g.Callers[name], func(p string) bool { return p != file }) {
+			edited, editedName = file, name
+			break
 		}
-		break
+	}
+	if err := os.WriteFile(filepath.Join(dir, edited), []byte("package gen\n\n// quokka habitat survey\nfunc "+editedName+"() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	r.scan(ix)
 	calls := srv.EmbedCalls()
@@ -80,6 +85,24 @@ func TestEmbedIndexedFiles(t *testing.T) {
 	}
 	if res.Ranking != projections.RankHybrid || res.Vectors != len(g.Files) || len(res.Hits) == 0 || res.Hits[0].Path != edited || res.Hits[0].Similarity <= 0 {
 		t.Fatalf("hybrid search for %q: %+v, want %s first", q, res, edited)
+	}
+
+	// The call graph around the best hit: every file calling the function
+	// it declares scores on the graph as the first seed's neighbour.
+	callers := slices.DeleteFunc(slices.Clone(g.Callers[editedName]), func(p string) bool { return p == edited })
+	res, err = r.store.Code(r.ctx, projections.CodeQuery{Root: ix.Root, Kind: projections.CodeSearch, Text: q, Limit: 100,
+		Embedding: &projections.CodeEmbedding{Model: e.Model(), Vector: llmtest.Vector(q, llmtest.DefaultEmbedDims)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := map[string]float64{}
+	for _, h := range res.Hits {
+		graph[h.Path] = h.Graph
+	}
+	for _, c := range callers {
+		if graph[c] < 1 {
+			t.Errorf("%s calls %s (in %s, the best hit) but scores %v on the graph", c, editedName, edited, graph[c])
+		}
 	}
 }
 

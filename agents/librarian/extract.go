@@ -10,7 +10,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -74,18 +73,6 @@ func countLines(b []byte) int {
 		n++
 	}
 	return n
-}
-
-// pathTerms adds the terms of a file's path, once each: a search for
-// "config loader" finds config/loader.go.
-func pathTerms(p string, terms map[string]int) {
-	seen := map[string]bool{}
-	projections.Terms(p, func(t string) {
-		if !seen[t] {
-			seen[t] = true
-			terms[t]++
-		}
-	})
 }
 
 // extractGo adds the declarations, calls and imports of a Go file to f. A

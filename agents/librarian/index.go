@@ -93,9 +93,10 @@ type Known struct {
 	Skipped map[string]string
 }
 
-// KnownFrom reads what r's index holds of root.
-func KnownFrom(ctx context.Context, r projections.Reader, root string) (Known, error) {
-	res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeHashes})
+// KnownFrom reads what r's index holds of root: of the files at paths
+// (relative to root), or of every file when there are none.
+func KnownFrom(ctx context.Context, r projections.Reader, root string, paths ...string) (Known, error) {
+	res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeHashes, Paths: paths})
 	if err != nil {
 		return Known{}, err
 	}
@@ -175,13 +176,13 @@ func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate
 // Paths re-indexes the named files only (a watcher's or an editor's news):
 // each is indexed, skipped, or removed when it no longer exists.
 func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]schemas.IndexUpdate, error) {
-	var rels []string
+	rels, err := ix.rels(paths)
+	if err != nil {
+		return nil, err
+	}
+	var read []string
 	var changes []change
-	for _, p := range paths {
-		rel, err := ix.relOf(p)
-		if err != nil {
-			return nil, err
-		}
+	for _, rel := range rels {
 		st, err := os.Lstat(filepath.Join(ix.Root, filepath.FromSlash(rel)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -191,15 +192,29 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 		case err != nil:
 			changes = append(changes, change{path: rel, skip: "unreadable: " + errText(err)})
 		case st.IsDir():
-			return nil, fmt.Errorf("%s is a directory: index it with Scan", p)
+			return nil, fmt.Errorf("%s is a directory: index it with Scan", rel)
 		case st.Mode()&fs.ModeSymlink != 0:
 			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
 		default:
-			rels = append(rels, rel)
+			read = append(read, rel)
 		}
 	}
-	changes = append(changes, ix.read(ctx, rels, known)...)
+	changes = append(changes, ix.read(ctx, read, known)...)
 	return ix.batches(changes, known), ctx.Err()
+}
+
+// rels are paths (absolute, or relative to the root) relative to the root;
+// a path outside it is an error.
+func (ix *Indexer) rels(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		rel, err := ix.relOf(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rel)
+	}
+	return out, nil
 }
 
 // rel is p relative to the root, slash-separated.
@@ -305,9 +320,12 @@ func (ix *Indexer) one(rel string, known Known) change {
 // file only by name; any other after its secrets are redacted.
 func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
-	terms := map[string]int{}
-	pathTerms(rel, terms)
-	defer func() { f.Terms = schemas.FormatTerms(terms) }()
+	terms := termCounters.Get().(*projections.TermCounter)
+	defer termCounters.Put(terms)
+	terms.Reset()
+	// The path's terms count once: "config loader" finds config/loader.go.
+	terms.CountOnce(rel)
+	defer func() { f.Terms = terms.Format() }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
@@ -318,12 +336,15 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 	src := []byte(text)
 	f.Lines = countLines(src)
 	f.Debt = countDebt(src)
-	projections.Terms(text, func(t string) { terms[t]++ })
+	terms.Count(text)
 	if f.Lang == "go" {
 		extractGo(f, src, ix.goPackage(path.Dir(rel)))
 	}
 	return f
 }
+
+// termCounters are the workers' term counters.
+var termCounters = sync.Pool{New: func() any { return new(projections.TermCounter) }}
 
 // redact removes the secrets of text and says how many there were.
 func (ix *Indexer) redact(text string) (string, int) {

@@ -3,7 +3,11 @@ package librarian
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,7 +25,27 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// scanHelperEnv makes the test binary a helper that scans the directory it
+// names and prints the updates as JSON (a scan run with fewer privileges).
+const scanHelperEnv = "LIBRARIAN_TEST_SCAN"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(scanHelperEnv); dir != "" {
+		ix, err := NewIndexer(dir)
+		if err == nil {
+			var ups []schemas.IndexUpdate
+			if ups, err = ix.Scan(context.Background(), Known{}); err == nil {
+				err = json.NewEncoder(os.Stdout).Encode(ups)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // rig is a real broker, a projections store with its projector running, and
 // helpers to index a directory through events.
@@ -209,16 +233,21 @@ func TestIndexGeneratedTree(t *testing.T) {
 	if defs := r.code(root, projections.CodeSymbol, "Extra42").Symbols; len(defs) != 1 {
 		t.Fatalf("Extra42: %+v", defs)
 	}
-	// Only the named file, as a watcher would report it.
+	// Only the named file, as a watcher would report it: what the index
+	// knows of that file alone is read.
 	if err := os.WriteFile(full, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	known, _ := KnownFrom(r.ctx, r.store, root)
-	ups, err = ix.Paths(r.ctx, known, []string{edited})
-	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 {
-		t.Fatalf("Paths: %+v, %v", ups, err)
+	if known, err := KnownFrom(r.ctx, r.store, root, edited, "no/such.go"); err != nil || len(known.Hashes) != 1 || known.Hashes[edited] == "" || len(known.Skipped) != 0 {
+		t.Fatalf("what the index knows of %s: %+v, %v", edited, known, err)
 	}
-	r.record(ups)
+	ups, _, err = Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		r.record(ups)
+		return 0, nil
+	})
+	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 || ups[0].Files[0].Path != edited {
+		t.Fatalf("Update of %s: %+v, %v", edited, ups, err)
+	}
 	if hits := r.code(root, projections.CodeSearch, "quokka"); len(hits.Hits) != 0 || !slices.Contains(hits.Unknown, "quokka") {
 		t.Fatalf("the reverted word is still found: %+v", hits)
 	}
@@ -252,6 +281,162 @@ func TestIndexGeneratedTree(t *testing.T) {
 	}
 	if defs := r.code(root, projections.CodeSymbol, "Handler42").Symbols; len(defs) != 1 || defs[0].Path != edited {
 		t.Fatalf("after a rebuild: %+v", defs)
+	}
+}
+
+// Searches keep the languages and declaration types asked for, and say
+// which values they know when asked for another.
+func TestSearchFilters(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	r.scan(ix)
+	query := func(q projections.CodeQuery) *projections.CodeResult {
+		t.Helper()
+		q.Root, q.Limit = ix.Root, 1000
+		res, err := r.store.Code(r.ctx, q)
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		return res
+	}
+	// "value" is in every Python file and in no other.
+	all := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value"}).Hits
+	py := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value", Langs: []string{"python"}}).Hits
+	if len(py) != 10 || len(all) != len(py) {
+		t.Fatalf("%d Python hits of %d for \"value\", want the 10 Python files", len(py), len(all))
+	}
+	for _, h := range py {
+		if h.Lang != "python" {
+			t.Fatalf("a python search found %s (%s)", h.Path, h.Lang)
+		}
+	}
+	if hits := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "value", Langs: []string{"go", "markdown"}}).Hits; len(hits) != 0 {
+		t.Fatalf("no Go or Markdown file holds \"value\": %+v", hits)
+	}
+	// "handler": every Go file declares a Handler function; no struct's
+	// name holds the word, so a struct search finds nothing.
+	funcs := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "handler", Types: []string{"func"}}).Hits
+	if len(funcs) != g.GoFiles {
+		t.Fatalf("%d files declare a handler function, want %d", len(funcs), g.GoFiles)
+	}
+	for _, h := range funcs {
+		if len(h.Symbols) != 1 || h.Symbols[0].Kind != "func" || h.Symbols[0].Path != g.Defines[h.Symbols[0].Name] {
+			t.Fatalf("a func search's hit: %+v", h)
+		}
+	}
+	if hits := query(projections.CodeQuery{Kind: projections.CodeSearch, Text: "handler", Types: []string{"struct", "interface"}}).Hits; len(hits) != 0 {
+		t.Fatalf("no struct is named handler: %+v", hits)
+	}
+	// Symbols: every Run is a method.
+	if runs := query(projections.CodeQuery{Kind: projections.CodeSymbol, Text: "Run", Types: []string{"method"}}).Symbols; len(runs) != g.GoFiles {
+		t.Fatalf("%d Run methods, want %d", len(runs), g.GoFiles)
+	}
+	if runs := query(projections.CodeQuery{Kind: projections.CodeSymbol, Text: "Run", Types: []string{"func"}}).Symbols; len(runs) != 0 {
+		t.Fatalf("Run is no function: %+v", runs)
+	}
+	if calls := query(projections.CodeQuery{Kind: projections.CodeCallers, Text: "Handler7", Langs: []string{"python"}}).Calls; len(calls) != 0 {
+		t.Fatalf("no Python file calls Handler7: %+v", calls)
+	}
+	// The Librarian answers a context request with the same filters.
+	ans, err := Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "value", Langs: []string{"python"}}, nil)
+	if err != nil || !strings.Contains(ans.Answer, "Files that match:") || len(ans.References) != 5 {
+		t.Fatalf("a Python-only answer: %+v, %v", ans, err)
+	}
+	for _, ref := range ans.References {
+		if !strings.HasSuffix(ref, ".py") {
+			t.Fatalf("a Python-only answer cites %s", ref)
+		}
+	}
+	ans, err = Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "where is Run?", Types: []string{"func"}}, nil)
+	if err != nil || strings.Contains(ans.Answer, "method") || strings.Contains(ans.Answer, "Files that match") {
+		t.Fatalf("Run is no function, and no file declares a function named run: %+v, %v", ans, err)
+	}
+	if _, err := Answer(r.ctx, r.store, ix.Root, schemas.ContextRequest{Query: "x", Types: []string{"class"}}, nil); !errors.Is(err, projections.ErrInvalidQuery) {
+		t.Fatalf("an unknown type: %v", err)
+	}
+	for q, want := range map[*projections.CodeQuery]string{
+		{Kind: projections.CodeSearch, Text: "x", Types: []string{"function"}}: `type "function" is not one of func, method, struct`,
+		{Kind: projections.CodeSearch, Text: "x", Langs: []string{"golang"}}:   `language "golang" is not one of build, c, cpp`,
+		{Kind: projections.CodeCallers, Text: "x", Types: []string{"func"}}:    "types filter a search or a symbol query, not a callers query",
+		{Kind: projections.CodeHealth, Langs: []string{"go"}}:                  "languages filter a search, a symbol, callers or callees query, not a health query",
+	} {
+		q.Root = ix.Root
+		if _, err := r.store.Code(r.ctx, *q); !errors.Is(err, projections.ErrInvalidQuery) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", *q, err, want)
+		}
+	}
+}
+
+// Every language the indexer files a file under is one a query may name.
+func TestLanguagesAreKnown(t *testing.T) {
+	for ext, l := range langs {
+		if !slices.Contains(schemas.CodeLanguages, l) {
+			t.Errorf("%s files are %q, which schemas.CodeLanguages lacks", ext, l)
+		}
+	}
+	for _, p := range []string{"x/Makefile", "notes.unknown"} {
+		if l := langOf(p); !slices.Contains(schemas.CodeLanguages, l) {
+			t.Errorf("%s is %q, which schemas.CodeLanguages lacks", p, l)
+		}
+	}
+}
+
+// A directory the indexer may not read is skipped with the reason, and the
+// rest of the tree is indexed. Root reads any directory, so as root the scan
+// runs in a copy of this binary without the capabilities that let it.
+func TestIndexSkipsAnUnreadableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for p, body := range map[string]string{"ok.go": "package ok\n\nfunc Fine() {}\n", "locked/inside.go": "package locked\n\nfunc Hidden() {}\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locked := filepath.Join(dir, "locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	var ups []schemas.IndexUpdate
+	if os.Geteuid() != 0 {
+		var err error
+		if ups, err = indexer(t, dir).Scan(brokertest.Context(t), Known{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		cmd := exec.CommandContext(brokertest.Context(t), "setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), scanHelperEnv+"="+dir)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("the scan without root's capabilities: %v: %s", err, ee.Stderr)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &ups); err != nil {
+			t.Fatalf("the scan's updates: %v in %s", err, out)
+		}
+	}
+	var files []string
+	skips := map[string]string{}
+	for _, u := range ups {
+		for _, f := range u.Files {
+			files = append(files, f.Path)
+		}
+		for _, sk := range u.Skipped {
+			skips[sk.Path] = sk.Reason
+		}
+	}
+	if !slices.Equal(files, []string{"ok.go"}) || skips["locked"] != "unreadable: open: permission denied" || len(skips) != 1 {
+		t.Fatalf("indexed %v, skipped %v; want ok.go indexed and locked skipped as unreadable", files, skips)
 	}
 }
 

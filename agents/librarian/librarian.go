@@ -9,6 +9,7 @@ package librarian
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -36,7 +37,23 @@ type Librarian struct {
 	// Without one, or when the endpoint fails, the answer is lexical and
 	// says so.
 	Embedder *llm.Embedder
+	// LLM, when set, writes the answer from what the index retrieved (the
+	// retrieval follows it, and its references are the answer's). Nil: the
+	// retrieval is the answer.
+	LLM Completer
 }
+
+// Completer makes recorded LLM calls: *llm.Client.
+type Completer interface {
+	Complete(ctx context.Context, d *agents.Delivery, req llm.Request) (schemas.LLMResponse, bool, error)
+}
+
+// synthesisPrompt is the system prompt of the answer written over the
+// retrieved context (seed L16810-17447: the Librarian answers from the
+// index, not from memory).
+const synthesisPrompt = `You are the Librarian of Sylk. You answer questions about the code of a work directory from what
+its index retrieved for the question, given below, and from nothing else. Answer in a few sentences, name the
+files and lines as the context gives them (path:line), and say plainly when the context does not answer it.`
 
 // Handle answers one context_request: it brings the index of the session's
 // work directory up to date (recording what changed before anything else),
@@ -55,7 +72,11 @@ func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 		return nil, err
 	}
 	emb, note := l.embedding(ctx, d, ix, q.Query)
-	ans, err := Answer(ctx, l.Store, ix.Root, q.Query, emb)
+	ans, err := Answer(ctx, l.Store, ix.Root, *q, emb)
+	if errors.Is(err, projections.ErrInvalidQuery) {
+		// The asker's mistake: the answer says what it was.
+		ans, err = schemas.ContextResponse{Answer: "The request cannot be answered: " + err.Error()}, nil
+	}
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
@@ -66,11 +87,36 @@ func (l *Librarian) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.
 	if note != "" {
 		ans.Answer += "\n" + note
 	}
+	if ans, err = l.synthesize(ctx, d, q.Query, ans); err != nil {
+		return nil, err
+	}
 	out, err := d.Derive(schemas.TypeContextResponse, target, "answer", ans)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
 	return []*schemas.Envelope{out}, nil
+}
+
+// synthesize has the LLM, when there is one, write the answer to query
+// from the retrieved answer ans, which follows it; with nothing retrieved,
+// or when the call fails for good, ans is the answer (saying why). A call
+// that may succeed later is retried with the message.
+func (l *Librarian) synthesize(ctx context.Context, d *agents.Delivery, query string, ans schemas.ContextResponse) (schemas.ContextResponse, error) {
+	if l.LLM == nil || len(ans.References) == 0 {
+		return ans, nil
+	}
+	msgs := []schemas.LLMMessage{{Role: "system", Content: synthesisPrompt},
+		{Role: "user", Content: "Question: " + query + "\n\nRetrieved from the index:\n" + ans.Answer}}
+	resp, _, err := l.LLM.Complete(ctx, d, llm.Request{Key: "synthesis", Messages: msgs})
+	if err != nil {
+		if class, _ := agents.Classify(ctx, err); class != agents.ClassPermanent {
+			return ans, err
+		}
+		ans.Answer += "\n(the LLM could not write the answer: " + err.Error() + ")"
+		return ans, nil
+	}
+	ans.Answer = strings.TrimSpace(resp.Content) + "\n\nRetrieved from the index:\n" + ans.Answer
+	return ans, nil
 }
 
 // workDir is the session's work directory, else the default.
@@ -160,11 +206,18 @@ func appendCaused(ctx context.Context, d *agents.Delivery, envs []*schemas.Envel
 	return last, nil
 }
 
-// Answer is what the index says about query, without an LLM: the
+// Answer is what the index says about req's query, without an LLM: the
 // declarations it names (with their callers), the files a ranked search
 // finds (hybrid with the question's embedding emb, else BM25), and the
-// health of the area the best of them is in.
-func Answer(ctx context.Context, r projections.Reader, root, query string, emb *projections.CodeEmbedding) (schemas.ContextResponse, error) {
+// health of the area the best of them is in. The declarations and files are
+// of the types and languages req keeps; a filter naming an unknown type or
+// language is an error wrapping projections.ErrInvalidQuery.
+func Answer(ctx context.Context, r projections.Reader, root string, req schemas.ContextRequest, emb *projections.CodeEmbedding) (schemas.ContextResponse, error) {
+	query := req.Query
+	filter := projections.CodeQuery{Root: root, Kind: projections.CodeSearch, Text: "x", Types: req.Types, Langs: req.Langs}
+	if err := filter.Validate(); err != nil {
+		return schemas.ContextResponse{}, err
+	}
 	var b strings.Builder
 	var refs []string
 	confidence := 0.0
@@ -178,7 +231,7 @@ func Answer(ctx context.Context, r projections.Reader, root, query string, emb *
 		}
 	}
 	for _, name := range Identifiers(query) {
-		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5})
+		res, err := r.Code(ctx, projections.CodeQuery{Root: root, Kind: projections.CodeSymbol, Text: name, Limit: 5, Types: req.Types, Langs: req.Langs})
 		if err != nil {
 			return schemas.ContextResponse{}, err
 		}
@@ -207,7 +260,7 @@ func Answer(ctx context.Context, r projections.Reader, root, query string, emb *
 	}
 	sq := projections.CodeQuery{Root: root, Kind: kind, Text: query, Limit: 5}
 	if kind == projections.CodeSearch {
-		sq.Embedding = emb
+		sq.Embedding, sq.Types, sq.Langs = emb, req.Types, req.Langs
 	}
 	res, err := r.Code(ctx, sq)
 	if err != nil {

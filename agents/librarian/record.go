@@ -81,13 +81,18 @@ const Name = "librarian"
 // returns the sequence of the last; Update returns the updates and that
 // sequence (0: nothing changed).
 func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) ([]schemas.IndexUpdate, uint64, error) {
-	known, err := KnownFrom(ctx, r, ix.Root)
+	// Named files need what the index holds of them alone, not of the tree.
+	rels, err := ix.rels(files)
+	if err != nil {
+		return nil, 0, err
+	}
+	known, err := KnownFrom(ctx, r, ix.Root, rels...)
 	if err != nil {
 		return nil, 0, err
 	}
 	var ups []schemas.IndexUpdate
 	if len(files) > 0 {
-		ups, err = ix.Paths(ctx, known, files)
+		ups, err = ix.Paths(ctx, known, rels)
 	} else {
 		ups, err = ix.Scan(ctx, known)
 	}

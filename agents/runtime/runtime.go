@@ -246,6 +246,10 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		arch.LLM, arch.Consult = c.LLM, consulter
 		responder.LLM, responder.Consult = c.LLM, consulter
 	}
+	lib := &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}
+	if c.LLM != nil {
+		lib.LLM = c.LLM
+	}
 	all := []agent{
 		{base(guide.Name), &guide.Guide{State: guideState{store: c.Store, log: log}, Classifier: c.Classifier, LLMHint: c.LLMHint, Routes: c.Routes}},
 		{base(architect.Name), consult.Wrap(architect.Name, arch, responder)},
@@ -253,7 +257,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 			&orchestrator.Orchestrator{Store: c.Store, Log: log, Catalog: c.Catalog()}},
 		{withOpts(base(archivalist.Name), func(o *agents.Options) { o.Filters = archivalist.Filters() }),
 			consult.Wrap(archivalist.Name, &archivalist.Archivalist{Store: c.Store}, responder)},
-		{base(librarian.Name), consult.Wrap(librarian.Name, &librarian.Librarian{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
+		{base(librarian.Name), consult.Wrap(librarian.Name, lib, responder)},
 		{base(academic.Name), consult.Wrap(academic.Name, &academic.Academic{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
 			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},

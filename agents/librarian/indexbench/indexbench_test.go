@@ -1,6 +1,9 @@
 package indexbench
 
 import (
+	"context"
+
+	"github.com/sylk/sylk/agents/librarian"
 	"testing"
 
 	"github.com/sylk/sylk/broker/brokertest"
@@ -22,5 +25,37 @@ func TestRunSmall(t *testing.T) {
 	}
 	if rep.Files != 121 || rep.Events == 0 || rep.StreamBytes == 0 || rep.SourceBytes == 0 || rep.UpdateP50MS <= 0 || rep.SearchP99MS <= 0 {
 		t.Fatalf("report: %+v", rep)
+	}
+}
+
+// BenchmarkScan is the extraction alone: read, hash, redact and extract
+// every file of a generated tree (what -cpuprofile should look at first).
+func BenchmarkScan(b *testing.B) {
+	tree := b.TempDir()
+	if _, err := librarian.GenerateTree(tree, 20000, 1); err != nil {
+		b.Fatal(err)
+	}
+	ix, err := librarian.NewIndexer(tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ix.Scan(context.Background(), librarian.Known{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIndex is the whole benchmark, each comparison's ratio reported
+// as a metric (what `sylk bench index` prints, without building sylk).
+func BenchmarkIndex(b *testing.B) {
+	for b.Loop() {
+		cs, _, err := Run(context.Background(), Config{DataDir: b.TempDir()}, func(string) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, unit := range []string{"index/grep", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
+			b.ReportMetric(cs[i].Ratio, unit)
+		}
 	}
 }

@@ -34,6 +34,9 @@ then, in the same run:
   - --searches times queries (ranked text, symbols, callers) on that index
     (targets: p50 under 10 ms, p99 under 50 ms).
 
+A p99 is the 99th percentile of the samples: of fewer than 100 it is their
+maximum.
+
 A latency is compared with its budget as a speed (1/latency), so a ratio of
 at least 1 meets it. Also printed: the stream bytes the index events take per
 source byte.`,
@@ -64,7 +67,7 @@ source byte.`,
 		},
 	}
 	opts.bind(cmd, 20000)
-	cmd.Flags().IntVar(&edits, "edits", 50, "one-file updates to time")
+	cmd.Flags().IntVar(&edits, "edits", 200, "one-file updates to time")
 	cmd.Flags().IntVar(&searches, "searches", 500, "searches to time")
 	return cmd
 }

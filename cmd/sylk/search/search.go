@@ -14,6 +14,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/index"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
 )
 
 // SearchOptions are the flags of `sylk search`.
@@ -23,6 +24,8 @@ type SearchOptions struct {
 	Limit    int
 	JSON     bool
 	NoUpdate bool
+	// Types and Langs filter the answer (CodeQuery.Types, .Langs).
+	Types, Langs []string
 	// One query kind at most.
 	Symbol, Callers, Callees, Deps, Dependents, Health bool
 }
@@ -59,9 +62,10 @@ words: identifiers count as their parts too, so "config loader" finds
 parseConfigFile and internal/config/loader.go. With an embedding model
 configured (llm.embedding_model, SYLK_LLM_EMBEDDING_MODEL; the endpoint is
 --llm-base-url's /embeddings) the search is hybrid: each file's vector and
-the query's are recorded once as embedding events, and the BM25 ranking and
-the vector ranking are fused by reciprocal rank. Without one, or when the
-endpoint fails, the ranking is BM25 only and stderr says so.
+the query's are recorded once as embedding events, and the BM25 ranking, the
+vector ranking and the call-graph ranking (the files calling, or called by,
+the best ten of the other two) are fused by reciprocal rank. Without one, or
+when the endpoint fails, the ranking is BM25 only and stderr says so.
 
 With a flag, QUERY is a name:
 
@@ -71,12 +75,23 @@ With a flag, QUERY is a name:
   --deps        the packages the Go package QUERY imports
   --dependents  the packages importing QUERY
   --health      the health of the files under the path QUERY (maturity, tests,
-                debt markers, documented declarations); QUERY may be "."`,
+                debt markers, documented declarations); QUERY may be "."
+
+Filters (comma-separated or repeated):
+
+  --lang        only files of these languages (go, python, markdown, text, ...):
+                a search, --symbol, --callers, --callees
+  --type        only declarations of these kinds (func, method, struct,
+                interface, type, var, const): --symbol, and a search, which
+                then finds the files declaring one whose name holds a word
+                of QUERY`,
 		Example: `  sylk search "retry backoff"
   sylk search --symbol Store.History
   sylk search --callers projections.RootID --json | jq -r '.calls[].path'
   sylk search --dependents github.com/sylk/sylk/tools
-  sylk search --health internal/auth`,
+  sylk search --health internal/auth
+  sylk search --type func,method "retry"
+  sylk search --lang python --json "parse config"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return searchRun(cmd.Context(), f, opts, args[0])
@@ -93,6 +108,8 @@ With a flag, QUERY is a name:
 	cmd.Flags().BoolVar(&opts.Deps, "deps", false, "the packages QUERY imports")
 	cmd.Flags().BoolVar(&opts.Dependents, "dependents", false, "the packages that import QUERY")
 	cmd.Flags().BoolVar(&opts.Health, "health", false, "the health of the files under the path QUERY")
+	cmd.Flags().StringSliceVar(&opts.Types, "type", nil, "only declarations of these kinds: "+strings.Join(schemas.SymbolKinds, ", "))
+	cmd.Flags().StringSliceVar(&opts.Langs, "lang", nil, "only files of these languages (go, python, markdown, ...)")
 	return cmd
 }
 
@@ -108,6 +125,10 @@ func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, que
 	if err != nil {
 		return cmdutil.UsageError{Err: err}
 	}
+	q := projections.CodeQuery{Root: ix.Root, Kind: kind, Text: query, Limit: opts.Limit, Types: opts.Types, Langs: opts.Langs}
+	if err := q.Validate(); err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
 	r, err := f.State(ctx)
 	if err != nil {
 		return err
@@ -117,10 +138,6 @@ func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, que
 		if _, _, err := index.Refresh(ctx, f, r, ix, opts.Session, nil); err != nil {
 			return err
 		}
-	}
-	q := projections.CodeQuery{Root: ix.Root, Kind: kind, Text: query, Limit: opts.Limit}
-	if err := q.Validate(); err != nil {
-		return cmdutil.UsageError{Err: err}
 	}
 	note := ""
 	if kind == projections.CodeSearch {
