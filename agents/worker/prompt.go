@@ -114,9 +114,9 @@ type PromptLoop struct {
 	Plans planguard.State
 	// Consult gives the agents their consult_<agent> tools (nil: none).
 	Consult toolloop.Consulter
-	// Permits decides exec calls outside the agent's command list: the
-	// safe list, remembered answers, else the user (nil: such calls are
-	// refused by the executor).
+	// Permits decides every exec call: the safe list, the agent's command
+	// list, remembered answers, else the user (nil: the executor alone
+	// decides, by the command list).
 	Permits *permit.Gate
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,20 +84,35 @@ func TestScripts(t *testing.T) {
 }
 
 // jsonfield FILE FIELD VAR: set VAR to the string FIELD of the first JSON
-// object in FILE (an id a later command needs).
+// value in FILE (an id a later command needs); FIELD is a dotted path whose
+// steps are object keys or list indexes (requests.0.id).
 func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 || neg {
 		ts.Fatalf("usage: jsonfield FILE FIELD VAR")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &obj); err != nil {
+	var v any
+	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &v); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
-	v, ok := obj[args[1]].(string)
+	for _, step := range strings.Split(args[1], ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[step]
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(x) {
+				ts.Fatalf("%s: %q of %s: not an index of a list of %d", args[0], step, args[1], len(x))
+			}
+			v = x[i]
+		default:
+			v = nil
+		}
+	}
+	s, ok := v.(string)
 	if !ok {
 		ts.Fatalf("%s has no string %q", args[0], args[1])
 	}
-	ts.Setenv(args[2], v)
+	ts.Setenv(args[2], s)
 }
 
 // filemode FILE MODE: FILE's permission bits are MODE (octal).
