@@ -94,7 +94,7 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &v); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
-	for _, step := range strings.Split(args[1], ".") {
+	for step := range strings.SplitSeq(args[1], ".") {
 		switch x := v.(type) {
 		case map[string]any:
 			v = x[step]
