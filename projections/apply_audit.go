@@ -38,19 +38,24 @@ type AuditEntry struct {
 
 // Audit keys end in the entry's time (12 bytes, see appendTime) and stream
 // sequence, so every index lists entries in time order and a --since seeks.
-var auditEntryPrefix = []byte("audit/e/")
-
+//
+// An entry is stored once, under its category (audit/c/<category>\0<suffix>):
+// every entry has exactly one, so the category's keys are both its index and
+// the entries. The session, agent and outcome indexes name the category in
+// their value. Four keys an entry made a third of a rebuild's keys.
 const auditSuffixLen = 12 + 8
 
 func auditSuffix(at time.Time, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendTime(make([]byte, 0, auditSuffixLen), at), seq)
 }
-func auditEntryKey(suffix []byte) []byte {
-	return append(append([]byte(nil), auditEntryPrefix...), suffix...)
+
+// auditEntryKey is the key of the entry of category filed under suffix.
+func auditEntryKey(category string, suffix []byte) []byte {
+	return appendAuditIndexKey(nil, 'c', category, suffix)
 }
 
-// auditIndexPrefix is the prefix of index dim ('c' category, 's' session,
-// 'a' agent, 'o' outcome) for value.
+// auditIndexPrefix is the prefix of index dim ('c' category: the entries,
+// 's' session, 'a' agent, 'o' outcome) for value.
 func auditIndexPrefix(dim byte, value string) []byte {
 	return appendAuditIndexKey(nil, dim, value, nil)
 }
@@ -68,13 +73,13 @@ func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
 // auditCall is a tool call's entry waiting for the call's result.
 type auditCall struct {
-	Suffix []byte `json:"suffix"`
+	Key []byte `json:"key"` // the entry's
 }
 
 // applyAudit files the events the audit categories cover. An entry is
-// written once under audit/e/ and indexed by category, session, agent and,
-// when it is not allowed, outcome. A tool call's entry is completed by its
-// result (outcome, exit code), so each call is one entry.
+// written once under its category and indexed by session, agent and, when
+// it is not allowed, outcome. A tool call's entry is completed by its result
+// (outcome, exit code), so each call is one entry.
 func applyAudit(t *tx, ev *event) error {
 	env := ev.env
 	if env == nil {
@@ -94,11 +99,12 @@ func applyAudit(t *tx, ev *event) error {
 	suffix := auditSuffix(e.At, e.Seq)
 	if env.Type == schemas.TypeToolCall {
 		// Its result will change it: kept in the cache until then.
-		store(t, auditEntryKey(suffix), e)
-		store(t, auditCallKey(e.Details["call"]), &auditCall{Suffix: suffix})
+		k := auditEntryKey(e.Category, suffix)
+		store(t, k, e)
+		store(t, auditCallKey(e.Details["call"]), &auditCall{Key: k})
 	} else {
 		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-		t.kbuf = append(append(t.kbuf[:0], auditEntryPrefix...), suffix...)
+		t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
 		if err := t.set(t.kbuf, t.vbuf); err != nil {
 			return err
 		}
@@ -223,22 +229,24 @@ func (d *auditDecoder) str() string {
 	return s
 }
 
-// auditIndex writes e's index keys; withOutcome adds its outcome's.
+// auditIndex writes e's index keys, whose value is e's category (where the
+// entry is); withOutcome adds its outcome's.
 func auditIndex(t *tx, e *AuditEntry, suffix []byte, withOutcome bool) error {
-	idx := []struct {
+	idx := [...]struct {
 		dim   byte
 		value string
-	}{{'c', e.Category}, {'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}}
+	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}}
+	n := len(idx)
 	if !withOutcome {
-		idx = idx[:3]
+		n--
 	}
-	for _, i := range idx {
+	t.vbuf = append(t.vbuf[:0], e.Category...)
+	for _, i := range idx[:n] {
 		if i.value == "" {
 			continue
 		}
-		k := appendAuditIndexKey(t.kbuf[:0], i.dim, i.value, suffix)
-		t.kbuf = k
-		if err := t.set(k, nil); err != nil {
+		t.kbuf = appendAuditIndexKey(t.kbuf[:0], i.dim, i.value, suffix)
+		if err := t.set(t.kbuf, t.vbuf); err != nil {
 			return err
 		}
 	}
@@ -257,7 +265,7 @@ func auditToolResult(t *tx, ev *event) error {
 		return err // a result of a call from before the audit projection
 	}
 	store[auditCall](t, ck, nil)
-	e, err := loadAuditEntry(t, auditEntryKey(c.Suffix))
+	e, err := loadAuditEntry(t, c.Key)
 	if err != nil || e == nil {
 		return err
 	}
@@ -276,12 +284,12 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	store(t, auditEntryKey(c.Suffix), e)
+	store(t, c.Key, e)
 	if p.OK {
 		return nil
 	}
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, c.Suffix)
-	return t.set(t.kbuf, nil)
+	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, c.Key[len(c.Key)-auditSuffixLen:])
+	return t.set(t.kbuf, []byte(e.Category))
 }
 
 // fileTools are the tools whose calls are file operations; every other

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -56,26 +57,30 @@ func (q *AuditQuery) match(e *AuditEntry) bool {
 		(q.Agent == "" || e.Agent == q.Agent) && (q.Outcome == "" || e.Outcome == q.Outcome)
 }
 
-// index is the key range that holds every entry q can match, the narrowest
-// of its filters': a session's, an agent's, a rare outcome's, a category's,
-// else every entry; each bounded by Since and Until.
-func (q *AuditQuery) index() (prefix []byte, own bool) {
+// ranges are the key ranges that hold every entry q can match, the
+// narrowest of its filters': a session's, an agent's or a rare outcome's
+// index (index true: the values name the entries' categories), else a
+// category's entries, else every category's.
+func (q *AuditQuery) ranges() (prefixes [][]byte, index bool) {
 	switch {
 	case q.Session != "":
-		return auditIndexPrefix('s', q.Session), false
+		return [][]byte{auditIndexPrefix('s', q.Session)}, true
 	case q.Agent != "":
-		return auditIndexPrefix('a', q.Agent), false
+		return [][]byte{auditIndexPrefix('a', q.Agent)}, true
 	case q.Outcome != "" && q.Outcome != schemas.OutcomeAllowed:
-		return auditIndexPrefix('o', q.Outcome), false
+		return [][]byte{auditIndexPrefix('o', q.Outcome)}, true
 	case q.Category != "":
-		return auditIndexPrefix('c', q.Category), false
+		return [][]byte{auditIndexPrefix('c', q.Category)}, false
 	}
-	return auditEntryPrefix, true
+	for _, c := range schemas.AuditCategories {
+		prefixes = append(prefixes, auditIndexPrefix('c', c))
+	}
+	return prefixes, false
 }
 
 // Audit lists the audit entries q selects, oldest first: the newest Limit
-// of them. It reads one index range, from the newest entry back, and stops
-// at the limit.
+// of them. It reads its ranges (one, or every category's, merged by time)
+// from the newest entry back, and stops at the limit.
 func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -89,27 +94,46 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 		return nil, err
 	}
 	defer snap.Close()
-	prefix, own := q.index()
-	lo, hi := prefix, prefixEnd(prefix)
-	if !q.Since.IsZero() {
-		lo = appendTime(append([]byte(nil), prefix...), q.Since)
+	prefixes, index := q.ranges()
+	its := make([]*pebble.Iterator, 0, len(prefixes))
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	for _, prefix := range prefixes {
+		lo, hi := prefix, prefixEnd(prefix)
+		if !q.Since.IsZero() {
+			lo = appendTime(append([]byte(nil), prefix...), q.Since)
+		}
+		if !q.Until.IsZero() {
+			hi = appendTime(append([]byte(nil), prefix...), q.Until)
+		}
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return nil, err
+		}
+		its = append(its, it)
+		it.Last()
 	}
-	if !q.Until.IsZero() {
-		hi = appendTime(append([]byte(nil), prefix...), q.Until)
-	}
-	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
+	suffix := func(k []byte) []byte { return k[len(k)-auditSuffixLen:] }
 	out := []*AuditEntry{}
-	for it.Last(); it.Valid() && len(out) < limit; it.Prev() {
+	for len(out) < limit {
+		var it *pebble.Iterator // the range whose next entry is the newest
+		for _, x := range its {
+			if x.Valid() && (it == nil || bytes.Compare(suffix(x.Key()), suffix(it.Key())) > 0) {
+				it = x
+			}
+		}
+		if it == nil {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		k, v := it.Key(), it.Value()
-		if !own {
-			if v, err = getFrom(snap, auditEntryKey(k[len(k)-auditSuffixLen:])); err != nil {
+		if index {
+			if v, err = getFrom(snap, auditEntryKey(string(v), suffix(k))); err != nil {
 				return nil, err
 			}
 			if v == nil {
@@ -123,9 +147,12 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 		if q.match(e) {
 			out = append(out, e)
 		}
+		it.Prev()
 	}
-	if err := it.Error(); err != nil {
-		return nil, err
+	for _, it := range its {
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
 	}
 	slices.Reverse(out)
 	return out, nil

@@ -59,7 +59,13 @@ type entry struct {
 	// transient objects are written once and rarely read again (a call's
 	// record): they leave the cache as soon as they are committed.
 	transient bool
-	elem      *list.Element
+	// absent: the key is not in Pebble (nor in a flushed batch), so a
+	// deletion has nothing to delete. A rebuild's short-lived keys (a tool
+	// call waiting for its result) are created and deleted between two
+	// flushes: without this each left a tombstone to write, flush and
+	// compact away.
+	absent bool
+	elem   *list.Element
 }
 
 type cache struct {
@@ -87,10 +93,12 @@ func (c *cache) get(k []byte) (*entry, bool) {
 	return e, ok
 }
 
+// put records obj at k. A clean nil obj is a key Pebble does not hold.
 func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	e, ok := c.m[string(k)]
 	if !ok {
-		e = &entry{key: string(k)}
+		// A clean object mirrors Pebble: clean and nil, the key is absent.
+		e = &entry{key: string(k), absent: obj == nil && !dirty}
 		e.elem = c.lru.PushFront(e)
 		c.m[e.key] = e
 	} else {
@@ -101,8 +109,8 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 		// A key enters the filter when it turns dirty: an object that stays
 		// dirty (a catch-up holds them for many batches) is not hashed at
 		// every change.
-		if c.written != nil {
-			c.written.add(k)
+		if c.written != nil && c.written.add(k) && !ok {
+			e.absent = true // stored without a load, and surely new
 		}
 		e.dirty = true
 		c.dirty = append(c.dirty, e)
@@ -116,6 +124,9 @@ func (c *cache) flush(b *pebble.Batch) error {
 		k := []byte(e.key)
 		switch o := e.obj.(type) {
 		case nil:
+			if e.absent {
+				continue
+			}
 			if err := b.Delete(k, nil); err != nil {
 				return err
 			}
@@ -132,6 +143,7 @@ func (c *cache) flush(b *pebble.Batch) error {
 				return err
 			}
 		}
+		e.absent = e.obj == nil
 	}
 	return nil
 }
@@ -266,9 +278,9 @@ func (t *tx) setSeqKey(prefix, id string, seq uint64, v []byte) error {
 // creates millions of keys and would otherwise look each one up first. A false
 // positive only costs a read.
 type keyFilter struct {
-	bits  []uint64
-	seed  maphash.Seed
-	fresh [][]byte // prefixes of the projections that started empty
+	bits     []uint64
+	seed     maphash.Seed
+	prefixes [][]byte // of the projections that started empty
 }
 
 // keyFilterBits sizes the filter: 8 MiB, a false positive rate below 1e-6
@@ -279,7 +291,7 @@ const (
 )
 
 func newKeyFilter(fresh [][]byte) *keyFilter {
-	return &keyFilter{bits: make([]uint64, keyFilterBits/64), seed: maphash.MakeSeed(), fresh: fresh}
+	return &keyFilter{bits: make([]uint64, keyFilterBits/64), seed: maphash.MakeSeed(), prefixes: fresh}
 }
 
 func (f *keyFilter) positions(k []byte, fn func(i uint64) bool) bool {
@@ -293,18 +305,29 @@ func (f *keyFilter) positions(k []byte, fn func(i uint64) bool) bool {
 	return true
 }
 
-func (f *keyFilter) add(k []byte) {
-	f.positions(k, func(i uint64) bool { f.bits[i/64] |= 1 << (i % 64); return true })
+// add records k and reports whether k was surely absent before.
+func (f *keyFilter) add(k []byte) bool {
+	seen := true
+	f.positions(k, func(i uint64) bool {
+		w, bit := &f.bits[i/64], uint64(1)<<(i%64)
+		seen = seen && *w&bit != 0
+		*w |= bit
+		return true
+	})
+	return !seen && f.fresh(k)
 }
 
 // absent reports whether k surely does not exist.
 func (f *keyFilter) absent(k []byte) bool {
-	fresh := false
-	for _, p := range f.fresh {
+	return f.fresh(k) && !f.positions(k, func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
+}
+
+// fresh reports whether k belongs to a projection that started empty.
+func (f *keyFilter) fresh(k []byte) bool {
+	for _, p := range f.prefixes {
 		if bytes.HasPrefix(k, p) {
-			fresh = true
-			break
+			return true
 		}
 	}
-	return fresh && !f.positions(k, func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
+	return false
 }

@@ -150,6 +150,15 @@ func (p Policy) AllowedTools(agent string) []string {
 	return out
 }
 
+// WithCommands sets agent's command list (its project allow-list: the
+// commands it runs without asking) in p, whose map it changes, and returns p.
+func (p Policy) WithCommands(agent string, commands ...string) Policy {
+	ap := p.Agents[agent]
+	ap.Commands = commands
+	p.Agents[agent] = ap
+	return p
+}
+
 // AllowsCommand checks an exec call against the agent's command list: nil
 // when the agent has none or argv starts with one of its entries, else an
 // error wrapping ErrPermissionDenied that names the list.

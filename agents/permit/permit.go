@@ -4,15 +4,16 @@
 //
 // The role check is the agent's tool allow-list (tools.Policy, the
 // permission_check hook): a tool the agent may not use is denied before this
-// package is asked. An exec command outside the agent's command list
-// (tools.AgentPolicy.Commands) is then allowed when it is on the safe list
-// (read-only inspection, git reads, builds and tests), or when a remembered
-// answer covers it (a decision for the session or always, the permits
-// projection); otherwise a permission_request event asks the user, and the
-// agent waits for the permission_decision that `sylk permit allow|deny`
-// appends. The request's id is derived from the message and the call, so a
-// redelivered message finds its request (and its answer) instead of asking
-// again. An agent without a command list runs any command, as before.
+// package is asked. Every exec command of every agent is then allowed when it
+// is on the safe list (read-only inspection, git reads, builds and tests), on
+// the project's allow-list for the agent (tools.AgentPolicy.Commands, the
+// config's commands:), or when a remembered answer covers it (a decision for
+// the session or always, the permits projection); otherwise a
+// permission_request event asks the user, and the agent waits for the
+// permission_decision that `sylk permit allow|deny` appends. An agent with no
+// command list is no exception: it asks about whatever is off the safe list.
+// The request's id is derived from the message and the call, so a redelivered
+// message finds its request (and its answer) instead of asking again.
 package permit
 
 import (
@@ -71,7 +72,7 @@ type Decision struct {
 	Reason string
 }
 
-// Gate decides exec calls outside an agent's command list.
+// Gate decides the exec calls of the agents' prompt loops.
 type Gate struct {
 	Policy tools.Policy
 	// Safe is the safe list (nil: SafeCommands).
@@ -96,10 +97,6 @@ func (g *Gate) Exec(ctx context.Context, d *agents.Delivery, key string, call to
 		// The executor refuses malformed arguments with the reason.
 		return Decision{Allowed: true, Source: SourceAllowList}, nil
 	}
-	refusal := g.Policy.AllowsCommand(d.Agent, a.Argv, a.Shell)
-	if refusal == nil {
-		return Decision{Allowed: true, Source: SourceAllowList}, nil
-	}
 	if !a.Shell {
 		safe := g.Safe
 		if safe == nil {
@@ -116,6 +113,16 @@ func (g *Gate) Exec(ctx context.Context, d *agents.Delivery, key string, call to
 	} else {
 		grant = filepath.Base(a.Argv[0])
 	}
+	// An empty list allows nothing here: AllowsCommand's "any command" is
+	// the executor's view, once this gate has decided.
+	reason := fmt.Sprintf("%q is not on the safe list and agent %q has no commands: list in the configuration", target, d.Agent)
+	if len(g.Policy.Agents[d.Agent].Commands) > 0 {
+		refusal := g.Policy.AllowsCommand(d.Agent, a.Argv, a.Shell)
+		if refusal == nil {
+			return Decision{Allowed: true, Source: SourceAllowList}, nil
+		}
+		reason = unwrapReason(refusal)
+	}
 	switch rem, err := g.Store.PermitGrant(ctx, d.Env.SessionID, schemas.ActionCommand, grant); {
 	case err == nil:
 		return answer(rem.Allow, SourceRemember, rem.RequestID, target, fmt.Sprintf("the user denied %q (%s)", grant, rem.Scope)), nil
@@ -124,7 +131,7 @@ func (g *Gate) Exec(ctx context.Context, d *agents.Delivery, key string, call to
 	}
 	req, err := d.Derive(schemas.TypePermissionRequest, "user", "permit/"+key, schemas.PermissionRequest{
 		Agent: d.Agent, Tool: call.Tool, Action: schemas.ActionCommand, Target: target, Grant: grant,
-		Reason: unwrapReason(refusal), CallID: call.ID, DAGID: where.DAGID, NodeID: where.NodeID, Attempt: where.Attempt,
+		Reason: reason, CallID: call.ID, DAGID: where.DAGID, NodeID: where.NodeID, Attempt: where.Attempt,
 	})
 	if err != nil {
 		return Decision{}, agents.Permanent(err)
@@ -136,11 +143,11 @@ func (g *Gate) Exec(ctx context.Context, d *agents.Delivery, key string, call to
 	if err != nil {
 		return Decision{}, err
 	}
-	reason := fmt.Sprintf("the user denied %q", target)
+	denied := fmt.Sprintf("the user denied %q", target)
 	if p.DecisionReason != "" {
-		reason += ": " + p.DecisionReason
+		denied += ": " + p.DecisionReason
 	}
-	return answer(p.State == projections.PermitAllowed, SourceUser, p.ID, target, reason), nil
+	return answer(p.State == projections.PermitAllowed, SourceUser, p.ID, target, denied), nil
 }
 
 // wait polls the projection until the request is decided or ctx ends.

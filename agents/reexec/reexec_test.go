@@ -503,8 +503,11 @@ func model(req llmtest.Request) llmtest.Reply {
 }
 
 // newLLMRig is a rig whose agents use an LLM client configured by conf.
-func newLLMRig(t testing.TB, conf llm.Config) *rig {
+func newLLMRig(t testing.TB, conf llm.Config, engineerCommands ...string) *rig {
 	return newRigWith(t, func(cfg *runtime.Config, store *projections.Store) {
+		if len(engineerCommands) > 0 {
+			cfg.Tools.Permissions = tools.DefaultPolicy().WithCommands("engineer", engineerCommands...)
+		}
 		c, err := llm.NewClient(conf, llm.Deps{Records: store})
 		if err != nil {
 			t.Fatal(err)
@@ -790,7 +793,8 @@ func TestReexecuteThreeStrikeTaskHelp(t *testing.T) {
 		llmtest.Tools(llmtest.Call("c2", "exec", `{"argv": ["sh", "-c", "echo ran >> runs.txt; exit 2"]}`)),
 		llmtest.Tools(llmtest.Call("c3", "exec", `not json`)),
 	)
-	r := newLLMRig(t, llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: true, Timeout: 5 * time.Second})
+	// sh is on the engineer's command list: it runs without asking.
+	r := newLLMRig(t, llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: true, Timeout: 5 * time.Second}, "sh")
 	id := r.submit("S1", "name: stuck\nnodes:\n  - {id: fix, agent: engineer, prompt: make the build pass, retry: {max: 0}}\n")
 	if dag := r.wait("S1", id); dag.State != projections.DAGFailed {
 		t.Fatalf("recorded DAG %s: %+v", dag.State, dag.Node("fix"))

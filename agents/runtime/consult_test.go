@@ -14,6 +14,7 @@ import (
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 // consultModel: the Engineer consults an agent that does not exist and the
@@ -125,7 +126,8 @@ func TestAsyncConsultationAnswerReachesTheAsker(t *testing.T) {
 		}
 		return llmtest.Status(400)
 	})
-	r := newRig(t, withLLM(t, srv, llm.Config{}))
+	// sleep is on the engineer's command list: it runs without asking.
+	r := newRig(t, withLLM(t, srv, llm.Config{}), func(c *Config) { c.Tools.Permissions = tools.DefaultPolicy().WithCommands("engineer", "sleep") })
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpSession(t, r, "S1")

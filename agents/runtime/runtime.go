@@ -193,8 +193,9 @@ func (c *Config) withLLM(executors *worker.Executors, hp *hooks.Pipeline) {
 	}
 }
 
-// permits is the gate of exec calls outside an agent's command list: the
-// safe list, the remembered answers, then the user (nil without a store).
+// permits is the gate of every exec call of the prompt loops: the safe
+// list, the agent's command list, the remembered answers, then the user (nil
+// without a store).
 func (c *Config) permits() *permit.Gate {
 	if c.Store == nil {
 		return nil

@@ -20,10 +20,7 @@ import (
 // command running.
 func TestPermissionRequestsWaitForTheUser(t *testing.T) {
 	f := newPromptFixture(t, Limits{})
-	policy := tools.DefaultPolicy()
-	ap := policy.Agents["engineer"]
-	ap.Commands = []string{"cat"}
-	policy.Agents["engineer"] = ap
+	policy := tools.DefaultPolicy().WithCommands("engineer", "cat")
 	f.pl.Executors = &Executors{Options: tools.Options{Permissions: policy}}
 	f.pl.Permits = &permit.Gate{Policy: policy, Store: f.Store, Poll: 10 * time.Millisecond}
 	f.srv.Script(

@@ -118,9 +118,9 @@ type PromptLoop struct {
 	// whether the user stopped the chain or it is at its cap (nil: every
 	// handoff is made).
 	Pipelines Pipelines
-	// Permits decides exec calls outside the agent's command list: the
-	// safe list, remembered answers, else the user (nil: such calls are
-	// refused by the executor).
+	// Permits decides every exec call: the safe list, the agent's command
+	// list, remembered answers, else the user (nil: the executor alone
+	// decides, by the command list).
 	Permits *permit.Gate
 }
 

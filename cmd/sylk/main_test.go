@@ -84,8 +84,8 @@ func TestScripts(t *testing.T) {
 }
 
 // jsonfield FILE FIELD VAR: set VAR to the string FIELD of the first JSON
-// object in FILE (an id a later command needs); a dotted FIELD
-// (envelope.id) names a field of a nested object.
+// value in FILE (an id a later command needs); FIELD is a dotted path whose
+// steps are object keys or list indexes (requests.0.id).
 func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 || neg {
 		ts.Fatalf("usage: jsonfield FILE FIELD VAR")
@@ -94,9 +94,19 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &v); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
-	for name := range strings.SplitSeq(args[1], ".") {
-		obj, _ := v.(map[string]any)
-		v = obj[name]
+	for step := range strings.SplitSeq(args[1], ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[step]
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(x) {
+				ts.Fatalf("%s: %q of %s: not an index of a list of %d", args[0], step, args[1], len(x))
+			}
+			v = x[i]
+		default:
+			v = nil
+		}
 	}
 	s, ok := v.(string)
 	if !ok {

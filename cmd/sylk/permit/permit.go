@@ -25,12 +25,12 @@ func NewCmdPermit(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "permit",
 		Short: "List and answer the agents' permission requests",
-		Long: `An agent with a command list (the configuration's commands:) runs the commands
-on it without asking. Another command runs at once when it is on the safe list
-(ls, cat, grep, git status|diff|log|show|branch, go build|test|vet, make, ...)
-or when a remembered answer covers its program; otherwise the agent asks you
-with a permission_request and waits, up to its task's time limit, for your
-answer:
+		Long: `A command an agent's model runs goes at once when it is on the safe list (ls,
+cat, grep, git status|diff|log|show|branch, go build|test|vet, make, ...), on
+the agent's command list (the configuration's commands:), or when a remembered
+answer covers its program; otherwise (an agent without a command list too) the
+agent asks you with a permission_request and waits, up to its task's time
+limit, for your answer:
 
   once     this request only (the default)
   session  every request of the session for the same program

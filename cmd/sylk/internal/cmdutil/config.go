@@ -69,7 +69,7 @@ type Config struct {
 	// of the command's start: "go test"). Another command is allowed when
 	// it is on the safe list or a remembered answer covers it; otherwise it
 	// waits for the user's `sylk permit allow|deny`. An agent with no entry
-	// runs any command.
+	// asks about every command off the safe list.
 	Commands map[string][]string `yaml:"commands"`
 	// Hooks are the user hooks (hooks.Config: name, point, trigger, agents,
 	// priority, command, timeout, fail); a file that has the key replaces

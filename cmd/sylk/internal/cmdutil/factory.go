@@ -289,9 +289,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		policy.Agents[agent] = tools.AgentPolicy{Tools: allowed}
 	}
 	for agent, cmds := range f.Cfg.Commands {
-		ap := policy.Agents[agent]
-		ap.Commands = cmds
-		policy.Agents[agent] = ap
+		policy = policy.WithCommands(agent, cmds...)
 	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
 	cfg := runtime.Config{

@@ -168,6 +168,11 @@ func (v *RunView) apply(env *schemas.Envelope, dagID string) bool {
 			v.done()
 			v.say("↷ %s skipped: %s", p.NodeID, p.Reason)
 		}
+	case schemas.TypePermissionRequest:
+		// The agent waits on the user: say what for and how to answer.
+		if p, err := schemas.PayloadAs[schemas.PermissionRequest](env); err == nil && p.DAGID == dagID {
+			v.say("? %s: %s asks to run %q (%s): sylk permit allow %s, or deny", p.NodeID, p.Agent, p.Target, p.Reason, env.ID)
+		}
 	case schemas.TypeDAGRejected:
 		if p, err := schemas.PayloadAs[schemas.DAGRejected](env); err == nil && p.DAGID == dagID {
 			v.outcome, v.problems = "rejected", p.Problems

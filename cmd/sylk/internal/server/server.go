@@ -28,6 +28,7 @@ import (
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
 
@@ -272,7 +273,8 @@ func (s *Server) Stop() error {
 // components lists what runs beside the broker: the projector folding the
 // stream into the store, the agents, the scheduler and the config watcher
 // (`sylk serve`), and the audit chain's signer (on the server that owns the
-// data directory, whose key signs).
+// data directory, whose key signs) and the recorder of the connections it
+// refuses.
 func components(o Options) []serverComponent {
 	all := []serverComponent{
 		{"audit", func(ctx context.Context, s *Server) error {
@@ -280,6 +282,28 @@ func components(o Options) []serverComponent {
 				return nil
 			}
 			return (&audit.Signer{JS: s.broker.JetStream(), Key: s.auditKey, Logger: slog.Default()}).Run(ctx)
+		}},
+		{"refusals", func(ctx context.Context, s *Server) error {
+			// A connection the server refused is an audit record: who
+			// (address, key, name) and the server's reason.
+			log := events.New(s.broker.JetStream())
+			return s.broker.WatchAuthErrors(ctx, func(e broker.AuthError) {
+				details := map[string]string{"host": e.Host}
+				if e.User != "" {
+					details["user"] = e.User
+				}
+				if e.Name != "" {
+					details["name"] = e.Name
+				}
+				env, err := schemas.New(schemas.TypeAuditRecord, schemas.SystemSession, "user", "user", time.Now(), schemas.AuditRecord{
+					Category: schemas.AuditPermission, Action: "connect", Target: e.Host, Outcome: schemas.OutcomeDenied, Reason: e.Reason, Details: details})
+				if err == nil {
+					_, err = log.Append(ctx, env)
+				}
+				if err != nil && ctx.Err() == nil {
+					slog.Warn("record a refused connection", "host", e.Host, "err", err)
+				}
+			})
 		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
@@ -322,7 +346,7 @@ func components(o Options) []serverComponent {
 			return errors.Join(err, closeLLM())
 		}},
 	}
-	role := map[string]string{"config": "", "audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
+	role := map[string]string{"config": "", "audit": RoleBroker, "refusals": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
 	// The config watcher runs whatever the roles: every process logs.
 	return slices.DeleteFunc(all, func(c serverComponent) bool { return role[c.name] != "" && !o.runs(role[c.name]) })
 }
