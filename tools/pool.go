@@ -51,15 +51,24 @@ func ReservedFor(size int) int {
 	return r
 }
 
-// SetLimits changes the pool's size and reserve, live: processes running
-// keep their slots, and a smaller pool takes no new work until enough of
-// them end. size must be at least 1 and reserved in [0, size).
-func (p *Pool) SetLimits(size, reserved int) error {
+// CheckPoolLimits reports pool limits SetLimits refuses: size must be at
+// least 1 and reserved in [0, size), so that other work can run at all.
+func CheckPoolLimits(size, reserved int) error {
 	if size < 1 {
-		return fmt.Errorf("%w: max_processes must be at least 1, got %d", ErrInvalidOptions, size)
+		return fmt.Errorf("max_processes must be at least 1, got %d", size)
 	}
 	if reserved < 0 || reserved >= size {
-		return fmt.Errorf("%w: user_reserved %d must be at least 0 and below max_processes %d, so other work can run", ErrInvalidOptions, reserved, size)
+		return fmt.Errorf("user_reserved %d must be at least 0 and below max_processes %d, so other work can run", reserved, size)
+	}
+	return nil
+}
+
+// SetLimits changes the pool's size and reserve, live: processes running
+// keep their slots, and a smaller pool takes no new work until enough of
+// them end. See CheckPoolLimits for the bounds.
+func (p *Pool) SetLimits(size, reserved int) error {
+	if err := CheckPoolLimits(size, reserved); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

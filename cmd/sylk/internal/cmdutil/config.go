@@ -81,8 +81,8 @@ type Config struct {
 	// recorded work first: sylk replay --reexecute --all.
 	Routes  map[schemas.Type]string `yaml:"routes"`
 	Prompts map[string]string       `yaml:"prompts"`
-	// Tools are the limits of tool processes. A change takes effect at the
-	// next start.
+	// Tools are the limits of tool processes. A change of memory_limit takes
+	// effect at the next start, one of max_processes or user_reserved at once.
 	Tools ToolsConfig `yaml:"tools"`
 }
 
@@ -92,6 +92,27 @@ type ToolsConfig struct {
 	// MemoryLimit): "2GiB", "512MiB", a number of bytes, or "unlimited".
 	// Default half of the machine's memory.
 	MemoryLimit tools.ByteSize `yaml:"memory_limit"`
+	// MaxProcesses bounds the tool processes a server runs at once, over
+	// all its sessions. 0: tools.DefaultMaxProcesses() (2 per CPU).
+	MaxProcesses int `yaml:"max_processes"`
+	// UserReserved is how many of them are kept for the user's own requests
+	// (scheduled and background work may not take them). 0: 20% of
+	// MaxProcesses, at least one (tools.ReservedFor).
+	UserReserved int `yaml:"user_reserved"`
+}
+
+// PoolLimits are the tool process pool's size and user reserve, defaults
+// applied.
+func (t ToolsConfig) PoolLimits() (size, reserved int) {
+	size = t.MaxProcesses
+	if size == 0 {
+		size = tools.DefaultMaxProcesses()
+	}
+	reserved = t.UserReserved
+	if reserved == 0 {
+		reserved = tools.ReservedFor(size)
+	}
+	return size, reserved
 }
 
 // configFiles returns the config files that exist, lowest precedence first.
@@ -202,6 +223,9 @@ func check(cfg Config) []error {
 		problems = append(problems, fmt.Errorf("config: %w", err))
 	}
 	if err := tools.CheckMemoryLimit(cfg.Tools.MemoryLimit); err != nil {
+		problems = append(problems, fmt.Errorf("config: tools.%w", err))
+	}
+	if err := tools.CheckPoolLimits(cfg.Tools.PoolLimits()); err != nil {
 		problems = append(problems, fmt.Errorf("config: tools.%w", err))
 	}
 	return problems

@@ -279,7 +279,8 @@ func logLevel(name string) (slog.Level, error) {
 }
 
 // RuntimeConfig is the agent runtime's configuration: tools run in the
-// submitting directory, with the configured permissions over the defaults.
+// submitting directory, with the configured permissions over the defaults,
+// in a new process pool of the configured limits.
 // The LLM client is made by the server's agents component, which lives as
 // long as the agents.
 func (f *Factory) RuntimeConfig() runtime.Config {
@@ -294,8 +295,9 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		policy.Agents[agent] = ap
 	}
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
+	pool, _ := tools.NewPool(f.Cfg.Tools.PoolLimits()) // checked in configure
 	cfg := runtime.Config{
-		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit},
+		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit, Pool: pool},
 		DefaultWorkDir: wd,
 		Hooks:          f.Cfg.Hooks,
 		Routes:         f.Cfg.Routes,

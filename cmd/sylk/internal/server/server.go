@@ -309,6 +309,9 @@ func components(o Options) []serverComponent {
 			}
 			cfg.OnHooks = func(hp *hooks.Pipeline) { s.live.set(func(l *live) { l.hooks = hp }) }
 			slog.Info("tool memory limit: " + cfg.Tools.MemoryLimitText())
+			if cfg.Tools.Pool != nil {
+				slog.Info("tool processes: " + poolText(cfg.Tools.Pool))
+			}
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
@@ -387,4 +390,10 @@ func startLLM(ctx context.Context, llmConfig func() (llm.Config, error), s *Serv
 		stopLedger()
 		return err
 	}, nil
+}
+
+// poolText says a tool process pool's limits, as the server logs them.
+func poolText(p *tools.Pool) string {
+	size, reserved := p.Limits()
+	return fmt.Sprintf("at most %d at once, %d of them kept for the user's own requests", size, reserved)
 }
