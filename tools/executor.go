@@ -23,7 +23,7 @@ type Executor struct {
 	red   *Redactor
 	scrub envScrubber
 	env   []string // every child's environment before the call's additions
-	pool  *Pool // bounds the subprocesses: Options.Pool, or the executor's own
+	pool  *Pool    // bounds the subprocesses: Options.Pool, or the executor's own
 	bufs  sync.Pool
 	tools map[string]*tool
 	names []string

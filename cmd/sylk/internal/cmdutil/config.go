@@ -81,6 +81,9 @@ type Config struct {
 	// recorded work first: sylk replay --reexecute --all.
 	Routes  map[schemas.Type]string `yaml:"routes"`
 	Prompts map[string]string       `yaml:"prompts"`
+	// Stream is the event stream's disk quota. A change takes effect at the
+	// next start.
+	Stream StreamConfig `yaml:"stream"`
 	// Tools are the limits of tool processes. A change of memory_limit takes
 	// effect at the next start, one of max_processes or user_reserved at once.
 	Tools ToolsConfig `yaml:"tools"`
@@ -100,6 +103,19 @@ type ToolsConfig struct {
 	// MaxProcesses, at least one (tools.ReservedFor).
 	UserReserved int `yaml:"user_reserved"`
 }
+
+// StreamConfig is the stream section of the config file.
+type StreamConfig struct {
+	// MaxBytes is the event stream's disk quota ("20GiB"; none by default):
+	// the server warns at 80% and 90% (stream_quota events), pauses
+	// scheduled work at 90% until it is back under 80%, and refuses new
+	// events beyond it.
+	MaxBytes tools.ByteSize `yaml:"max_bytes"`
+}
+
+// minStreamQuota is the smallest stream quota accepted: below it a server
+// could not hold its own start.
+const minStreamQuota = 1 << 20
 
 // PoolLimits are the tool process pool's size and user reserve, defaults
 // applied.
@@ -224,6 +240,9 @@ func check(cfg Config) []error {
 	}
 	if err := tools.CheckMemoryLimit(cfg.Tools.MemoryLimit); err != nil {
 		problems = append(problems, fmt.Errorf("config: tools.%w", err))
+	}
+	if q := cfg.Stream.MaxBytes; q != 0 && q != -1 && q < minStreamQuota {
+		problems = append(problems, fmt.Errorf("config: stream.max_bytes %d is below %s: give a size such as 20GiB, or unlimited", int64(q), tools.ByteSize(minStreamQuota)))
 	}
 	if err := tools.CheckPoolLimits(cfg.Tools.PoolLimits()); err != nil {
 		problems = append(problems, fmt.Errorf("config: tools.%w", err))

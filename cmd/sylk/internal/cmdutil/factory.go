@@ -178,6 +178,9 @@ func (f *Factory) SkillsCache() *skills.Cache {
 // BrokerOptions are the broker options the configuration asks for.
 func (f *Factory) BrokerOptions() broker.Options {
 	o := broker.Options{DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync, Name: "sylk-cli"}
+	if q := f.Cfg.Stream.MaxBytes; q > 0 {
+		o.MaxBytes = int64(q)
+	}
 	if o.NATSURL != "" {
 		// The embedded server's credentials come from server.json.
 		o.CredsFile, o.Token, o.User, o.Password = f.Cfg.Creds, f.Cfg.Token, f.Cfg.User, f.Cfg.Password
@@ -294,7 +297,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		ap.Commands = cmds
 		policy.Agents[agent] = ap
 	}
-	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
+	ackWait, _ := time.ParseDuration(f.Cfg.AckWait)    // checked in configure
 	pool, _ := tools.NewPool(f.Cfg.Tools.PoolLimits()) // checked in configure
 	cfg := runtime.Config{
 		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit, Pool: pool},

@@ -19,6 +19,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/pressure"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/schedule"
 	"github.com/sylk/sylk/audit"
@@ -28,6 +29,7 @@ import (
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/projections/api"
+	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
 
@@ -281,6 +283,24 @@ func components(o Options) []serverComponent {
 			}
 			return (&audit.Signer{JS: s.broker.JetStream(), Key: s.auditKey, Logger: slog.Default()}).Run(ctx)
 		}},
+		{"quota", func(ctx context.Context, s *Server) error {
+			// The stream's disk quota: warnings at 80% and 90%, and the
+			// governor pausing scheduled work under that pressure (with
+			// the projections in this process, which it reads).
+			log := events.New(s.broker.JetStream())
+			var gov *pressure.Governor
+			if s.store != nil {
+				gov = &pressure.Governor{Log: log, Sessions: s.store}
+			}
+			return log.WatchQuota(ctx, quotaInterval, func(q schemas.StreamQuota) {
+				if gov == nil {
+					return
+				}
+				if err := gov.Observe(ctx, q); err != nil && ctx.Err() == nil {
+					slog.Error("pressure", "err", err)
+				}
+			})
+		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
 		}},
@@ -325,7 +345,7 @@ func components(o Options) []serverComponent {
 			return errors.Join(err, closeLLM())
 		}},
 	}
-	role := map[string]string{"config": "", "audit": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
+	role := map[string]string{"config": "", "audit": RoleBroker, "quota": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
 	// The config watcher runs whatever the roles: every process logs.
 	return slices.DeleteFunc(all, func(c serverComponent) bool { return role[c.name] != "" && !o.runs(role[c.name]) })
 }
@@ -391,6 +411,9 @@ func startLLM(ctx context.Context, llmConfig func() (llm.Config, error), s *Serv
 		return err
 	}, nil
 }
+
+// quotaInterval is how often the server reads the stream's use of its quota.
+const quotaInterval = 5 * time.Second
 
 // poolText says a tool process pool's limits, as the server logs them.
 func poolText(p *tools.Pool) string {
