@@ -149,6 +149,34 @@ func (o *Options) Validate() error {
 // ConsumerName is the durable consumer of an agent kind.
 func ConsumerName(agent string) string { return "agent-" + agent }
 
+// AwaitConsumers waits until every named agent's consumer exists on js,
+// looking every poll: from then on the agents take what is appended as soon
+// as it is. An error on failed (the agents' runtime stopping; nil: none) ends
+// the wait with it.
+func AwaitConsumers(ctx context.Context, js jetstream.JetStream, names []string, poll time.Duration, failed <-chan error) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for _, name := range names {
+		for {
+			_, err := js.Consumer(ctx, broker.Stream, ConsumerName(name))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return err
+			}
+			select {
+			case err := <-failed:
+				return fmt.Errorf("the agents stopped: %w", err)
+			case <-t.C:
+			case <-ctx.Done():
+				return fmt.Errorf("wait for agent %s's consumer: %w", name, ctx.Err())
+			}
+		}
+	}
+	return nil
+}
+
 // Runner consumes one agent kind's messages and hands them to its handler.
 type Runner struct {
 	opts    Options

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
+
+	"github.com/sylk/sylk/agents"
 
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/broker"
@@ -20,14 +23,16 @@ type server struct {
 	store *projections.Store
 	log   *events.Log
 	work  string
+	// names are the agents run, if any.
+	names []string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// startServer starts a server in data; agents (nil: none) gets the broker,
-// the store and the work directory filled in.
-func startServer(ctx context.Context, data, work string, agents *runtime.Config) (*server, error) {
+// startServer starts a server in data; run, the agents (nil: none), gets
+// the broker, the store and the work directory filled in.
+func startServer(ctx context.Context, data, work string, run *runtime.Config) (*server, error) {
 	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"})
 	if err != nil {
 		return nil, err
@@ -47,13 +52,20 @@ func startServer(ctx context.Context, data, work string, agents *runtime.Config)
 	s.cancel = cancel
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); store.Projector(s.log).Run(rctx) }()
-	if agents != nil {
-		cfg := *agents
+	if run != nil {
+		cfg := *run
 		cfg.JetStream, cfg.Store, cfg.DefaultWorkDir = b.JetStream(), store, work
+		s.names = cfg.Names()
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); runtime.Run(rctx, cfg) }()
 	}
 	return s, nil
+}
+
+// agentsUp waits until every agent's consumer exists: the agents take what
+// is appended from then on.
+func (s *server) agentsUp(ctx context.Context) error {
+	return agents.AwaitConsumers(ctx, s.b.JetStream(), s.names, time.Millisecond, nil)
 }
 
 // stopAgents stops the projector and the agents; the store and the broker

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
@@ -84,8 +82,12 @@ type Report struct {
 	Undecodable []Problem   `json:"undecodable,omitempty"`
 	Divergence  *Divergence `json:"divergence,omitempty"`
 	// WhatIf is the fork a live run that diverged was kept as.
-	WhatIf  *WhatIf `json:"what_if,omitempty"`
-	Seconds float64 `json:"seconds"`
+	WhatIf *WhatIf `json:"what_if,omitempty"`
+	// StartSeconds is the time taken to start the scratch runtime (its
+	// server, projections and agents), before the first input; Seconds the
+	// whole re-execution, start included.
+	StartSeconds float64 `json:"start_seconds"`
+	Seconds      float64 `json:"seconds"`
 }
 
 // WhatIf is a live re-execution kept as a fork: a session whose history is
@@ -121,9 +123,32 @@ type Divergence struct {
 }
 
 // Run re-executes rec in a fresh runtime and compares what it produces with
-// the recording.
+// the recording: Start, Execute, Close.
 func Run(ctx context.Context, rec *Recording, opts Options) (*Report, error) {
-	start := time.Now()
+	rt, err := Start(ctx, rec, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	return rt.Execute(ctx)
+}
+
+// Runtime is a re-execution's scratch runtime, started with today's agents
+// up and nothing fed yet. Starting it is a fixed cost, whatever the
+// recording's length; Execute is the re-execution proper.
+type Runtime struct {
+	e        *engine
+	dir      string // removed by Close, if the engine made it
+	started  time.Time
+	startup  time.Duration
+	deadline time.Time
+	cancel   context.CancelFunc
+}
+
+// Start starts rec's scratch runtime in Options.Dir: an embedded server, its
+// projections and today's agents, every agent's consumer in place. Close it.
+func Start(ctx context.Context, rec *Recording, opts Options) (*Runtime, error) {
+	rt := &Runtime{started: time.Now()}
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultIdle
 	}
@@ -133,35 +158,67 @@ func Run(ctx context.Context, rec *Recording, opts Options) (*Report, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
+	rt.deadline = rt.started.Add(opts.Timeout)
+	// The runtime's goroutines outlive Start's caller's call, not its
+	// context: they stop at Close, or at the deadline.
+	ctx, rt.cancel = context.WithDeadline(ctx, rt.deadline)
 	dir := opts.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sylk-reexec-")
 		if err != nil {
+			rt.cancel()
 			return nil, err
 		}
-		defer os.RemoveAll(d)
-		dir = d
+		dir, rt.dir = d, d
 	}
-	e := newEngine(rec, opts)
-	if err := e.start(ctx, dir); err != nil {
-		e.stop()
+	rt.e = newEngine(rec, opts)
+	if err := rt.e.start(ctx, dir); err != nil {
+		rt.Close()
 		return nil, err
 	}
+	// An input appended before the agents' consumers exist would be
+	// handled late, and the run look idle meanwhile.
+	if err := agents.AwaitConsumers(ctx, rt.e.b.JetStream(), rt.e.names, time.Millisecond, rt.e.runErr); err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("start the re-execution's agents: %w", err)
+	}
+	rt.startup = time.Since(rt.started)
+	return rt, nil
+}
+
+// Execute feeds the recording's inputs to the runtime, waits for what they
+// lead to, and compares every output with the recording; with Live and
+// Keep, a run that diverged is kept as a what-if. Once per Runtime.
+func (rt *Runtime) Execute(ctx context.Context) (*Report, error) {
+	ctx, cancel := context.WithDeadline(ctx, rt.deadline)
+	defer cancel()
+	e := rt.e
 	err := e.feed(ctx)
-	e.stop()
+	// The agents stop before the comparison reads what they did; the
+	// server and the projections stay open until Close.
+	e.halt()
 	if err != nil {
 		return nil, err
 	}
 	r := e.report()
-	if opts.Live && opts.Keep != nil && !r.Identical {
+	if e.opts.Live && e.opts.Keep != nil && !r.Identical {
 		if r.WhatIf, err = e.keep(ctx); err != nil {
-			return nil, fmt.Errorf("keep the what-if of %s as a fork: %w", rec.Session, err)
+			return nil, fmt.Errorf("keep the what-if of %s as a fork: %w", e.rec.Session, err)
 		}
 	}
-	r.Seconds = time.Since(start).Seconds()
+	r.StartSeconds = rt.startup.Seconds()
+	r.Seconds = time.Since(rt.started).Seconds()
 	return r, nil
+}
+
+// Close stops the runtime and throws its server and projections away.
+func (rt *Runtime) Close() {
+	rt.e.halt()
+	rt.e.close()
+	rt.cancel()
+	if rt.dir != "" {
+		os.RemoveAll(rt.dir)
+	}
 }
 
 // engine is one re-execution.
@@ -195,6 +252,7 @@ type engine struct {
 	newToRec map[string]*Recorded
 	newByID  map[string]*schemas.Envelope
 	newSeq   map[string]uint64
+	lastSeq  uint64 // the last sequence the tail has read
 	newOuts  []*schemas.Envelope
 	// newLimits are the max_concurrency each DAG runs under in the new run.
 	newLimits map[string]int
@@ -288,7 +346,6 @@ func (e *engine) start(ctx context.Context, dir string) error {
 			e.runErr <- err
 		}
 	}()
-	e.lastNew = time.Now()
 	return nil
 }
 
@@ -304,11 +361,16 @@ func (e *engine) llmConfig() *llm.Config {
 	return nil
 }
 
-func (e *engine) stop() {
+// halt stops the agents, the projector and the tail; it may be called again.
+func (e *engine) halt() {
 	if e.cancel != nil {
 		e.cancel()
 	}
 	e.wg.Wait()
+}
+
+// close closes what start opened; after halt.
+func (e *engine) close() {
 	if e.client != nil {
 		e.client.Close()
 	}
@@ -323,9 +385,7 @@ func (e *engine) stop() {
 // feed appends the inputs in order, each once the new run has caught up with
 // the recording before it, then waits for the rest.
 func (e *engine) feed(ctx context.Context) error {
-	if err := e.agentsUp(ctx); err != nil {
-		return err
-	}
+	e.lastNew = time.Now()
 	inputs := e.rec.Inputs()
 	for i, in := range inputs {
 		if i > 0 {
@@ -434,21 +494,25 @@ func (e *engine) stalled(ctx context.Context) (bool, error) {
 func (e *engine) quiesce(ctx context.Context) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	check := true // at once, then every poll: a look costs a request per agent
 	for {
+		if check && len(e.tail) == 0 {
+			check = false
+			if time.Since(e.lastNew) > e.opts.Idle/4 {
+				return nil
+			}
+			quiet, err := e.quiet(ctx)
+			if err != nil || quiet {
+				return err
+			}
+		}
 		select {
 		case ev := <-e.tail:
 			e.take(ev)
-			continue
 		case <-ctx.Done():
 			return fmt.Errorf("re-execution of %s: %w", e.rec.Session, ctx.Err())
 		case <-t.C:
-		}
-		if time.Since(e.lastNew) > e.opts.Idle/4 {
-			return nil
-		}
-		quiet, err := e.quiet(ctx)
-		if err != nil || quiet {
-			return err
+			check = true
 		}
 	}
 }
@@ -460,7 +524,7 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if len(e.tail) > 0 || e.seenLast() < last {
+	if len(e.tail) > 0 || e.lastSeq < last {
 		return false, nil
 	}
 	for _, name := range e.names {
@@ -477,41 +541,6 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// agentsUp waits until every agent's consumer exists: an input appended
-// before would be handled late, and the run look idle meanwhile.
-func (e *engine) agentsUp(ctx context.Context) error {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for _, name := range e.names {
-		for {
-			_, err := e.b.JetStream().Consumer(ctx, broker.Stream, agents.ConsumerName(name))
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return err
-			}
-			select {
-			case err := <-e.runErr:
-				return fmt.Errorf("the re-execution's agents: %w", err)
-			case <-t.C:
-			case <-ctx.Done():
-				return fmt.Errorf("start the re-execution's agents: %w", ctx.Err())
-			}
-		}
-	}
-	e.lastNew = time.Now()
-	return nil
-}
-
-func (e *engine) seenLast() uint64 {
-	var m uint64
-	for _, s := range e.newSeq {
-		m = max(m, s)
-	}
-	return m
 }
 
 func (e *engine) pairedBefore(seq uint64) bool {
@@ -532,6 +561,7 @@ func (e *engine) take(ev *events.Event) {
 		return
 	}
 	e.newSeq[env.ID] = ev.Seq
+	e.lastSeq = max(e.lastSeq, ev.Seq)
 	if slices.Contains(e.rec.Sessions, env.SessionID) {
 		e.run = append(e.run, ev)
 		if dag, limit, ok := limitOf(env); ok {
@@ -584,20 +614,15 @@ func (e *engine) recordedOf(id string) *Recorded {
 // recording lacks gets a failed result saying so, or with Live, none (it
 // runs).
 func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error) {
-	if r, seq, err := e.store.ToolResult(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+	r, seq, err := served(ctx, e, callID, "tool call", e.store.ToolResult, e.rec.tools, true)
+	switch {
+	case !errors.Is(err, projections.ErrNotFound):
 		return r, seq, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r := e.rec.tools[callID]; r != nil {
-		e.served[callID] = true
-		cp := *r
-		return &cp, 0, nil
-	}
-	e.missing = append(e.missing, "tool call "+callID)
-	if e.opts.Live {
+	case e.opts.Live:
+		e.mu.Lock()
 		e.made++
-		return nil, 0, fmt.Errorf("tool call %s: %w", callID, projections.ErrNotFound)
+		e.mu.Unlock()
+		return nil, 0, err
 	}
 	return &schemas.ToolResult{CallID: callID, ExitCode: -1, Error: "re-execution: tool call " + callID + " is not in the recording"}, 0, nil
 }
@@ -619,23 +644,30 @@ func (e *engine) HookDecision(ctx context.Context, callID string) (*schemas.Hook
 	return served(ctx, e, callID, "hook decision", e.store.HookDecision, e.rec.hooks, false)
 }
 
-// served answers a look-up of a call record: the new run's own, else a copy
-// of the recording's (counted as served). The recording lacking it is a
-// call missing if missing says so.
+// served answers a look-up of a call record: a copy of the recording's
+// (counted as served), else the new run's own (a call the recording lacks,
+// made for real in this run). The recording lacking it is a call missing if
+// missing says so. The recording comes first: it is in memory, and the new
+// run records only the calls it does not serve.
 func served[T any](ctx context.Context, e *engine, callID, what string, own func(context.Context, string) (*T, uint64, error),
 	recorded map[string]*T, missing bool) (*T, uint64, error) {
-	if r, seq, err := own(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
-		return r, seq, err
-	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r := recorded[callID]; r != nil {
+	r := recorded[callID]
+	if r != nil {
 		e.served[callID] = true
+	}
+	e.mu.Unlock()
+	if r != nil {
 		cp := *r
 		return &cp, 0, nil
 	}
+	if r, seq, err := own(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
+		return r, seq, err
+	}
 	if missing {
+		e.mu.Lock()
 		e.missing = append(e.missing, what+" "+callID)
+		e.mu.Unlock()
 	}
 	return nil, 0, fmt.Errorf("%s %s: %w", what, callID, projections.ErrNotFound)
 }
@@ -709,6 +741,9 @@ func (e *engine) report() *Report {
 			continue
 		}
 		r.Events++
+		if same(rec.Env, n) {
+			continue
+		}
 		a, b := Normalize(rec.Seq, rec.Env), Normalize(e.newSeq[n.ID], n)
 		if f := Diff(a, b); len(f) > 0 {
 			consider(float64(rec.Seq), &Divergence{Kind: "differs", Reason: fmt.Sprintf("%s (seq %d) differs in %d field(s)", rec.Env.Type, rec.Seq, len(f)),

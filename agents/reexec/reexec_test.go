@@ -631,38 +631,152 @@ func TestReexecuteLLMSession(t *testing.T) {
 	if ps, err := r.store.Pending(r.ctx, "S1"); err != nil || len(ps) != 0 {
 		t.Fatalf("the parent's pending requests changed: %+v, %v", ps, err)
 	}
+
+	// Another fork at the same point answers the plan differently: rejected
+	// there, nothing runs in it, and neither the parent nor F1 changes.
+	r.fork("S1", "F2", approved-1)
+	brokertest.Eventually(t, 10*time.Second, "the plan waiting in the second fork", func() bool {
+		ps, err := r.store.Pending(r.ctx, "F2")
+		return err == nil && len(ps) == 1 && ps[0].PlanID == planID
+	})
+	reject, _ := schemas.New(schemas.TypePlanModified, "F2", "user", "", time.Now(), schemas.PlanModified{PlanID: planID, Rejected: true})
+	r.append(reject)
+	brokertest.Eventually(t, 10*time.Second, "the plan answered in the second fork", func() bool {
+		ps, err := r.store.Pending(r.ctx, "F2")
+		return err == nil && len(ps) == 0
+	})
+	r.idle()
+	if d, err := r.store.SessionDAG(r.ctx, "F2", planID); !errors.Is(err, projections.ErrNotFound) {
+		t.Fatalf("the rejected plan's DAG in F2: %+v, %v; want none", d, err)
+	}
+	if srv.Calls() != calls+2 {
+		t.Fatalf("%d calls after the rejection, want %d: nothing runs in F2", srv.Calls(), calls+2)
+	}
+	for _, s := range []string{"S1", "F1"} {
+		if d, err := r.store.SessionDAG(r.ctx, s, planID); err != nil || d.State != projections.DAGSucceeded {
+			t.Fatalf("the DAG of %s after the rejection in F2: %+v, %v", s, d, err)
+		}
+	}
 	r.verify()
 }
 
-// BenchmarkReexecuteSlowLLM records the LLM session with every model call
-// taking a second, then re-executes it: the re-execution waits on no call.
-// It reports the recording's seconds, the re-execution's and their ratio.
-// Target: the whole re-execution (its server's start included) takes less
-// than one call's second, so the ratio is above the number of calls.
+// changedAnswer reads the store as a recording in which the model answered
+// one call otherwise: the LLM response that change alters (it reports
+// whether it did) is re-encoded with the new answer, as a run against
+// another model would have recorded it.
+type changedAnswer struct {
+	*projections.Store
+	change func(*schemas.LLMResponse) bool
+}
+
+func (c changedAnswer) SessionLog(ctx context.Context, q projections.LogQuery) (*projections.LogPage, error) {
+	page, err := c.Store.SessionLog(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range page.Entries {
+		env, err := schemas.Unmarshal(e.Data)
+		if err != nil || env.Type != schemas.TypeLLMResponse {
+			continue
+		}
+		p, err := schemas.PayloadAs[schemas.LLMResponse](env)
+		if err != nil || !c.change(p) {
+			continue
+		}
+		if err := env.SetPayload(p); err != nil {
+			return nil, err
+		}
+		if page.Entries[i].Data, err = schemas.Marshal(env); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
+}
+
+// A recording in which the model answered one call otherwise (the
+// Architect planned a change of loader.go, not config.go) re-executes with
+// that answer served: the divergence is the Architect's plan, with the
+// node's prompt side by side, after the user's request; no call is made.
+func TestReexecuteReportsAChangedModelAnswer(t *testing.T) {
+	r, srv, conf, _, _ := recordLLM(t)
+	calls := srv.Calls()
+	changed := changedAnswer{Store: r.store, change: func(p *schemas.LLMResponse) bool {
+		if !strings.Contains(p.Content, `"action": "plan"`) {
+			return false
+		}
+		p.Content = strings.ReplaceAll(p.Content, "config.go", "loader.go")
+		return true
+	}}
+	rec, err := reexec.Load(r.ctx, changed, "S1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.run(rec, reexec.Options{LLM: &conf, Idle: 300 * time.Millisecond})
+	d := rep.Divergence
+	if rep.Identical || d == nil || d.Kind != "differs" || d.Recorded == nil || d.Recorded.Type != schemas.TypePlanResponse || d.Recorded.Source != "architect" {
+		t.Fatalf("divergence %+v, want the Architect's plan_response", d)
+	}
+	if len(d.Fields) != 1 || d.Fields[0].Path != "payload.dag.nodes[0].prompt" ||
+		d.Fields[0].Recorded != "add input validation to config.go" || d.Fields[0].New != "add input validation to loader.go" {
+		t.Fatalf("fields %+v, want the node's prompt, config.go -> loader.go", d.Fields)
+	}
+	if d.Input == nil || d.Input.Type != schemas.TypeUserInput {
+		t.Fatalf("divergence follows %+v, want the user's request", d.Input)
+	}
+	if srv.Calls() != calls || rep.CallsMade != 0 {
+		t.Fatalf("the re-execution called the model: %d calls after the recording's %d", srv.Calls(), calls)
+	}
+}
+
+// BenchmarkReexecuteSlowLLM records the LLM session (four model calls)
+// with every model call taking a second, then re-executes it. It reports
+// recorded-s (the recorded run), calls-s (the recorded calls' own time: the
+// calls times one second), reexecuted-s (the re-execution, from its first
+// input to the verdict), start-s (its scratch runtime's start-up, before
+// that) and call-ratio: one call's second over reexecuted-s. Target:
+// call-ratio above 1, the whole re-execution shorter than a single recorded
+// call, so it waited on none; and the model's server counts no call.
 func BenchmarkReexecuteSlowLLM(b *testing.B) {
+	const latency = time.Second
 	srv := llmtest.New(b)
 	srv.Respond(model)
-	srv.SetLatency(time.Second)
+	srv.SetLatency(latency)
 	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", Timeout: 5 * time.Second}
 	r := newLLMRig(b, conf)
 	start := time.Now()
 	r.requestAndApprove()
 	recorded := time.Since(start)
 	calls := srv.Calls()
+	rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
-	var took time.Duration
+	var took, startup time.Duration
 	for range b.N {
 		s := time.Now()
-		rep := r.reexecute("S1", reexec.Options{LLM: &conf})
+		rt, err := reexec.Start(r.ctx, rec, reexec.Options{LLM: &conf, Runtime: r.cfg, Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		startup += time.Since(s)
+		s = time.Now()
+		rep, err := rt.Execute(r.ctx)
 		took += time.Since(s)
-		if !rep.Identical || srv.Calls() != calls {
-			b.Fatalf("re-execution: %+v, %d calls", rep.Divergence, srv.Calls())
+		rt.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !rep.Identical || rep.CallsMade != 0 || srv.Calls() != calls {
+			b.Fatalf("re-execution: %+v, %d calls made, the server counted %d calls after the recording's %d", rep.Divergence, rep.CallsMade, srv.Calls(), calls)
 		}
 	}
 	per := took / time.Duration(b.N)
 	b.ReportMetric(recorded.Seconds(), "recorded-s")
+	b.ReportMetric(float64(calls)*latency.Seconds(), "calls-s")
 	b.ReportMetric(per.Seconds(), "reexecuted-s")
-	b.ReportMetric(recorded.Seconds()/per.Seconds(), "ratio")
+	b.ReportMetric((startup / time.Duration(b.N)).Seconds(), "start-s")
+	b.ReportMetric(latency.Seconds()/per.Seconds(), "call-ratio")
 	b.ReportMetric(float64(calls), "llm-calls")
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,20 +84,25 @@ func TestScripts(t *testing.T) {
 }
 
 // jsonfield FILE FIELD VAR: set VAR to the string FIELD of the first JSON
-// object in FILE (an id a later command needs).
+// object in FILE (an id a later command needs); a dotted FIELD
+// (envelope.id) names a field of a nested object.
 func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 || neg {
 		ts.Fatalf("usage: jsonfield FILE FIELD VAR")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &obj); err != nil {
+	var v any
+	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &v); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
-	v, ok := obj[args[1]].(string)
+	for name := range strings.SplitSeq(args[1], ".") {
+		obj, _ := v.(map[string]any)
+		v = obj[name]
+	}
+	s, ok := v.(string)
 	if !ok {
 		ts.Fatalf("%s has no string %q", args[0], args[1])
 	}
-	ts.Setenv(args[2], v)
+	ts.Setenv(args[2], s)
 }
 
 // filemode FILE MODE: FILE's permission bits are MODE (octal).

@@ -21,6 +21,10 @@ type Measure struct {
 	// cores are all busy, speed is 1/CPUPerOp times the cores, and a ratio of
 	// two CPU costs is steadier than one of two wall times.
 	CPUPerOp float64 `json:"cpu_us_per_op,omitempty"`
+	// StartupSeconds is the time spent getting ready before the measured
+	// window (starting a runtime), not in Seconds: reported beside it, so a
+	// fixed cost left out of the window is still seen.
+	StartupSeconds float64 `json:"startup_seconds,omitempty"`
 }
 
 // Comparison is Sylk's measure beside its baseline's. Ratio is Sylk's speed

@@ -109,9 +109,6 @@ func queryRun(ctx context.Context, f *cmdutil.Factory, opts *QueryOptions) error
 		return err
 	}
 	defer r.Close()
-	if err := r.Current(ctx); err != nil {
-		return err
-	}
 	es, err := r.Audit(ctx, q)
 	if err != nil {
 		return err

@@ -110,11 +110,17 @@ type benchReport struct {
 }
 
 // cpuPerOp describes a measure's CPU cost, if it has one.
+// cpuPerOp is a measure's CPU per op and its start-up time, where it has
+// them.
 func cpuPerOp(m eventbench.Measure) string {
-	if m.CPUPerOp == 0 {
-		return ""
+	var s string
+	if m.CPUPerOp != 0 {
+		s = fmt.Sprintf(", %.1f µs CPU/op", m.CPUPerOp)
 	}
-	return fmt.Sprintf(", %.1f µs CPU/op", m.CPUPerOp)
+	if m.StartupSeconds != 0 {
+		s += fmt.Sprintf(" (after %.3fs of start-up, not timed)", m.StartupSeconds)
+	}
+	return s
 }
 
 func printComparisons(f *cmdutil.Factory, opts *BenchOptions, name string, cs []eventbench.Comparison) error {

@@ -44,8 +44,21 @@ func newBenchReexecuteCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: `Runs a DAG of --events no-op tool nodes live, as 'sylk bench dag' does, then
 re-executes the recorded session against the agents in a fresh runtime of its
 own, every tool call answered from the recording: the session's events per
-second each way, in the same run. The re-execution includes starting its
-server and projections. Target: no slower than the live run.`,
+second each way, in the same run. Target: no slower than the live run.
+
+What is timed, on each side:
+  live run      from appending the session's inputs (session_create,
+                session_resume, dag_execute) to reading its
+                workflow_complete; its server, projections and agents were
+                started and their consumers in place before.
+  re-execution  from feeding the first recorded input to the verdict: every
+                output of the agents produced again and compared with the
+                recorded one, and the agents quiet (nothing extra); its
+                scratch server, projections and agents were started and their
+                consumers in place before.
+Each side's start-up is reported on its own (startup_seconds in --json). A
+second comparison, for information, times the re-execution with its start-up.
+`,
 		Example: `  sylk bench reexecute
   sylk bench reexecute --events 200 --json | jq '.comparisons[0].ratio'`,
 		Args: cobra.NoArgs,

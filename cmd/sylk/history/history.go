@@ -114,18 +114,19 @@ func historyRun(ctx context.Context, f *cmdutil.Factory, opts *HistoryOptions) e
 		return err
 	}
 	defer r.Close()
-	if r.Client != nil {
-		if err := r.Current(ctx); err != nil {
+	if r.Client == nil {
+		// With no server, what the agents have not recorded yet waits for them.
+		n, err := unrecorded(ctx, f)
+		if err != nil {
 			return err
 		}
-	} else if n, err := unrecorded(ctx, f); err != nil {
-		return err
-	} else if n > 0 {
-		what := fmt.Sprintf("%d events wait", n)
-		if n == 1 {
-			what = "1 event waits"
+		if n > 0 {
+			what := fmt.Sprintf("%d events wait", n)
+			if n == 1 {
+				what = "1 event waits"
+			}
+			fmt.Fprintf(f.IO.ErrOut, "note: %s for the Archivalist, to be recorded when the agents next run (sylk serve, or sylk run)\n", what)
 		}
-		fmt.Fprintf(f.IO.ErrOut, "note: %s for the Archivalist, to be recorded when the agents next run (sylk serve, or sylk run)\n", what)
 	}
 	if len(q.Sessions) == 0 && !opts.All {
 		// The current session and the promoted entries, when there is one.

@@ -151,7 +151,8 @@ func valueText(v any) string {
 }
 
 // reexecuteAll re-executes every session (active since --since) and prints a
-// table: exit 0 if all were identical, 1 if any diverged.
+// table: exit 0 if all were identical, 1 if any diverged, else 2 if any could
+// not be re-executed (a check that did not run does not pass).
 func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) error {
 	var since time.Time
 	if opts.Since != "" {
@@ -176,7 +177,7 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 		Error   string         `json:"error,omitempty"`
 	}
 	var rows []row
-	diverged := false
+	diverged, failed := false, false
 	for _, s := range sessions {
 		if !since.IsZero() && s.LastActiveAt.Before(since) {
 			continue
@@ -184,7 +185,7 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 		rep, err := reexecute(ctx, f, r, s.ID, 0, opts.Live)
 		x := row{Session: s.ID, Report: rep}
 		if err != nil {
-			x.Error = err.Error()
+			x.Error, failed = err.Error(), true
 		} else if !rep.Identical {
 			diverged = true
 		}
@@ -214,8 +215,11 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 			fmt.Fprintln(f.IO.ErrOut, "no sessions to re-execute")
 		}
 	}
-	if diverged {
+	switch {
+	case diverged:
 		return cmdutil.ExitCodeError{Code: 1}
+	case failed:
+		return cmdutil.ExitCodeError{Code: 2}
 	}
 	return nil
 }

@@ -64,7 +64,8 @@ Exit 0 identical, 1 diverged, 2 an error (an unknown session, --until past its
 end, a session without inputs). A session still running is re-executed as far
 as it is recorded. --all re-executes every session (active in the last
 --since) and prints a table: check a new build, routing, prompts or model
-against recorded work before deploying it.`,
+against recorded work before deploying it; it exits 1 if any session
+diverged, else 2 if any could not be re-executed (the table says why).`,
 		Example: `  sylk replay S1
   sylk replay S1 --until 120 --state
   sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type
@@ -198,9 +199,14 @@ func replayState(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "as of seq %d:\n", v.AsOf)
-	if v.Session == nil {
+	switch {
+	case v.Session == nil:
 		fmt.Fprintf(w, "session %s was not created yet\n", session)
-	} else {
+	case v.Session.ID != session:
+		// A fork's history before its session_fork is its ancestor's.
+		fmt.Fprintf(w, "session %s was not forked yet: its history up to here is %s's, as follows\n", session, v.Session.ID)
+		render.PrintSession(w, v.Session, v.DAGs, v.Pending)
+	default:
 		render.PrintSession(w, v.Session, v.DAGs, v.Pending)
 	}
 	for _, d := range v.DAGs {

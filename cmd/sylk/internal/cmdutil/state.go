@@ -34,7 +34,10 @@ func (f *Factory) State(ctx context.Context) (*StateReader, error) {
 }
 
 // OpenState returns the reader for this command, caught up with the stream
-// if catchUp.
+// if catchUp: in both modes its answers then reflect every event the stream
+// held when it was opened, so a command reads what was appended just before
+// it ran (by itself, another command or an outside client), not a
+// projector's trailing batch.
 func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, error) {
 	b, err := f.Broker(ctx)
 	if err != nil {
@@ -46,6 +49,11 @@ func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, er
 		err := c.Ping(ctx)
 		if err == nil {
 			r.Reader, r.Client = c, c
+			if catchUp {
+				if err := r.Current(ctx); err != nil {
+					return nil, err
+				}
+			}
 			return r, nil
 		}
 		if !errors.Is(err, api.ErrNoServer) {
