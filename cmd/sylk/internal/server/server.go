@@ -326,6 +326,7 @@ func components(o Options) []serverComponent {
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
 			if s.metrics != nil {
 				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
+				s.metrics.SetPool(cfg.Tools.Pool)
 			}
 			cfg.OnHooks = func(hp *hooks.Pipeline) { s.live.set(func(l *live) { l.hooks = hp }) }
 			slog.Info("tool memory limit: " + cfg.Tools.MemoryLimitText())
