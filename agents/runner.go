@@ -15,6 +15,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 // Handler handles the messages addressed to one agent kind.
@@ -410,6 +411,11 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 		if err := CatchUp(hctx, r.log, r.opts.Caught); err != nil {
 			return err
 		}
+	}
+	if d.Env != nil && d.Env.Priority >= schemas.PriorityUserInteractive {
+		// The user's own request: its tool processes may use the slots the
+		// pool keeps for the user.
+		hctx = tools.ForUser(hctx)
 	}
 	outs, err := r.hooked(hctx, d)
 	if err != nil {

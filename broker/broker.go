@@ -284,7 +284,7 @@ func (b *Broker) setup(ctx context.Context) error {
 	if b.opts.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	return provisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas, storage)
+	return provisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas, b.opts.MaxBytes, storage)
 }
 
 // PublishInfo writes server.json, which tells clients the server is up and how

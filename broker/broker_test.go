@@ -86,7 +86,7 @@ func TestRestartChangesNothing(t *testing.T) {
 	if !after.Created.Equal(before.Created) || after.State.Msgs != 1 {
 		t.Fatalf("restart recreated or emptied the stream: created %v -> %v, msgs %d", before.Created, after.Created, after.State.Msgs)
 	}
-	if err := ProvisionStreams(ctx, b.JetStream(), DefaultDuplicateWindow, 0); err != nil {
+	if err := ProvisionStreams(ctx, b.JetStream(), DefaultDuplicateWindow, 0, 0); err != nil {
 		t.Fatalf("provisioning twice: %v", err)
 	}
 }

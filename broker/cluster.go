@@ -218,7 +218,7 @@ func (b *Broker) provisionInCluster(ctx context.Context) error {
 	last := time.Now()
 	for {
 		actx, cancel := context.WithTimeout(ctx, clusterAttempt)
-		err := ProvisionStreams(actx, b.js, b.opts.DuplicateWindow, b.opts.Replicas)
+		err := ProvisionStreams(actx, b.js, b.opts.DuplicateWindow, b.opts.Replicas, b.opts.MaxBytes)
 		cancel()
 		if err == nil {
 			return nil

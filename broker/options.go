@@ -77,6 +77,10 @@ type Options struct {
 	// streams are created with it, and an existing stream is changed to it.
 	// 0 creates streams with one copy and leaves existing ones as they are.
 	Replicas int
+	// MaxBytes is the SYLK stream's disk quota (0: none): once full, the
+	// server refuses new events (ErrQuotaFull in package events). Set at
+	// each start, on an existing stream too.
+	MaxBytes int64
 	// Memory keeps the embedded server's streams in memory, not in DataDir:
 	// for a disposable server (a re-execution's), whose events are lost when
 	// it stops. Nothing is written to disk, so nothing waits on it.

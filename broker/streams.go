@@ -55,19 +55,31 @@ func DLQStreamConfig() jetstream.StreamConfig {
 // ProvisionStreams creates the streams, or brings existing ones to the expected
 // configuration. Running it again changes nothing. replicas is the number of
 // copies a cluster keeps; 0 creates one and leaves an existing stream's.
-func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int) error {
-	return provisionStreams(ctx, js, dupWindow, replicas, jetstream.FileStorage)
+// maxBytes > 0 is the SYLK stream's disk quota (WithQuota).
+func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64) error {
+	return provisionStreams(ctx, js, dupWindow, replicas, maxBytes, jetstream.FileStorage)
 }
 
 // provisionStreams is ProvisionStreams with the streams kept in storage.
-func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, storage jetstream.StorageType) error {
-	for _, cfg := range []jetstream.StreamConfig{StreamConfig(dupWindow), DLQStreamConfig()} {
+func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64, storage jetstream.StorageType) error {
+	for _, cfg := range []jetstream.StreamConfig{WithQuota(StreamConfig(dupWindow), maxBytes), DLQStreamConfig()} {
 		cfg.Replicas, cfg.Storage = replicas, storage
 		if err := provision(ctx, js, cfg); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WithQuota gives the SYLK stream's configuration a disk quota of maxBytes
+// (none when 0): once full, the server refuses new events (discard new)
+// rather than dropping old ones, which an event log cannot lose.
+func WithQuota(cfg jetstream.StreamConfig, maxBytes int64) jetstream.StreamConfig {
+	cfg.MaxBytes = -1
+	if maxBytes > 0 {
+		cfg.MaxBytes, cfg.Discard = maxBytes, jetstream.DiscardNew
+	}
+	return cfg
 }
 
 func provision(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
@@ -123,5 +135,6 @@ func sameStreamConfig(have, want jetstream.StreamConfig) bool {
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
 		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish &&
 		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge &&
+		max(have.MaxBytes, -1) == max(want.MaxBytes, -1) && have.Discard == want.Discard &&
 		max(have.Replicas, 1) == max(want.Replicas, 1)
 }

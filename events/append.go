@@ -101,7 +101,7 @@ func (l *Log) Append(ctx context.Context, env *schemas.Envelope) (uint64, error)
 // publish sends m until a server stores it (or holds its id already).
 func (l *Log) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
 	fail := func(err error) (uint64, error) {
-		return 0, fmt.Errorf("append %s %s: %w", m.Header.Get(HeaderType), m.Header.Get(HeaderMsgID), err)
+		return 0, fmt.Errorf("append %s %s: %w", m.Header.Get(HeaderType), m.Header.Get(HeaderMsgID), quotaFull(err))
 	}
 	for attempt, waits := 1, 0; ; {
 		actx, cancel := context.WithTimeout(ctx, ackWait)
@@ -239,7 +239,7 @@ func (l *Log) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error
 		if ack.Error.ErrorCode == errCodeBatchDuplicate {
 			return 0, fmt.Errorf("%w: %w", ErrDuplicate, ack.Error)
 		}
-		return 0, fmt.Errorf("append batch of %d: %w", len(msgs), ack.Error)
+		return 0, fmt.Errorf("append batch of %d: %w", len(msgs), quotaFull(ack.Error))
 	}
 	if ack.Stream != broker.Stream || ack.Batch != id || ack.Count != len(msgs) {
 		return 0, fmt.Errorf("append batch: ack for %d events of batch %q on %q, sent %d of %q", ack.Count, ack.Batch, ack.Stream, len(msgs), id)
@@ -269,7 +269,7 @@ func (p PendingAppend) Wait(ctx context.Context) (uint64, error) {
 		return ack.Sequence, nil
 	case err := <-p.f.Err():
 		if !unanswered(err) {
-			return 0, fmt.Errorf("append %s: %w", p.f.Msg().Header.Get(HeaderMsgID), err)
+			return 0, fmt.Errorf("append %s: %w", p.f.Msg().Header.Get(HeaderMsgID), quotaFull(err))
 		}
 	case <-t.C:
 	case <-ctx.Done():

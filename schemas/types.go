@@ -96,7 +96,7 @@ func entry[P any](doc string) typeInfo {
 // catalogue is immutable after package initialisation. Each area of the runtime
 // keeps its types in a table of its own (coreTypes here; the others beside their
 // payloads), joined once here.
-var catalogue = joinCatalogues(coreTypes, knowledgeTypes, forkTypes, skillTypes, securityTypes, hookTypes, vectorTypes, docTypes, permissionTypes, pipelineTypes, scheduleTypes, planModeTypes, memoryTypes, configTypes, consultTypes, graphTypes)
+var catalogue = joinCatalogues(coreTypes, knowledgeTypes, forkTypes, skillTypes, securityTypes, hookTypes, vectorTypes, docTypes, permissionTypes, pipelineTypes, scheduleTypes, planModeTypes, memoryTypes, configTypes, consultTypes, graphTypes, resourceTypes)
 
 // joinCatalogues merges the areas' tables; a type named twice is a programming
 // error caught by the first test that loads the package.

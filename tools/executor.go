@@ -23,7 +23,7 @@ type Executor struct {
 	red   *Redactor
 	scrub envScrubber
 	env   []string // every child's environment before the call's additions
-	slots chan struct{}
+	pool  *Pool    // bounds the subprocesses: Options.Pool, or the executor's own
 	bufs  sync.Pool
 	tools map[string]*tool
 	names []string
@@ -62,6 +62,12 @@ func NewExecutor(opts Options) (*Executor, error) {
 		base = os.Environ()
 	}
 	env, envSecrets := scrub.baseEnv(base, opts.Env.Set, opts.Secrets.MinValueLen)
+	pool := opts.Pool
+	if pool == nil {
+		if pool, err = NewPool(opts.MaxConcurrent, 0); err != nil {
+			return nil, err
+		}
+	}
 	e := &Executor{
 		opts:  opts,
 		root:  root,
@@ -69,7 +75,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 		red:   red.withValues(envSecrets...),
 		scrub: scrub,
 		env:   env,
-		slots: make(chan struct{}, opts.MaxConcurrent),
+		pool:  pool,
 		tools: map[string]*tool{},
 	}
 	e.bufs.New = func() any { b := make([]byte, 32<<10); return &b }

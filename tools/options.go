@@ -32,9 +32,8 @@ const (
 	DefaultMaxMatches       = 200
 	DefaultMaxGrepFileBytes = 4 << 20
 
-	DefaultMaxConcurrent = 8
-	DefaultMinSecretLen  = 8
-	DefaultRedaction     = "[REDACTED]"
+	DefaultMinSecretLen = 8
+	DefaultRedaction    = "[REDACTED]"
 
 	// minLineBytes is the smallest per-line budget Validate accepts.
 	minLineBytes = 256
@@ -102,9 +101,15 @@ type Options struct {
 	// shell mode is asked for. Default ["/bin/sh", "-c"].
 	Shell []string `json:"shell" yaml:"shell"`
 
-	// MaxConcurrent bounds the subprocesses this executor runs at once;
-	// further calls wait for a slot (or their context). Default 8.
+	// MaxConcurrent bounds the subprocesses this executor runs at once when
+	// it has no Pool; further calls wait for a slot (or their context).
+	// Default DefaultMaxProcesses().
 	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
+
+	// Pool, if set, bounds the subprocesses of every executor sharing it
+	// instead (a server's, over all its sessions), with a part of it
+	// reserved for the user's own requests (ForUser).
+	Pool *Pool `json:"-" yaml:"-"`
 
 	// MemoryLimit caps the memory of each tool process (its private
 	// writable memory, RLIMIT_DATA, which its children inherit): an
@@ -282,7 +287,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Shell = []string{"/bin/sh", "-c"}
 	}
 	if o.MaxConcurrent == 0 {
-		o.MaxConcurrent = DefaultMaxConcurrent
+		o.MaxConcurrent = DefaultMaxProcesses()
 	}
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = DefaultMemoryLimit()

@@ -369,7 +369,7 @@ func TestSlotWaitHonoursContext(t *testing.T) {
 		_, err := e.Run(ctx, "engineer", Call{ID: "busy", Tool: ToolExec, Args: json.RawMessage(`{"argv":["sleep","30"]}`)})
 		busy <- err
 	}()
-	waitFor(t, 5*time.Second, "the slot to be taken", func() bool { return len(e.slots) == 1 })
+	waitFor(t, 5*time.Second, "the slot to be taken", func() bool { return e.pool.Usage().Other == 1 })
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
 	r, err := e.Run(ctx2, "engineer", Call{ID: "waiting", Tool: ToolExec, Args: json.RawMessage(`{"argv":["true"]}`)})

@@ -68,13 +68,12 @@ var errTimedOut = errors.New("tools: adaptive timeout")
 // readers are then bounded by a read deadline.
 func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 	res := procResult{exitCode: -1, base: spec.base, stdout: newCapture(e.opts.Output, e.det), stderr: newCapture(e.opts.Output, e.det)}
-	select {
-	case e.slots <- struct{}{}:
-		defer func() { <-e.slots }()
-	case <-ctx.Done():
-		res.canceled, res.startErr = true, ctx.Err()
+	release, err := e.pool.Acquire(ctx)
+	if err != nil {
+		res.canceled, res.startErr = true, err
 		return res
 	}
+	defer release()
 
 	prog, err := lookPathIn(spec.argv[0], envValue(spec.env, "PATH"), spec.dir)
 	if err != nil {

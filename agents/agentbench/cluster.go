@@ -116,3 +116,17 @@ func startCluster(ctx context.Context, dir string, n int, mode string) ([]*broke
 	}
 	return members, nil
 }
+
+// RoutedPath runs the Guide and the answering agent on b and measures n
+// routed messages, as fast as they go: the routed path of Route, for a
+// caller that measures it with and without something beside it.
+func RoutedPath(ctx context.Context, cfg RouteConfig, b *broker.Broker, n int) (eventbench.Measure, error) {
+	cfg.ensureDefaults()
+	stop, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return b.JetStream() })
+	if err != nil {
+		return eventbench.Measure{}, err
+	}
+	defer stop()
+	m, _, err := routed(ctx, b, n, nil)
+	return m, err
+}

@@ -182,7 +182,12 @@ func withIntent(env *schemas.Envelope, err error) func(*schemas.StructuredIntent
 		}
 		env.StructuredIntent = intent
 		env.ConfidenceChain = append(env.ConfidenceChain, entry)
-		env.Priority = schemas.PriorityUserInteractive
+		if env.Priority > schemas.PriorityBackground {
+			// A scheduled request stays background work: only the
+			// user's own requests get the user's reserve and are never
+			// paused under pressure.
+			env.Priority = schemas.PriorityUserInteractive
+		}
 		if why != "" {
 			env.Metadata = map[string]string{"asked_because": why}
 		}

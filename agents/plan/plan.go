@@ -23,11 +23,9 @@
 package plan
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"reflect"
 	"strings"
 	"time"
 
@@ -52,7 +50,9 @@ func (p Problems) Error() string {
 // Is makes Problems match ErrInvalid.
 func (p Problems) Is(target error) bool { return target == ErrInvalid }
 
-// file is the plan's YAML shape; durations are strings ("2s", "5m").
+// file is the plan's YAML shape; durations are strings ("2s", "5m"). A
+// want tag says what a value of the wrong type should have been, where the
+// type alone does not.
 type file struct {
 	ID             string     `yaml:"id"`
 	Name           string     `yaml:"name"`
@@ -70,7 +70,7 @@ type policy struct {
 
 type retry struct {
 	Max     int    `yaml:"max"`
-	Backoff string `yaml:"backoff"`
+	Backoff string `yaml:"backoff" want:"a duration like 2s"`
 }
 
 type node struct {
@@ -81,17 +81,10 @@ type node struct {
 	Prompt    string         `yaml:"prompt"`
 	Skills    []string       `yaml:"skills"`
 	DependsOn []string       `yaml:"depends_on"`
-	Timeout   string         `yaml:"timeout"`
+	Timeout   string         `yaml:"timeout" want:"a duration like 5m"`
 	Retry     *retry         `yaml:"retry"`
 	Pipeline  string         `yaml:"pipeline"`
 }
-
-var (
-	topKeys    = []string{"id", "name", "prompt", "policy", "nodes", "execution_order"}
-	policyKeys = []string{"max_concurrency", "fail_fast", "retry"}
-	retryKeys  = []string{"max", "backoff"}
-	nodeKeys   = []string{"id", "agent", "tool", "args", "prompt", "skills", "depends_on", "timeout", "retry", "pipeline"}
-)
 
 // Plan is a parsed plan: the DAG and the layers it declared, if any.
 type Plan struct {
@@ -105,6 +98,17 @@ type Plan struct {
 // the wrong type and durations that do not parse, all at once. It does not
 // check the DAG itself: see Validate.
 func Parse(src []byte) (*Plan, error) {
+	p, probs := parse(src)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return p, nil
+}
+
+// parse reads what it can of a plan file: with problems, the plan holds every
+// value that could be read (nil only when the YAML itself does not parse), so
+// Load can check the DAG as well.
+func parse(src []byte) (*Plan, Problems) {
 	var raw map[string]any
 	if err := yaml.Unmarshal(src, &raw); err != nil {
 		return nil, Problems{yaml.FormatError(err, false, true)}
@@ -112,12 +116,10 @@ func Parse(src []byte) (*Plan, error) {
 	if raw == nil {
 		return nil, Problems{"the plan is empty: it needs nodes"}
 	}
-	probs := unknownKeys(raw)
 	var f file
-	if err := yaml.NewDecoder(bytes.NewReader(src)).Decode(&f); err != nil {
-		probs = append(probs, yaml.FormatError(err, false, true))
-		return nil, probs
-	}
+	d := &decoder{}
+	d.mapping(where{}, raw, reflect.ValueOf(&f).Elem())
+	probs := d.probs
 	dag := schemas.DAG{ID: f.ID, Name: f.Name, Prompt: f.Prompt, Policy: schemas.Policy{
 		MaxConcurrency: f.Policy.MaxConcurrency, FailFast: f.Policy.FailFast,
 		Retry: schemas.Retry{Max: f.Policy.Retry.Max},
@@ -140,23 +142,16 @@ func Parse(src []byte) (*Plan, error) {
 		}
 		dag.Nodes = append(dag.Nodes, sn)
 	}
-	if len(probs) > 0 {
-		return nil, probs
-	}
-	return &Plan{DAG: dag, ExecutionOrder: f.ExecutionOrder}, nil
+	return &Plan{DAG: dag, ExecutionOrder: f.ExecutionOrder}, probs
 }
 
 // Load parses a plan file and validates its DAG, reporting the problems of
-// both at once: a typo in a key does not hide a cycle.
+// both at once: a typo in a key or a value of the wrong type does not hide a
+// cycle or a tool argument the tool does not take.
 func Load(src []byte, cat Catalog) (*Plan, error) {
-	probs := unknownKeysOf(src)
-	clean, err := withoutUnknownKeys(src)
-	if err != nil {
-		return nil, err
-	}
-	p, err := Parse(clean)
-	if err != nil {
-		return nil, append(probs, err.(Problems)...)
+	p, probs := parse(src)
+	if p == nil {
+		return nil, probs
 	}
 	if verr := Validate(&p.DAG, p.ExecutionOrder, cat); verr != nil {
 		probs = append(probs, verr.(Problems)...)
@@ -165,51 +160,6 @@ func Load(src []byte, cat Catalog) (*Plan, error) {
 		return nil, probs
 	}
 	return p, nil
-}
-
-func unknownKeysOf(src []byte) Problems {
-	var raw map[string]any
-	if yaml.Unmarshal(src, &raw) != nil {
-		return nil
-	}
-	return unknownKeys(raw)
-}
-
-// withoutUnknownKeys re-encodes the plan with the keys the format does not
-// have removed, so the rest can still be checked.
-func withoutUnknownKeys(src []byte) ([]byte, error) {
-	var raw map[string]any
-	if err := yaml.Unmarshal(src, &raw); err != nil {
-		return nil, Problems{yaml.FormatError(err, false, true)}
-	}
-	if raw == nil {
-		return src, nil
-	}
-	keep := func(m map[string]any, allowed []string) {
-		for k := range m {
-			if !slices.Contains(allowed, k) {
-				delete(m, k)
-			}
-		}
-	}
-	keep(raw, topKeys)
-	if p, ok := raw["policy"].(map[string]any); ok {
-		keep(p, policyKeys)
-		if r, ok := p["retry"].(map[string]any); ok {
-			keep(r, retryKeys)
-		}
-	}
-	if nodes, ok := raw["nodes"].([]any); ok {
-		for _, n := range nodes {
-			if m, ok := n.(map[string]any); ok {
-				keep(m, nodeKeys)
-				if r, ok := m["retry"].(map[string]any); ok {
-					keep(r, retryKeys)
-				}
-			}
-		}
-	}
-	return yaml.Marshal(raw)
 }
 
 func duration(s string) (time.Duration, error) {
@@ -224,38 +174,4 @@ func duration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative", s)
 	}
 	return d, nil
-}
-
-// unknownKeys names every key the plan format does not have.
-func unknownKeys(raw map[string]any) Problems {
-	var probs Problems
-	check := func(where string, m map[string]any, allowed []string) {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if !slices.Contains(allowed, k) {
-				probs = append(probs, fmt.Sprintf("%sunknown key %q (allowed: %s)", where, k, strings.Join(allowed, ", ")))
-			}
-		}
-	}
-	check("", raw, topKeys)
-	if p, ok := raw["policy"].(map[string]any); ok {
-		check("policy: ", p, policyKeys)
-		if r, ok := p["retry"].(map[string]any); ok {
-			check("policy.retry: ", r, retryKeys)
-		}
-	}
-	if nodes, ok := raw["nodes"].([]any); ok {
-		for i, n := range nodes {
-			m, ok := n.(map[string]any)
-			if !ok {
-				probs = append(probs, fmt.Sprintf("node #%d is not a mapping of keys", i+1))
-				continue
-			}
-			id, _ := m["id"].(string)
-			check(schemas.NodeLabel(i, id)+": ", m, nodeKeys)
-			if r, ok := m["retry"].(map[string]any); ok {
-				check(schemas.NodeLabel(i, id)+": retry: ", r, retryKeys)
-			}
-		}
-	}
-	return probs
 }

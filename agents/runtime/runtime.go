@@ -341,6 +341,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Tools.Permissions.Agents == nil {
 		cfg.Tools.Permissions = tools.DefaultPolicy()
 	}
+	if cfg.Tools.Pool == nil {
+		// One pool bounds the tool processes of every session and work
+		// directory, not one per executor.
+		size := tools.DefaultMaxProcesses()
+		pool, err := tools.NewPool(size, tools.ReservedFor(size))
+		if err != nil {
+			return err
+		}
+		cfg.Tools.Pool = pool
+	}
 	hp, err := cfg.Pipeline()
 	if err != nil {
 		return err

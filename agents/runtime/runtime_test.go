@@ -92,8 +92,8 @@ func (r *rig) append(envs ...*schemas.Envelope) {
 	}
 }
 
-// submit starts session and runs the plan in it.
-func (r *rig) submit(session, src string) string {
+// submit starts session and runs the plan in it; opts change its dag_execute.
+func (r *rig) submit(session, src string, opts ...func(*schemas.Envelope)) string {
 	r.t.Helper()
 	p, err := plan.Parse([]byte(src))
 	if err != nil {
@@ -103,6 +103,9 @@ func (r *rig) submit(session, src string) string {
 	create, _ := schemas.New(schemas.TypeSessionCreate, session, "user", "", time.Now(), schemas.SessionCreate{Name: session})
 	resume, _ := create.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
 	exec, _ := schemas.New(schemas.TypeDAGExecute, session, "user", "orchestrator", time.Now(), schemas.DAGExecute{DAG: p.DAG, WorkDir: r.dir})
+	for _, o := range opts {
+		o(exec)
+	}
 	r.append(create, resume, exec)
 	return p.DAG.ID
 }

@@ -153,6 +153,9 @@ func (s *Scheduler) firing(sc *projections.Schedule, due time.Time, count int) (
 	}
 	var batch []*schemas.Envelope
 	if run != nil {
+		// A firing is background work, not the user's own request: it
+		// leaves the user's reserve of tool processes free.
+		run.Priority = schemas.PriorityBackground
 		fire.Session = session
 		created, err := schemas.New(schemas.TypeSessionCreate, session, "user", "", due, schemas.SessionCreate{
 			Name: "schedule " + sc.Name, Config: schemas.SessionConfig{WorkDir: sc.WorkDir}, Metadata: map[string]string{"schedule": sc.Name},

@@ -158,6 +158,16 @@ nodes:
 		t.Errorf("the node's tool result: %s", calls)
 	}
 
+	// The replay timeline: the session as it stood after any of its events.
+	do("the session as of its first dispatch, from the timeline",
+		click(`#timeline li[data-type="task_dispatch"]`),
+		visible(`#as-of g.node[data-node="slow"]`))
+	if st := eval(`document.querySelector('#as-of g.node[data-node="slow"]').dataset.state`); st == "succeeded" || st == "running" {
+		t.Errorf("as of the first dispatch the slow node is %s, want it not started", st)
+	}
+	do("the session as of its outcome", click(`#timeline li[data-type="workflow_complete"]`),
+		visible(`#as-of g.node[data-node="slow"][data-state="succeeded"]`))
+
 	// A request's plan waits for approval: approved from the page, it runs.
 	sylk(t, bin, data, work, "session", "new", "--id", "W2", "--no-switch")
 	sylk(t, bin, data, work, "run", "write approved.txt", "--session", "W2")

@@ -166,6 +166,9 @@ func runRun(ctx context.Context, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// The user's own request: its nodes' tools may use the slots kept for
+	// the user (the priority passes to every event derived from it).
+	exec.Priority = schemas.PriorityUserInteractive
 	submit = append(submit, exec)
 	seqs, err := log.AppendBatch(ctx, submit)
 	if err != nil {

@@ -29,12 +29,13 @@ type ServeOptions struct {
 	TLSKey        string
 	TLSSelfSigned bool
 	Insecure      bool
-	AckWait       time.Duration
-	HTTP          string
-	Cluster       broker.Cluster
-	Replicas      int
-	Roles         []string
-	Agents        []string
+	// AckWait is the --ack-wait flag's value, 0 when not given.
+	AckWait  time.Duration
+	HTTP     string
+	Cluster  broker.Cluster
+	Replicas int
+	Roles    []string
+	Agents   []string
 }
 
 func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *cmdutil.Factory, *ServeOptions) error) *cobra.Command {
@@ -116,8 +117,10 @@ it prints them.`,
 			if !flags.Changed("sync") && f.Cfg.Sync != "" {
 				opts.Sync = f.Cfg.Sync
 			}
-			if flags.Changed("ack-wait") {
-				f.Cfg.AckWait = opts.AckWait.String()
+			if !flags.Changed("ack-wait") {
+				// The configuration's, if any, decides; the flag's value is
+				// kept out of f.Cfg, which a reload compares with the files.
+				opts.AckWait = 0
 			}
 			if err := opts.fromConfig(flags, f.Cfg); err != nil {
 				return err
@@ -201,6 +204,9 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 	bopts.Name = "sylk-serve"
 	rt := f.RuntimeConfig()
 	rt.Agents = opts.Agents
+	if opts.AckWait > 0 {
+		rt.AckWait = opts.AckWait
+	}
 	srv, err := server.Start(ctx, server.Options{Broker: bopts, Runtime: rt, LLM: f.LLMConfig, HTTP: opts.HTTP, Insecure: opts.Insecure, Roles: opts.Roles, Scheduler: true,
 		Reload: f.Reload, Watch: cmdutil.ConfigDirs()})
 	if errors.Is(err, broker.ErrInvalidOptions) {

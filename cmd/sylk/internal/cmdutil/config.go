@@ -81,8 +81,11 @@ type Config struct {
 	// recorded work first: sylk replay --reexecute --all.
 	Routes  map[schemas.Type]string `yaml:"routes"`
 	Prompts map[string]string       `yaml:"prompts"`
-	// Tools are the limits of tool processes. A change takes effect at the
+	// Stream is the event stream's disk quota. A change takes effect at the
 	// next start.
+	Stream StreamConfig `yaml:"stream"`
+	// Tools are the limits of tool processes. A change of memory_limit takes
+	// effect at the next start, one of max_processes or user_reserved at once.
 	Tools ToolsConfig `yaml:"tools"`
 }
 
@@ -92,6 +95,40 @@ type ToolsConfig struct {
 	// MemoryLimit): "2GiB", "512MiB", a number of bytes, or "unlimited".
 	// Default half of the machine's memory.
 	MemoryLimit tools.ByteSize `yaml:"memory_limit"`
+	// MaxProcesses bounds the tool processes a server runs at once, over
+	// all its sessions. 0: tools.DefaultMaxProcesses() (2 per CPU).
+	MaxProcesses int `yaml:"max_processes"`
+	// UserReserved is how many of them are kept for the user's own requests
+	// (scheduled and background work may not take them). 0: 20% of
+	// MaxProcesses, at least one (tools.ReservedFor).
+	UserReserved int `yaml:"user_reserved"`
+}
+
+// StreamConfig is the stream section of the config file.
+type StreamConfig struct {
+	// MaxBytes is the event stream's disk quota ("20GiB"; none by default):
+	// the server warns at 80% and 90% (stream_quota events), pauses
+	// scheduled work at 90% until it is back under 80%, and refuses new
+	// events beyond it.
+	MaxBytes tools.ByteSize `yaml:"max_bytes"`
+}
+
+// minStreamQuota is the smallest stream quota accepted: below it a server
+// could not hold its own start.
+const minStreamQuota = 1 << 20
+
+// PoolLimits are the tool process pool's size and user reserve, defaults
+// applied.
+func (t ToolsConfig) PoolLimits() (size, reserved int) {
+	size = t.MaxProcesses
+	if size == 0 {
+		size = tools.DefaultMaxProcesses()
+	}
+	reserved = t.UserReserved
+	if reserved == 0 {
+		reserved = tools.ReservedFor(size)
+	}
+	return size, reserved
 }
 
 // configFiles returns the config files that exist, lowest precedence first.
@@ -202,6 +239,12 @@ func check(cfg Config) []error {
 		problems = append(problems, fmt.Errorf("config: %w", err))
 	}
 	if err := tools.CheckMemoryLimit(cfg.Tools.MemoryLimit); err != nil {
+		problems = append(problems, fmt.Errorf("config: tools.%w", err))
+	}
+	if q := cfg.Stream.MaxBytes; q != 0 && q != -1 && q < minStreamQuota {
+		problems = append(problems, fmt.Errorf("config: stream.max_bytes %d is below %s: give a size such as 20GiB, or unlimited", int64(q), tools.ByteSize(minStreamQuota)))
+	}
+	if err := tools.CheckPoolLimits(cfg.Tools.PoolLimits()); err != nil {
 		problems = append(problems, fmt.Errorf("config: tools.%w", err))
 	}
 	return problems

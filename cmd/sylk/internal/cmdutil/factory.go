@@ -178,6 +178,9 @@ func (f *Factory) SkillsCache() *skills.Cache {
 // BrokerOptions are the broker options the configuration asks for.
 func (f *Factory) BrokerOptions() broker.Options {
 	o := broker.Options{DataDir: f.Cfg.Data, NATSURL: f.Cfg.NATSURL, Listen: f.Cfg.Listen, Sync: f.Cfg.Sync, Name: "sylk-cli"}
+	if q := f.Cfg.Stream.MaxBytes; q > 0 {
+		o.MaxBytes = int64(q)
+	}
 	if o.NATSURL != "" {
 		// The embedded server's credentials come from server.json.
 		o.CredsFile, o.Token, o.User, o.Password = f.Cfg.Creds, f.Cfg.Token, f.Cfg.User, f.Cfg.Password
@@ -279,7 +282,8 @@ func logLevel(name string) (slog.Level, error) {
 }
 
 // RuntimeConfig is the agent runtime's configuration: tools run in the
-// submitting directory, with the configured permissions over the defaults.
+// submitting directory, with the configured permissions over the defaults,
+// in a new process pool of the configured limits.
 // The LLM client is made by the server's agents component, which lives as
 // long as the agents.
 func (f *Factory) RuntimeConfig() runtime.Config {
@@ -291,9 +295,10 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	for agent, cmds := range f.Cfg.Commands {
 		policy = policy.WithCommands(agent, cmds...)
 	}
-	ackWait, _ := time.ParseDuration(f.Cfg.AckWait) // checked in configure
+	ackWait, _ := time.ParseDuration(f.Cfg.AckWait)    // checked in configure
+	pool, _ := tools.NewPool(f.Cfg.Tools.PoolLimits()) // checked in configure
 	cfg := runtime.Config{
-		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit},
+		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit, Pool: pool},
 		DefaultWorkDir: wd,
 		Hooks:          f.Cfg.Hooks,
 		Routes:         f.Cfg.Routes,

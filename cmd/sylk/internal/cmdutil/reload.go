@@ -26,12 +26,15 @@ func ConfigDirs() []string {
 }
 
 // liveKey reports whether a running server takes a change of key without a
-// restart: the log level, the hooks, and the LLM settings of llm.LiveKeys.
+// restart: the log level, the hooks, the tool process pool's limits and the
+// LLM settings of llm.LiveKeys.
 func liveKey(key string) bool {
 	first, rest, _ := strings.Cut(key, ".")
 	switch first {
 	case "log_level", "hooks":
 		return true
+	case "tools":
+		return rest == "max_processes" || rest == "user_reserved"
 	case "llm":
 		name, _, _ := strings.Cut(rest, ".")
 		return slices.Contains(llm.LiveKeys, name)
@@ -45,6 +48,7 @@ func liveKey(key string) bool {
 func (f *Factory) Reload() server.Reload {
 	cfg, origins, files, problems := f.readConfig(f.cmd)
 	r := server.Reload{Files: files, LLM: cfg.LLM, Hooks: cfg.Hooks}
+	r.MaxProcesses, r.UserReserved = cfg.Tools.PoolLimits()
 	for _, p := range problems {
 		r.Problems = append(r.Problems, p.Error())
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 // Cursor is where the projections stand: the last stream sequence folded.
@@ -62,6 +63,16 @@ type Metrics struct {
 
 	mu      sync.Mutex
 	runners []HeldCounter
+	pool    *tools.Pool
+}
+
+// SetPool reports the tool process pool of this process's agents in
+// sylk_tool_processes, sylk_tool_processes_waiting and
+// sylk_tool_process_slots.
+func (m *Metrics) SetPool(p *tools.Pool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pool = p
 }
 
 // HeldCounter is an agent runner of this process: what it holds unstarted
@@ -239,6 +250,12 @@ var (
 	streamLastSeq  = prometheus.NewDesc("sylk_stream_last_sequence", "The sequence of a stream's last message.", []string{"stream"}, nil)
 	heldMessages   = prometheus.NewDesc("sylk_agent_held_messages",
 		"Messages this process's agents hold unstarted because their session, or everything, is paused.", []string{"agent"}, nil)
+	toolProcesses = prometheus.NewDesc("sylk_tool_processes",
+		"Tool processes running in this process's pool, by lane: the user's own requests, or other (scheduled, background) work.", []string{"lane"}, nil)
+	toolWaiting = prometheus.NewDesc("sylk_tool_processes_waiting",
+		"Tool calls of other work waiting for a slot of this process's pool (the user's reserve is not theirs).", nil, nil)
+	toolSlots = prometheus.NewDesc("sylk_tool_process_slots",
+		"The tool process pool's limits: max (at once) and user_reserved (kept for the user's own requests).", []string{"limit"}, nil)
 	projectionLag = prometheus.NewDesc("sylk_projection_lag_events",
 		"Events the stream holds that this process's projections have not folded yet.", nil, nil)
 	scrapeErrors = prometheus.NewDesc("sylk_metrics_scrape_errors",
@@ -246,7 +263,7 @@ var (
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{consumerPending, consumerAckPending, consumerRedelivered, streamMessages, streamBytes, streamLastSeq, projectionLag, heldMessages, scrapeErrors} {
+	for _, d := range []*prometheus.Desc{consumerPending, consumerAckPending, consumerRedelivered, streamMessages, streamBytes, streamLastSeq, projectionLag, heldMessages, toolProcesses, toolWaiting, toolSlots, scrapeErrors} {
 		ch <- d
 	}
 }
@@ -313,7 +330,16 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range s.m.runners {
 		held[r.Agent()] += r.Held()
 	}
+	pool := s.m.pool
 	s.m.mu.Unlock()
+	if pool != nil {
+		u := pool.Usage()
+		ch <- prometheus.MustNewConstMetric(toolProcesses, prometheus.GaugeValue, float64(u.User), "user")
+		ch <- prometheus.MustNewConstMetric(toolProcesses, prometheus.GaugeValue, float64(u.Other), "other")
+		ch <- prometheus.MustNewConstMetric(toolWaiting, prometheus.GaugeValue, float64(u.WaitingOther))
+		ch <- prometheus.MustNewConstMetric(toolSlots, prometheus.GaugeValue, float64(u.Size), "max")
+		ch <- prometheus.MustNewConstMetric(toolSlots, prometheus.GaugeValue, float64(u.Reserved), "user_reserved")
+	}
 	for agent, n := range held {
 		ch <- prometheus.MustNewConstMetric(heldMessages, prometheus.GaugeValue, float64(n), agent)
 	}

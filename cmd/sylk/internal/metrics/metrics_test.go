@@ -16,6 +16,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -66,6 +67,16 @@ func TestFold(t *testing.T) {
 	m.AddRunner(heldBy{"engineer", 2})
 	m.AddRunner(heldBy{"engineer", 1})
 	m.AddRunner(heldBy{"tester", 0})
+	pool, err := tools.NewPool(6, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := pool.Acquire(tools.ForUser(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	m.SetPool(pool)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	want := `
@@ -73,6 +84,14 @@ func TestFold(t *testing.T) {
 # TYPE sylk_agent_held_messages gauge
 sylk_agent_held_messages{agent="engineer"} 3
 sylk_agent_held_messages{agent="tester"} 0
+# HELP sylk_tool_processes Tool processes running in this process's pool, by lane: the user's own requests, or other (scheduled, background) work.
+# TYPE sylk_tool_processes gauge
+sylk_tool_processes{lane="other"} 0
+sylk_tool_processes{lane="user"} 1
+# HELP sylk_tool_process_slots The tool process pool's limits: max (at once) and user_reserved (kept for the user's own requests).
+# TYPE sylk_tool_process_slots gauge
+sylk_tool_process_slots{limit="max"} 6
+sylk_tool_process_slots{limit="user_reserved"} 2
 # HELP sylk_llm_tokens_total LLM tokens, by model and kind (prompt, completion).
 # TYPE sylk_llm_tokens_total counter
 sylk_llm_tokens_total{kind="completion",model="m1"} 22
@@ -96,7 +115,7 @@ sylk_circuit_breaker_state{agent="tester",resource="network",state="closed"} 0
 sylk_circuit_breaker_state{agent="tester",resource="network",state="half_open"} 1
 sylk_circuit_breaker_state{agent="tester",resource="network",state="open"} 0
 `
-	names := []string{"sylk_agent_held_messages", "sylk_llm_tokens_total", "sylk_llm_cost_usd_total", "sylk_llm_calls_total", "sylk_tool_runs_total", "sylk_circuit_breaker_state"}
+	names := []string{"sylk_agent_held_messages", "sylk_tool_processes", "sylk_tool_process_slots", "sylk_llm_tokens_total", "sylk_llm_cost_usd_total", "sylk_llm_calls_total", "sylk_tool_runs_total", "sylk_circuit_breaker_state"}
 	var last error
 	if !brokertest.Poll(10*time.Second, func() bool {
 		last = testutil.ScrapeAndCompare(srv.URL, strings.NewReader(want), names...)

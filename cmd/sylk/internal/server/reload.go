@@ -19,6 +19,7 @@ import (
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 // ConfigFile is the name of a config file in the directories Options.Watch
@@ -40,6 +41,9 @@ type Reload struct {
 	// under llm. or hooks.
 	LLM   llm.Config
 	Hooks []hooks.Config
+	// MaxProcesses and UserReserved are the tool process pool's new limits,
+	// taken when Applied names tools.max_processes or tools.user_reserved.
+	MaxProcesses, UserReserved int
 	// Commit makes the edit the running configuration, once the server has
 	// taken it.
 	Commit func()
@@ -146,6 +150,13 @@ func (s *Server) apply(r Reload) error {
 	changed := func(prefix string) bool {
 		return slices.ContainsFunc(r.Applied, func(k string) bool { return k == prefix || strings.HasPrefix(k, prefix+".") })
 	}
+	pool := s.live.runtime.Tools.Pool
+	resize := (changed("tools.max_processes") || changed("tools.user_reserved")) && pool != nil
+	if resize {
+		if err := tools.CheckPoolLimits(r.MaxProcesses, r.UserReserved); err != nil {
+			return fmt.Errorf("tools.%w", err)
+		}
+	}
 	var next *hooks.Pipeline
 	if changed("hooks") && s.live.hooks != nil {
 		cfg := s.live.runtime
@@ -162,6 +173,10 @@ func (s *Server) apply(r Reload) error {
 	}
 	if next != nil {
 		s.live.hooks.Replace(next)
+	}
+	if resize {
+		_ = pool.SetLimits(r.MaxProcesses, r.UserReserved) // checked above
+		slog.Info("tool processes: " + poolText(pool))
 	}
 	if r.Commit != nil {
 		r.Commit()

@@ -19,6 +19,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
+	"github.com/sylk/sylk/agents/pressure"
 	"github.com/sylk/sylk/agents/runtime"
 	"github.com/sylk/sylk/agents/schedule"
 	"github.com/sylk/sylk/audit"
@@ -305,6 +306,24 @@ func components(o Options) []serverComponent {
 				}
 			})
 		}},
+		{"quota", func(ctx context.Context, s *Server) error {
+			// The stream's disk quota: warnings at 80% and 90%, and the
+			// governor pausing scheduled work under that pressure (with
+			// the projections in this process, which it reads).
+			log := events.New(s.broker.JetStream())
+			var gov *pressure.Governor
+			if s.store != nil {
+				gov = &pressure.Governor{Log: log, Sessions: s.store}
+			}
+			return log.WatchQuota(ctx, quotaInterval, func(q schemas.StreamQuota) {
+				if gov == nil {
+					return
+				}
+				if err := gov.Observe(ctx, q); err != nil && ctx.Err() == nil {
+					slog.Error("pressure", "err", err)
+				}
+			})
+		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)
 		}},
@@ -330,9 +349,13 @@ func components(o Options) []serverComponent {
 			cfg.JetStream, cfg.Store = s.broker.JetStream(), s.store
 			if s.metrics != nil {
 				cfg.OnRunner = func(r *agents.Runner) { s.metrics.AddRunner(r) }
+				s.metrics.SetPool(cfg.Tools.Pool)
 			}
 			cfg.OnHooks = func(hp *hooks.Pipeline) { s.live.set(func(l *live) { l.hooks = hp }) }
 			slog.Info("tool memory limit: " + cfg.Tools.MemoryLimitText())
+			if cfg.Tools.Pool != nil {
+				slog.Info("tool processes: " + poolText(cfg.Tools.Pool))
+			}
 			client, closeLLM, err := startLLM(ctx, o.LLM, s, cfg.Tools.Secrets)
 			if err != nil {
 				return err
@@ -346,7 +369,7 @@ func components(o Options) []serverComponent {
 			return errors.Join(err, closeLLM())
 		}},
 	}
-	role := map[string]string{"config": "", "audit": RoleBroker, "refusals": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
+	role := map[string]string{"config": "", "audit": RoleBroker, "refusals": RoleBroker, "quota": RoleBroker, "projector": RoleProjections, "scheduler": RoleAgents, "agents": RoleAgents}
 	// The config watcher runs whatever the roles: every process logs.
 	return slices.DeleteFunc(all, func(c serverComponent) bool { return role[c.name] != "" && !o.runs(role[c.name]) })
 }
@@ -411,4 +434,13 @@ func startLLM(ctx context.Context, llmConfig func() (llm.Config, error), s *Serv
 		stopLedger()
 		return err
 	}, nil
+}
+
+// quotaInterval is how often the server reads the stream's use of its quota.
+const quotaInterval = 5 * time.Second
+
+// poolText says a tool process pool's limits, as the server logs them.
+func poolText(p *tools.Pool) string {
+	size, reserved := p.Limits()
+	return fmt.Sprintf("at most %d at once, %d of them kept for the user's own requests", size, reserved)
 }

@@ -156,6 +156,11 @@ const keepAlive = 15 * time.Second
 // reading is cut off rather than holding its handler for ever.
 const writeTimeout = 10 * time.Second
 
+// frameInterval is how long a live view gathers events before it writes
+// them: a burst becomes one write and one flush per viewer rather than one
+// per event, for a delay no eye sees.
+const frameInterval = 25 * time.Millisecond
+
 // serveEvents streams the events matching the filters of `sylk tail`
 // (session, source, target, type; since: all, new, a sequence, a time or a
 // duration ago) as server-sent events: `id` is the stream sequence, `data`
@@ -232,15 +237,24 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case fr := <-wt.queue:
-			// Send what is queued, then flush once: one write for a burst.
+			// Send what comes within a frame interval, then flush once: one
+			// write for a burst, however fast the stream runs.
+			if out.send(fr) != nil {
+				return
+			}
+			window := time.NewTimer(frameInterval)
 			for more := true; more; {
-				if out.send(fr) != nil {
-					return
-				}
 				select {
 				case fr = <-wt.queue:
-				default:
+					if out.send(fr) != nil {
+						window.Stop()
+						return
+					}
+				case <-window.C:
 					more = false
+				case <-ctx.Done():
+					window.Stop()
+					return
 				}
 			}
 			if out.flush() != nil {

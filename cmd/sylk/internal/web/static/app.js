@@ -54,7 +54,7 @@ async function loadSessions() {
   const body = $("#sessions tbody");
   body.replaceChildren(...list.map((x) => h("tr", {
     class: "pick" + (x.id === session ? " sel" : ""), "data-session": x.id,
-    onclick: () => { session = x.id; loadSessions(); loadSession(); },
+    onclick: () => { session = x.id; loadSessions(); loadSession(); followTimeline(); },
   }, h("td", {}, x.id), h("td", {}, x.name || ""), h("td", { class: "state" }, x.state + (x.paused ? " (paused)" : "")))));
 }
 
@@ -162,6 +162,35 @@ function follow() {
   es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
   es.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
   es.onmessage = (m) => { seen = Math.max(seen, Number(m.lastEventId)); refresh(); };
+}
+
+// --- a session's replay timeline: its events, live; one clicked shows the
+// session as it stood after that event (replay.state).
+let timelineStream = null;
+function followTimeline() {
+  if (timelineStream) timelineStream.close();
+  const list = $("#timeline");
+  list.replaceChildren();
+  $("#as-of").replaceChildren();
+  const at = session;
+  timelineStream = new EventSource("/api/events?" + new URLSearchParams({ session: at, since: "all" }));
+  timelineStream.onmessage = (m) => {
+    const ev = JSON.parse(m.data), e = ev.envelope;
+    const type = e ? e.type : "INVALID";
+    list.append(h("li", { class: "pick", "data-seq": ev.seq, "data-type": type, onclick: () => showAsOf(at, ev.seq) }, `${ev.seq} ${type}`));
+  };
+}
+
+async function showAsOf(at, seq) {
+  const box = $("#as-of");
+  try {
+    const v = await q("replay.state", { session: at, as_of: { seq } });
+    box.replaceChildren(h("h3", { "data-as-of": seq }, `Session ${at} as of event ${seq}: ${v.session ? v.session.state : "not yet created"}`),
+      ...(v.dags || []).map(dagBox),
+      ...((v.pending || []).length ? [h("p", {}, `${v.pending.length} waiting on the user`)] : []));
+  } catch (e) {
+    box.replaceChildren(h("p", { class: "error" }, e.message));
+  }
 }
 
 let logStream = null;

@@ -1,0 +1,134 @@
+// Package pressure is the seed's graceful degradation (seed L7320-7370):
+// under resource pressure the lowest-value work pauses first, and resumes
+// when the pressure has passed; the user's own work is never touched.
+//
+// The pressure it watches is the event stream's disk quota (a
+// stream_quota reading, events.Log.WatchQuota). The work it pauses is
+// background work: the sessions a schedule started (their runs carry
+// schemas.PriorityBackground), newest first. It pauses them with ordinary
+// pause signals whose reason says why, so the runners hold their messages
+// as for any pause, and `sylk tail` or the web view show the reason; it
+// resumes the ones it paused, and only those, once the stream is back under
+// its warning level (hysteresis: pausing at 90%, resuming under 80%).
+package pressure
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// Source is the source of the signals the governor appends.
+const Source = "server"
+
+// Sessions is what the governor reads: *projections.Store.
+type Sessions interface {
+	Sessions(ctx context.Context, f projections.SessionFilter) ([]*projections.Session, error)
+}
+
+// Governor pauses background sessions under pressure and resumes them
+// after. Observe is its input; it is safe for concurrent use.
+type Governor struct {
+	Log      *events.Log
+	Sessions Sessions
+	// Now stamps the signals (default time.Now).
+	Now func() time.Time
+
+	mu     sync.Mutex
+	under  bool     // under pressure
+	paused []string // the sessions it paused, in the order paused
+}
+
+// Background reports whether a session is background work the governor may
+// pause: one a schedule started.
+func Background(s *projections.Session) bool { return s.Metadata["schedule"] != "" }
+
+// Observe takes a reading of the stream's quota: at the critical level it
+// pauses every running background session not yet paused (newest first, so
+// that under a longer pressure the oldest work is the last held); back
+// under the warning level it resumes the sessions it paused.
+func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case q.Level >= schemas.QuotaCritical:
+		g.under = true
+		return g.pauseBackground(ctx, q)
+	case q.Level == 0 && g.under:
+		g.under = false
+		return g.resumePaused(ctx, q)
+	}
+	return nil
+}
+
+func (g *Governor) pauseBackground(ctx context.Context, q schemas.StreamQuota) error {
+	all, err := g.Sessions.Sessions(ctx, projections.SessionFilter{})
+	if err != nil {
+		return fmt.Errorf("pressure: list the sessions: %w", err)
+	}
+	var victims []*projections.Session
+	for _, s := range all {
+		if Background(s) && !s.Paused && !slices.Contains(g.paused, s.ID) &&
+			(s.State == projections.StateActive || s.State == projections.StateCreated) {
+			victims = append(victims, s)
+		}
+	}
+	slices.SortFunc(victims, func(a, b *projections.Session) int { return cmpDesc(a.CreatedSeq, b.CreatedSeq) })
+	why := fmt.Sprintf("resource pressure: the event stream holds %d%% of its disk quota (%s of %s); scheduled work pauses first, "+
+		"and resumes once it is back under %d%%; your own work goes on", q.Percent, tools.ByteSize(q.Bytes), tools.ByteSize(q.MaxBytes), schemas.QuotaWarn)
+	for _, s := range victims {
+		if err := g.signal(ctx, s.ID, schemas.SignalPause, why); err != nil {
+			return err
+		}
+		g.paused = append(g.paused, s.ID)
+		slog.Warn("pressure: paused a background session", "session", s.ID, "name", s.Name, "percent", q.Percent)
+	}
+	return nil
+}
+
+func (g *Governor) resumePaused(ctx context.Context, q schemas.StreamQuota) error {
+	why := fmt.Sprintf("resource pressure passed: the event stream holds %d%% of its disk quota", q.Percent)
+	for len(g.paused) > 0 {
+		id := g.paused[0]
+		if err := g.signal(ctx, id, schemas.SignalResume, why); err != nil {
+			return err
+		}
+		g.paused = g.paused[1:]
+		slog.Info("pressure: resumed a background session", "session", id)
+	}
+	return nil
+}
+
+func (g *Governor) signal(ctx context.Context, session, action, why string) error {
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	env, err := schemas.New(schemas.TypeSignal, session, Source, "orchestrator", now(),
+		schemas.Signal{Action: action, Scope: schemas.ScopeSession, Reason: why})
+	if err != nil {
+		return err
+	}
+	if _, err := g.Log.Append(ctx, env); err != nil {
+		return fmt.Errorf("pressure: %s session %s: %w", action, session, err)
+	}
+	return nil
+}
+
+func cmpDesc(a, b uint64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sylk/sylk/agents/pressure"
+	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
+)
+
+// The tool process pool spans every session: background work waits once it
+// would take the user's reserve, and the user's own DAG runs meanwhile.
+func TestUserWorkTakesTheReservedToolSlot(t *testing.T) {
+	pool, err := tools.NewPool(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, func(c *Config) { c.Tools.Pool = pool })
+	bg := r.submit("BG", `
+name: background
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: [sleep, "60"]}}
+  - {id: b, agent: tester, tool: exec, args: {argv: [sleep, "60"]}}
+`)
+	brokertest.Eventually(t, 30*time.Second, "one background tool running, the other waiting", func() bool {
+		u := pool.Usage()
+		return u.Other == 1 && u.WaitingOther == 1
+	})
+	user := r.submit("U", `
+name: mine
+nodes:
+  - {id: now, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`, func(e *schemas.Envelope) { e.Priority = schemas.PriorityUserInteractive })
+	if dag := r.wait(user); dag.State != projections.DAGSucceeded {
+		t.Fatalf("the user's DAG: %s", dag.State)
+	}
+	if u := pool.Usage(); u.Other != 1 || u.WaitingOther != 1 {
+		t.Fatalf("the background DAG moved while the user's ran: %+v", u)
+	}
+	cancel, _ := schemas.New(schemas.TypeSignal, "BG", "user", "orchestrator", time.Now(), schemas.Signal{Action: schemas.SignalCancel, Scope: schemas.ScopeSession})
+	r.append(cancel)
+	if dag := r.wait(bg); dag.State != projections.DAGCancelled {
+		t.Fatalf("the background DAG after a cancel: %s", dag.State)
+	}
+}
+
+// Under pressure (the stream at 90% of its quota) the governor pauses the
+// background sessions, each with a signal saying why, and never the user's;
+// a background DAG waits meanwhile while the user's runs; once the stream is
+// back under 80% the governor resumes what it paused, and only that.
+func TestPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
+	r := newRig(t)
+	bgCreate, _ := schemas.New(schemas.TypeSessionCreate, "BG", "user", "", time.Now(), schemas.SessionCreate{Name: "schedule nightly", Metadata: map[string]string{"schedule": "nightly"}})
+	bgResume, _ := bgCreate.Derive(schemas.TypeSessionResume, "user", "", time.Now(), schemas.SessionResume{})
+	r.append(bgCreate, bgResume)
+	// A session of the user's own, which the governor never touches.
+	held := r.submit("HELD", `
+name: held
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`)
+	if dag := r.wait(held); dag.State != projections.DAGSucceeded {
+		t.Fatalf("%s", dag.State)
+	}
+	brokertest.Eventually(t, 10*time.Second, "the sessions projected", func() bool {
+		ss, err := r.store.Sessions(r.ctx, projections.SessionFilter{})
+		return err == nil && len(ss) == 2
+	})
+	g := &pressure.Governor{Log: r.log, Sessions: r.store}
+	full := schemas.StreamQuota{Level: schemas.QuotaCritical, Percent: 93, Bytes: 93 << 20, MaxBytes: 100 << 20}
+	if err := g.Observe(r.ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	signals := func() []schemas.Signal {
+		var out []schemas.Signal
+		for _, e := range r.events(events.Filter{Type: schemas.TypeSignal}) {
+			p, _ := schemas.PayloadAs[schemas.Signal](e)
+			if e.Source == pressure.Source {
+				if e.SessionID != "BG" {
+					t.Fatalf("the governor signalled session %s, which is not background work", e.SessionID)
+				}
+				out = append(out, *p)
+			}
+		}
+		return out
+	}
+	if s := signals(); len(s) != 1 || s[0].Action != schemas.SignalPause || !strings.Contains(s[0].Reason, "holds 93% of its disk quota") {
+		t.Fatalf("signals after the pressure: %+v", s)
+	}
+	// A second reading under the same pressure pauses nothing twice.
+	if err := g.Observe(r.ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	bg := r.submit("BG", `
+name: nightly
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`)
+	user := r.submit("U", `
+name: mine
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`, func(e *schemas.Envelope) { e.Priority = schemas.PriorityUserInteractive })
+	if dag := r.wait(user); dag.State != projections.DAGSucceeded {
+		t.Fatalf("the user's DAG under pressure: %s", dag.State)
+	}
+	if n := len(r.events(events.Filter{Session: "BG", Type: schemas.TypeTaskDispatch})); n != 0 {
+		t.Fatalf("the paused background session dispatched %d tasks", n)
+	}
+	if n := len(signals()); n != 1 {
+		t.Fatalf("%d governor signals after a second reading, want 1", n)
+	}
+	if err := g.Observe(r.ctx, schemas.StreamQuota{Level: schemas.QuotaWarn, Percent: 85}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(signals()); n != 1 {
+		t.Fatalf("resumed at 85%%: %d signals", n)
+	}
+	if err := g.Observe(r.ctx, schemas.StreamQuota{Percent: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if s := signals(); len(s) != 2 || s[1].Action != schemas.SignalResume || !strings.Contains(s[1].Reason, "pressure passed") {
+		t.Fatalf("signals after the pressure passed: %+v", s)
+	}
+	if dag := r.wait(bg); dag.State != projections.DAGSucceeded {
+		t.Fatalf("the background DAG after the resume: %s", dag.State)
+	}
+}

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sylk/sylk/agents/agentbench"
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/cmd/sylk/internal/web"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/eventbench"
+)
+
+// TargetWebCPU: the web view with its viewers adds at most 10% to the CPU
+// a routed message costs (a ratio, without over with, of at least 1/1.1).
+const TargetWebCPU = 1 / 1.1
+
+// viewersReport is whether every viewer kept up.
+type viewersReport struct {
+	Viewers int `json:"viewers"`
+	// Appended is how many events the measured run appended; MinReceived
+	// the fewest any viewer received of them; Dropped the viewers the
+	// server gave up on for not reading.
+	Appended    uint64 `json:"appended"`
+	MinReceived int    `json:"min_received"`
+	Dropped     int    `json:"dropped"`
+	KeptUp      bool   `json:"kept_up"`
+}
+
+type webReport struct {
+	benchReport
+	Live viewersReport `json:"live"`
+}
+
+func newBenchWebCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &BenchOptions{}
+	var viewers int
+	var syncMode string
+	cmd := &cobra.Command{
+		Use:   "web",
+		Short: "The routed path with live web viewers attached vs without, CPU per message",
+		Long: `Runs the routed path of 'sylk bench route' (append -> Guide -> agent -> reply)
+on one embedded server, after a warm-up: without the web view, then with the
+web view following the stream and --viewers clients reading its live stream
+(server-sent events, /api/events), each a separate curl process, as a
+browser's EventSource would, then without again (the cheaper of the two runs
+without is the baseline, so that the order of the runs favours no side). The viewers' own reading is not this process's CPU; the server's hub and
+the encoding and sending of every event to every viewer is.
+
+The ratio is the CPU per routed message without viewers over the one with
+them (target >= 0.91: the viewers add at most 10%). The live stream keeps up
+when every viewer received every event the run appended and the server dropped
+none; the command fails otherwise. Throughput with viewers over without is
+printed for information.
+
+Examples:
+  sylk bench web                 # 10 viewers, 5,000 messages
+  sylk bench web --viewers 20 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if viewers < 1 {
+				return cmdutil.Usagef("--viewers %d: want at least 1", viewers)
+			}
+			curl, err := exec.LookPath("curl")
+			if err != nil {
+				return fmt.Errorf("bench web: the viewers are curl processes: %w (apt-get install curl)", err)
+			}
+			dir, cleanup, err := opts.scratch()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := benchWeb(cmd.Context(), dir, curl, opts.Events, viewers, syncMode, opts.progress(f.IO))
+			if err != nil {
+				return err
+			}
+			if opts.JSON {
+				err = f.IO.PrintJSON(rep)
+			} else {
+				err = printComparisons(f, opts, "web", rep.Comparisons)
+				fmt.Fprintf(f.IO.Out, "live stream: %d viewers, %d events appended, the slowest received %d, %d dropped: kept up %v\n",
+					rep.Live.Viewers, rep.Live.Appended, rep.Live.MinReceived, rep.Live.Dropped, rep.Live.KeptUp)
+			}
+			if err == nil && !rep.Live.KeptUp {
+				err = errors.New("bench web: the live stream did not keep up")
+			}
+			return err
+		},
+	}
+	opts.bind(cmd, 5000)
+	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the second run")
+	cmd.Flags().StringVar(&syncMode, "sync", broker.SyncInterval, "sync mode of the embedded server")
+	return cmd
+}
+
+func benchWeb(ctx context.Context, dir, curl string, n, viewers int, mode string, progress func(string)) (webReport, error) {
+	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "web"), Listen: broker.ListenNone, Sync: mode, Name: "bench"})
+	if err != nil {
+		return webReport{}, err
+	}
+	defer b.Close()
+	cfg := agentbench.RouteConfig{}
+	progress(fmt.Sprintf("warm-up: %d routed messages", n/2))
+	if _, err := agentbench.RoutedPath(ctx, cfg, b, n/2); err != nil {
+		return webReport{}, err
+	}
+	progress(fmt.Sprintf("without the web view: %d routed messages", n))
+	bare, err := agentbench.RoutedPath(ctx, cfg, b, n)
+	if err != nil {
+		return webReport{}, err
+	}
+
+	watched, live, err := routedWatched(ctx, b, cfg, dir, curl, n, viewers, progress)
+	if err != nil {
+		return webReport{}, err
+	}
+	// The runs' order favours the later one (caches, consumers warmed up):
+	// the baseline is measured again after, and its cheaper run kept, so
+	// that the ratio errs against the viewers.
+	progress(fmt.Sprintf("without the web view again: %d routed messages", n))
+	again, err := agentbench.RoutedPath(ctx, cfg, b, n)
+	if err != nil {
+		return webReport{}, err
+	}
+	if again.CPUPerOp < bare.CPUPerOp {
+		bare = again
+	}
+
+	cpu := eventbench.Comparison{Name: fmt.Sprintf("CPU per routed message, %d viewers vs none", viewers),
+		Sylk: perCPU(watched), Baseline: perCPU(bare), Target: TargetWebCPU}
+	if watched.CPUPerOp > 0 {
+		cpu.Ratio = bare.CPUPerOp / watched.CPUPerOp
+	}
+	cpu.Pass = cpu.Ratio >= cpu.Target
+	cs := []eventbench.Comparison{cpu,
+		eventbench.Compare(fmt.Sprintf("routed path with %d viewers vs none", viewers), watched, bare, 0)}
+	return webReport{newBenchReport("web", cs), live}, nil
+}
+
+// routedWatched measures the routed path on b with the web view following
+// the stream and viewers curl processes reading its live stream, and
+// whether every viewer got every event the run appended.
+func routedWatched(ctx context.Context, b *broker.Broker, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+	var none eventbench.Measure
+	var live viewersReport
+	log := events.New(b.JetStream())
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Secret: []byte("bench-web"), Now: time.Now})
+	if err != nil {
+		return none, live, err
+	}
+	defer w.Close()
+	mux := http.NewServeMux()
+	w.Register(mux)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return none, live, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	progress(fmt.Sprintf("with the web view and %d viewers: %d routed messages", viewers, n))
+	outs, stop, err := startViewers(ctx, curl, dir, "http://"+ln.Addr().String()+"/api/events", w.Token(), viewers)
+	defer stop()
+	if err != nil {
+		return none, live, err
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool { return w.Watching() == viewers }); err != nil {
+		return none, live, fmt.Errorf("bench web: %d of %d viewers attached: %w", w.Watching(), viewers, err)
+	}
+	first, err := log.LastSeq(ctx)
+	if err != nil {
+		return none, live, err
+	}
+	watched, err := agentbench.RoutedPath(ctx, cfg, b, n)
+	if err != nil {
+		return none, live, err
+	}
+	last, err := log.LastSeq(ctx)
+	if err != nil {
+		return none, live, err
+	}
+	live = viewersReport{Viewers: viewers, Appended: last - first}
+	// Each viewer has until a few seconds after the run to have every event.
+	_ = waitFor(ctx, 10*time.Second, func() bool { return minReceived(outs, first, last) == int(live.Appended) })
+	live.MinReceived = minReceived(outs, first, last)
+	live.Dropped = w.Drops()
+	live.KeptUp = live.MinReceived == int(live.Appended) && live.Dropped == 0
+
+	return watched, live, nil
+}
+
+// perCPU restates a measure's rate as messages per CPU-second, so that the
+// comparison's ratio is one of CPU costs.
+func perCPU(m eventbench.Measure) eventbench.Measure {
+	if m.CPUPerOp > 0 {
+		m.PerSec = 1e6 / m.CPUPerOp
+	}
+	m.Name += " (per CPU-second)"
+	return m
+}
+
+// startViewers starts n curl processes reading the live stream into files.
+func startViewers(ctx context.Context, curl, dir, url, token string, n int) (outs []string, stop func(), err error) {
+	var procs []*exec.Cmd
+	stop = func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}
+	for i := range n {
+		out := filepath.Join(dir, fmt.Sprintf("viewer-%d.sse", i))
+		f, err := os.Create(out)
+		if err != nil {
+			return outs, stop, err
+		}
+		c := exec.CommandContext(ctx, curl, "-sSN", "-H", "Authorization: Bearer "+token, "-H", "Accept: text/event-stream", url)
+		c.Stdout = f
+		err = c.Start()
+		f.Close()
+		if err != nil {
+			return outs, stop, fmt.Errorf("bench web: start viewer %d: %w", i, err)
+		}
+		procs = append(procs, c)
+		outs = append(outs, out)
+	}
+	return outs, stop, nil
+}
+
+// minReceived is the fewest events of (first, last] any viewer's file holds.
+func minReceived(outs []string, first, last uint64) int {
+	least := -1
+	for _, out := range outs {
+		b, _ := os.ReadFile(out)
+		got := 0
+		for line := range bytes.Lines(b) {
+			var seq uint64
+			if _, err := fmt.Sscanf(string(line), "id: %d", &seq); err == nil && seq > first && seq <= last {
+				got++
+			}
+		}
+		if least < 0 || got < least {
+			least = got
+		}
+	}
+	return least
+}
+
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return context.DeadlineExceeded
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
