@@ -184,6 +184,10 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	touch(t, before)
 
 	next := f.successor(first.ID)
+	// The new pipeline's first stage, which gives its Engineer the message,
+	// follows its start.
+	f.Eventually(30*time.Second, "the new pipeline's first stage", func() bool { return f.pipeline(next.ID).Stage != "" })
+	next = f.pipeline(next.ID)
 	if len(next.UserMessages) != 1 || next.UserMessages[0].Text != "name the parameters a and b" || next.Delivered != 1 {
 		t.Fatalf("the new pipeline's messages %+v (delivered %d): want the one the first Engineer was never given", next.UserMessages, next.Delivered)
 	}
