@@ -36,6 +36,12 @@ func (f *Factory) State(ctx context.Context) (*StateReader, error) {
 // OpenState returns the reader for this command, caught up with the stream
 // if catchUp.
 func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, error) {
+	return f.OpenStateWith(ctx, catchUp, projections.Options{})
+}
+
+// OpenStateWith is OpenState with a local store opened with opts (its
+// directory and logger are the factory's).
+func (f *Factory) OpenStateWith(ctx context.Context, catchUp bool, opts projections.Options) (*StateReader, error) {
 	b, err := f.Broker(ctx)
 	if err != nil {
 		return nil, err
@@ -53,7 +59,8 @@ func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, er
 		}
 		// An external NATS with no sylk server on it: read the local store.
 	}
-	store, err := projections.Open(ctx, projections.Options{Dir: server.ProjectionsDir(f.BrokerOptions().DataDir), Logger: slog.Default()})
+	opts.Dir, opts.Logger = server.ProjectionsDir(f.BrokerOptions().DataDir), slog.Default()
+	store, err := projections.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
