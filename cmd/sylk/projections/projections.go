@@ -150,6 +150,11 @@ func projectionsRebuildRun(ctx context.Context, f *cmdutil.Factory, opts *Projec
 		})
 		bar.finish()
 		res = rebuildResult{Events: last.Done, Applied: r.Store.Cursor()}
+		if err == nil {
+			// Without a log, closing is what writes the last of the
+			// rebuild to disk: its error is the rebuild's.
+			err = r.Store.Close()
+		}
 	}
 	if err != nil {
 		return err
