@@ -49,8 +49,7 @@ const (
 )
 
 // What `sylk projections rebuild` opens its store with (Options.ForRebuild)
-// and the Go heap limit it runs under: its peak resident set is bounded by
-// these, not by the stream's length (about 0.9 GB at a million events).
+// and the Go heap limit it runs under, to bound its peak resident set.
 const (
 	// RebuildMemTableBytes: Pebble's memtables live outside the Go heap, and
 	// one is written while the next fills, so a rebuild holds up to twice
@@ -61,8 +60,8 @@ const (
 	RebuildCacheObjects = 150_000
 	// RebuildMemoryLimit is the Go runtime's soft memory limit for a rebuild
 	// process (GOMEMLIMIT overrides it): without it the heap grows to twice
-	// what the fold keeps alive, about 1.4 GB at a million events. The
-	// collector then runs more often: about a fifth more CPU time.
+	// what the fold keeps alive. The collector then runs more often (in one
+	// measurement at a million events, about a fifth more CPU time).
 	RebuildMemoryLimit = 700 << 20
 )
 
