@@ -15,7 +15,6 @@ import (
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
-	"github.com/sylk/sylk/schemas"
 )
 
 // TestProjectionsRebuildWithoutALog runs `sylk projections rebuild`, which
@@ -30,24 +29,8 @@ func TestProjectionsRebuildWithoutALog(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var batch []*schemas.Envelope
-	for i := range sessions {
-		batch = append(batch, killStream(fmt.Sprintf("r%05d", i), i)...)
-		if len(batch) == events.MaxBatch || i == sessions-1 {
-			if _, err := events.New(b.JetStream()).AppendBatch(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
+	writeKillStream(ctx, t, data, "r", sessions)
 	const last = sessions * 10
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	out, err := exec.CommandContext(ctx, bin, "--data", data, "projections", "rebuild", "--json").Output()
 	if err != nil {
