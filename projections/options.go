@@ -48,6 +48,32 @@ const (
 	DefaultL0CompactionThreshold = 8
 )
 
+// What `sylk projections rebuild` opens its store with (Options.ForRebuild)
+// and the Go heap limit it runs under, to bound its peak resident set.
+const (
+	// RebuildMemTableBytes: Pebble's memtables live outside the Go heap, and
+	// one is written while the next fills, so a rebuild holds up to twice
+	// this.
+	RebuildMemTableBytes = 128 << 20
+	// RebuildCacheObjects is half the default: held objects are written
+	// when half the cache is dirty.
+	RebuildCacheObjects = 150_000
+)
+
+// ForRebuild returns o as a store opened only to be rebuilt is opened: no
+// write-ahead log (see NoWAL), and the rebuild sizes where o leaves them
+// unset.
+func (o Options) ForRebuild() Options {
+	o.NoWAL = true
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = RebuildMemTableBytes
+	}
+	if o.CacheObjects == 0 {
+		o.CacheObjects = RebuildCacheObjects
+	}
+	return o
+}
+
 // ErrInvalidOptions is wrapped by every Options.Validate failure.
 var ErrInvalidOptions = errors.New("invalid projections options")
 
@@ -67,8 +93,13 @@ type Options struct {
 	Skip []string
 
 	// NoWAL writes no write-ahead log, and so never syncs one: a crash
-	// loses every write not yet flushed to a table. For a disposable store
-	// (a re-execution's scratch projections), thrown away after one run.
+	// loses every write not yet flushed to a table (Close flushes the
+	// rest). Pebble flushes memtables in order, so what a crash leaves is
+	// the store as of some earlier commit. For a disposable store (a
+	// re-execution's scratch projections), and for `sylk projections
+	// rebuild`: a rebuild marks the store unfinished in its first commit,
+	// so a crash leaves either the store as it was before or one marked
+	// unfinished, rebuilt again when opened; a log would protect nothing.
 	NoWAL bool
 
 	CacheObjects          int

@@ -419,14 +419,17 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		if writeObjects {
 			held = 0
 		}
-		advanced, err := p.prepare(b, last, cursors, writeObjects)
+		b, advanced, err := p.prepare(cm, b, last, cursors, writeObjects)
 		if err != nil {
-			b.Close()
 			return fail(err)
 		}
 		pr := Progress{Done: last.seq - first + 1, Total: last.seq + last.pending - first + 1, Seconds: time.Since(start).Seconds(), Finished: caughtUp}
 		if pr.Seconds > 0 {
 			pr.PerSec = float64(pr.Done) / pr.Seconds
+		}
+		if err := cm.wait(); err != nil { // the last part of split objects
+			b.Close()
+			return fail(err)
 		}
 		cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, streamLast: last.seq + last.pending,
 			sync: !live && (caughtUp || closed), caughtUp: caughtUp, progress: pr, report: progress})
@@ -439,11 +442,15 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 // prepare encodes into b the changed objects (with writeObjects), the cursor
 // of every projection b brings up to date, and the head: one batch, so state
 // and cursors are never apart. Without writeObjects only the write-only
-// projections' cursors advance.
-func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uint64, writeObjects bool) (map[string]uint64, error) {
+// projections' cursors advance. It returns the batch to commit, b or, during
+// a rebuild, the last of the batches the objects were split into (the ones
+// before it are committed or in flight); on error it has closed it.
+func (p *Projector) prepare(cm *committer, b *pebble.Batch, last *event, cursors map[string]uint64, writeObjects bool) (*pebble.Batch, map[string]uint64, error) {
 	if writeObjects {
-		if err := p.c.flush(b); err != nil {
-			return nil, err
+		var err error
+		if b, err = p.c.flush(b, p.splitter(cm)); err != nil {
+			b.Close()
+			return nil, nil, err
 		}
 		p.c.markClean()
 	}
@@ -460,11 +467,44 @@ func (p *Projector) prepare(b *pebble.Batch, last *event, cursors map[string]uin
 			advanced[pr.name] = to
 			cursors[pr.name] = to
 			if err := b.Set(cursorKey(pr.name), putUint64(to), nil); err != nil {
-				return nil, err
+				b.Close()
+				return nil, nil, err
 			}
 		}
 	}
-	return advanced, b.Set(headKey, encodeHead(last.seq, last.id), nil)
+	if err := b.Set(headKey, encodeHead(last.seq, last.id), nil); err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	return b, advanced, nil
+}
+
+// splitter returns how the objects a rebuild held are written: in batches
+// of BatchBytes, each committed while the next is encoded, the cursors in
+// the last. Held for up to stateFlushEvents events, they are hundreds of
+// megabytes, and one batch of them was a third of a rebuild's heap (and as
+// much again in its log). Split, an interruption leaves objects ahead of
+// their cursors, which only a rebuild may do: the store is marked
+// unfinished until it has folded the whole stream, and a store opened with
+// the mark is rebuilt again. Outside a rebuild it returns nil: one batch.
+func (p *Projector) splitter(cm *committer) func(*pebble.Batch) (*pebble.Batch, error) {
+	p.s.mu.Lock()
+	rebuilding := p.s.incomplete
+	p.s.mu.Unlock()
+	if !rebuilding {
+		return nil
+	}
+	limit := p.s.opts.BatchBytes
+	return func(full *pebble.Batch) (*pebble.Batch, error) {
+		if full.Len() < limit {
+			return full, nil
+		}
+		if err := cm.wait(); err != nil {
+			return full, err
+		}
+		cm.send(commitJob{batch: full, objectsOnly: true})
+		return cm.batch(), nil
+	}
 }
 
 // flushHeld commits the objects a catch-up holds in the cache, with the
@@ -477,9 +517,11 @@ func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uin
 	if len(p.c.dirty) == 0 || last == nil {
 		return nil
 	}
-	b := cm.batch()
-	advanced, err := p.prepare(b, last, cursors, true)
+	b, advanced, err := p.prepare(cm, cm.batch(), last, cursors, true)
 	if err != nil {
+		return err
+	}
+	if err := cm.wait(); err != nil {
 		b.Close()
 		return err
 	}
@@ -497,6 +539,9 @@ type commitJob struct {
 	caughtUp   bool
 	progress   Progress
 	report     func(Progress)
+	// objectsOnly: a part of a rebuild's held objects (see splitter), with
+	// no cursor: nothing to tell the store.
+	objectsOnly bool
 }
 
 // committer commits prepared batches in order, one at a time, and then tells
@@ -561,7 +606,13 @@ func (c *committer) commit(j commitJob) error {
 		wo = c.p.s.durable()
 	}
 	if err := j.batch.Commit(wo); err != nil {
+		if j.objectsOnly {
+			return fmt.Errorf("commit a part of the rebuilt objects: %w", err)
+		}
 		return fmt.Errorf("commit projections up to seq %d: %w", j.last, err)
+	}
+	if j.objectsOnly {
+		return nil
 	}
 	s := c.p.s
 	s.advanced(j.advanced, j.streamLast)

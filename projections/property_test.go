@@ -363,12 +363,14 @@ type crashable struct {
 	store *projections.Store
 }
 
-// openCrashable opens a store with random batch (up to maxBatch events)
-// and cache sizes on a crashable filesystem.
+// openCrashable opens a store with random batch (up to maxBatch events, and
+// a few bytes to 64 KiB: objects a rebuild held are written in batches of
+// that size) and cache sizes on a crashable filesystem.
 func openCrashable(ctx context.Context, rt *rapid.T, maxBatch int) *crashable {
 	c := &crashable{ctx: ctx, rt: rt, fs: vfs.NewCrashableMem(), opts: projections.Options{
 		Dir:          "/p",
 		BatchEvents:  rapid.IntRange(1, maxBatch).Draw(rt, "batch"),
+		BatchBytes:   rapid.IntRange(1, 64<<10).Draw(rt, "batch bytes"),
 		CacheObjects: rapid.IntRange(0, 30).Draw(rt, "cache"),
 		BatchDelay:   time.Millisecond,
 	}}

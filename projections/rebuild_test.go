@@ -20,6 +20,8 @@ import (
 // either says a rebuild is under way (Status, and Verify refuses it) and the
 // catch-up every start runs rebuilds it again, or it is the whole rebuild,
 // verified clean. Either way it ends in exactly the state of a clean rebuild.
+// The rebuild runs with or without a write-ahead log (as `sylk projections
+// rebuild` runs it); the store is reopened with one, as a server opens it.
 func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" {
 		f.Value.Set("20") // each check folds on a real broker; keep the suite quick
@@ -42,6 +44,10 @@ func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 		if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
 			rt.Fatalf("catch up: %v", err)
 		}
+		if rapid.Bool().Draw(rt, "rebuild without a log") {
+			cs.opts = cs.opts.ForRebuild()
+			cs.restart(false)
+		}
 
 		// The rebuild stops after its commit number stop (0: right after the
 		// drop, before any fold is committed).
@@ -60,6 +66,7 @@ func TestInterruptedRebuildIsResumedOrClean(t *testing.T) {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			rt.Fatalf("rebuild: %v", err)
 		}
+		cs.opts.NoWAL = false
 		cs.restart(rapid.Bool().Draw(rt, "crash"))
 		st, err := cs.store.Status(ctx)
 		if err != nil {

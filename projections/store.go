@@ -331,8 +331,9 @@ func getFrom(r pebble.Reader, k []byte) ([]byte, error) {
 // replayed faster than it is flushed.
 const flushOnCloseBytes = 4 << 20
 
-// Close flushes a large memtable (so the next Open replays little) and closes
-// the store. Stop the projector first.
+// Close flushes a large memtable (so the next Open replays little), or any
+// memtable of a store that keeps no log (its only copy), and closes the
+// store. Stop the projector first.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -344,7 +345,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.vectors.wait()
 	var ferr error
-	if s.db != nil && s.db.Metrics().WAL.Size > flushOnCloseBytes {
+	if s.db != nil && (s.opts.NoWAL || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
 		ferr = s.db.Flush()
 	}
 	return errors.Join(ferr, s.closePebble())

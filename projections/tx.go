@@ -118,34 +118,45 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	return e
 }
 
-// flush encodes the dirty objects into b.
-func (c *cache) flush(b *pebble.Batch) error {
+// flush encodes the dirty objects into b and returns the batch it ends in:
+// b, or with split (which may hand over a full batch and return another)
+// the last split returned. On error it returns the batch it was writing.
+func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error)) (*pebble.Batch, error) {
 	for _, e := range c.dirty {
-		k := []byte(e.key)
-		switch o := e.obj.(type) {
-		case nil:
-			if e.absent {
-				continue
+		if split != nil {
+			var err error
+			if b, err = split(b); err != nil {
+				return b, err
 			}
-			if err := b.Delete(k, nil); err != nil {
-				return err
-			}
-		case encoder:
-			if err := o.encode(b, k, &c.scratch); err != nil {
-				return err
-			}
-		default:
-			v, err := c.scratch.marshal(o)
-			if err != nil {
-				return fmt.Errorf("encode %q: %w", e.key, err)
-			}
-			if err := b.Set(k, v, nil); err != nil {
-				return err
-			}
+		}
+		if err := c.encode(b, e); err != nil {
+			return b, err
 		}
 		e.absent = e.obj == nil
 	}
-	return nil
+	return b, nil
+}
+
+// encode writes one object (or its deletion) into b. A deletion of a key the
+// store does not hold (created and removed between two flushes) writes
+// nothing.
+func (c *cache) encode(b *pebble.Batch, e *entry) error {
+	k := []byte(e.key)
+	switch o := e.obj.(type) {
+	case nil:
+		if e.absent {
+			return nil
+		}
+		return b.Delete(k, nil)
+	case encoder:
+		return o.encode(b, k, &c.scratch)
+	default:
+		v, err := c.scratch.marshal(o)
+		if err != nil {
+			return fmt.Errorf("encode %q: %w", e.key, err)
+		}
+		return b.Set(k, v, nil)
+	}
 }
 
 // markClean marks the flushed objects clean: their values are in a batch.

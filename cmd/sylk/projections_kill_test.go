@@ -117,6 +117,30 @@ func killStream(session string, i int) []*schemas.Envelope {
 	return out
 }
 
+// writeKillStream appends sessions of killStream (named prefix + number) to
+// the stream of a data directory, with no server left running.
+func writeKillStream(ctx context.Context, t *testing.T, data, prefix string, sessions int) {
+	t.Helper()
+	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(b.JetStream())
+	var batch []*schemas.Envelope
+	for i := range sessions {
+		batch = append(batch, killStream(fmt.Sprintf("%s%05d", prefix, i), i)...)
+		if len(batch) == events.MaxBatch || i == sessions-1 {
+			if _, err := log.AppendBatch(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestKilledWhileProjectingThenVerify kills `sylk serve` with SIGKILL while it
 // projects a stream of 100k events (and more keep coming), starts it again,
 // and checks that it catches up to exactly the state of a clean rebuild, with
@@ -128,24 +152,7 @@ func TestKilledWhileProjectingThenVerify(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(b.JetStream())
-	var batch []*schemas.Envelope
-	for i := range sessions {
-		batch = append(batch, killStream(fmt.Sprintf("k%05d", i), i)...)
-		if len(batch) == events.MaxBatch || i == sessions-1 {
-			if _, err := log.AppendBatch(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeKillStream(ctx, t, data, "k", sessions)
 
 	serve := func() (*exec.Cmd, chan error) {
 		os.Remove(filepath.Join(data, broker.InfoFile)) // a killed server leaves it behind

@@ -157,7 +157,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 			}
 		}
 		os.RemoveAll(dir)
-		if store, err = projections.Open(ctx, projections.Options{Dir: dir, Logger: cfg.Logger}); err != nil {
+		if store, err = projections.Open(ctx, rebuildOptions(dir, cfg.Logger)); err != nil {
 			return nil, err
 		}
 		cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
@@ -207,12 +207,20 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	return res, nil
 }
 
+// rebuildOptions are the options `sylk projections rebuild` opens a store
+// with (its Go memory limit is measured by the rebuild process's report).
+func rebuildOptions(dir string, log *slog.Logger) projections.Options {
+	return projections.Options{Dir: dir, Logger: log}.ForRebuild()
+}
+
 // rebuildSkipping measures a rebuild of every projection but skip into a
 // fresh store in dir, removed after.
 func rebuildSkipping(ctx context.Context, dir string, log *events.Log, n int, skip ...string) (eventbench.Measure, error) {
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
-	store, err := projections.Open(ctx, projections.Options{Dir: dir, Logger: slog.New(slog.DiscardHandler), Skip: skip})
+	o := rebuildOptions(dir, slog.New(slog.DiscardHandler))
+	o.Skip = skip
+	store, err := projections.Open(ctx, o)
 	if err != nil {
 		return eventbench.Measure{}, err
 	}

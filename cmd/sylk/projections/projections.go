@@ -106,7 +106,13 @@ func newProjectionsRebuildCmd(f *cmdutil.Factory) *cobra.Command {
 		Short: "Drop every projection and fold the whole stream again",
 		Long: `Drop every projection and fold the stream from its first event, with a progress
 bar and the rate on a terminal. With 'sylk serve' running the server does it
-and keeps answering; this command follows its progress.`,
+and keeps answering; this command follows its progress.
+
+Without a server, this process rebuilds the store with 128 MiB memtables,
+150,000 cached objects and a soft Go heap limit of 700 MiB (set GOMEMLIMIT to
+change it). It writes no write-ahead log: the store is marked unfinished until
+the whole stream is folded, and a store found so is rebuilt again when opened,
+so an interrupted rebuild is redone, never left half done.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return projectionsRebuildRun(cmd.Context(), f, opts)
@@ -117,7 +123,10 @@ and keeps answering; this command follows its progress.`,
 }
 
 func projectionsRebuildRun(ctx context.Context, f *cmdutil.Factory, opts *ProjectionsOptions) error {
-	r, err := f.OpenState(ctx, false)
+	// The rebuild drops everything and marks the store unfinished until it
+	// has folded the whole stream, so a crash is redone from the stream
+	// anyway: the store keeps no write-ahead log (projections.Options.NoWAL).
+	r, err := f.OpenStateWith(ctx, false, projs.Options{}.ForRebuild())
 	if err != nil {
 		return err
 	}
@@ -135,6 +144,11 @@ func projectionsRebuildRun(ctx context.Context, f *cmdutil.Factory, opts *Projec
 		})
 		bar.finish()
 		res = rebuildResult{Events: last.Done, Applied: r.Store.Cursor()}
+		if err == nil {
+			// Without a log, closing is what writes the last of the
+			// rebuild to disk: its error is the rebuild's.
+			err = r.Store.Close()
+		}
 	}
 	if err != nil {
 		return err

@@ -39,6 +39,12 @@ func (f *Factory) State(ctx context.Context) (*StateReader, error) {
 // it ran (by itself, another command or an outside client), not a
 // projector's trailing batch.
 func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, error) {
+	return f.OpenStateWith(ctx, catchUp, projections.Options{})
+}
+
+// OpenStateWith is OpenState with a local store opened with opts (its
+// directory and logger are the factory's).
+func (f *Factory) OpenStateWith(ctx context.Context, catchUp bool, opts projections.Options) (*StateReader, error) {
 	b, err := f.Broker(ctx)
 	if err != nil {
 		return nil, err
@@ -61,7 +67,8 @@ func (f *Factory) OpenState(ctx context.Context, catchUp bool) (*StateReader, er
 		}
 		// An external NATS with no sylk server on it: read the local store.
 	}
-	store, err := projections.Open(ctx, projections.Options{Dir: server.ProjectionsDir(f.BrokerOptions().DataDir), Logger: slog.Default()})
+	opts.Dir, opts.Logger = server.ProjectionsDir(f.BrokerOptions().DataDir), slog.Default()
+	store, err := projections.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
