@@ -93,6 +93,11 @@ func provision(ctx context.Context, js jetstream.JetStream, want jetstream.Strea
 			return nil
 		}
 		if _, err := js.UpdateStream(ctx, want); err != nil {
+			if unavailable(err) {
+				// Its info came (from a member's cache), its update did not:
+				// nobody leads it now.
+				err = errors.Join(err, ErrStreamUnavailable)
+			}
 			return fmt.Errorf("update stream %s: %w", want.Name, explainReplicas(err, want.Replicas))
 		}
 		return nil
