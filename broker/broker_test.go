@@ -89,6 +89,18 @@ func TestRestartChangesNothing(t *testing.T) {
 	if err := ProvisionStreams(ctx, b.JetStream(), DefaultDuplicateWindow, 0, 0); err != nil {
 		t.Fatalf("provisioning twice: %v", err)
 	}
+	// What the server stores is what provisioning asks for, so provisioning
+	// an existing stream (every command, every member's start) sends no
+	// update: on a split cluster's minority an update waits for a leader.
+	for _, want := range []jetstream.StreamConfig{WithQuota(StreamConfig(DefaultDuplicateWindow), 0), DLQStreamConfig()} {
+		s, err := b.JetStream().Stream(ctx, want.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have := s.CachedInfo().Config; !sameStreamConfig(have, want) {
+			t.Errorf("stream %s as stored differs from what provisioning wants: max_bytes %d vs %d, discard %v vs %v", want.Name, have.MaxBytes, want.MaxBytes, have.Discard, want.Discard)
+		}
+	}
 }
 
 func TestSecondServerOnSameDataDirFails(t *testing.T) {

@@ -140,6 +140,15 @@ func sameStreamConfig(have, want jetstream.StreamConfig) bool {
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
 		have.AllowDirect == want.AllowDirect && have.AllowAtomicPublish == want.AllowAtomicPublish &&
 		have.DenyDelete == want.DenyDelete && have.DenyPurge == want.DenyPurge &&
-		max(have.MaxBytes, -1) == max(want.MaxBytes, -1) && have.Discard == want.Discard &&
+		byteLimit(have.MaxBytes) == byteLimit(want.MaxBytes) && have.Discard == want.Discard &&
 		max(have.Replicas, 1) == max(want.Replicas, 1)
+}
+
+// byteLimit is a stream's MaxBytes as the server stores it: 0 (unset) and
+// any negative value both mean no limit, stored as -1.
+func byteLimit(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
