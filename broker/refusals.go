@@ -22,29 +22,50 @@ type AuthError struct {
 	Reason string // the server's
 }
 
-// WatchAuthErrors calls fn with each connection the embedded server refuses,
-// until ctx ends. Without an embedded server with authentication there is
-// nothing to watch: it returns nil at once.
-func (b *Broker) WatchAuthErrors(ctx context.Context, fn func(AuthError)) error {
+// AuthErrorWatch is a subscription to the connections the embedded server
+// refuses. Its Run hands them over; a nil watch has nothing to watch.
+type AuthErrorWatch struct {
+	nc   *nats.Conn
+	sub  *nats.Subscription
+	msgs chan *nats.Msg
+}
+
+// WatchAuthErrors subscribes to the connections the embedded server refuses.
+// The subscription is in place at the server when it returns, so a server
+// that says it is up only after this misses no refusal. Without an embedded
+// server with authentication there is nothing to watch: it returns nil.
+func (b *Broker) WatchAuthErrors() (*AuthErrorWatch, error) {
 	if b.auth == nil || b.srv == nil {
-		return nil
+		return nil, nil
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(b.srv), nats.UserCredentials(b.auth.sysCredsPath()), nats.Name("sylk-auth-errors"))
 	if err != nil {
-		return fmt.Errorf("watch refused connections: %w", err)
+		return nil, fmt.Errorf("watch refused connections: %w", err)
 	}
-	defer nc.Close()
-	msgs := make(chan *nats.Msg, 256)
-	sub, err := nc.ChanSubscribe(authErrorSubject, msgs)
+	w := &AuthErrorWatch{nc: nc, msgs: make(chan *nats.Msg, 256)}
+	if w.sub, err = nc.ChanSubscribe(authErrorSubject, w.msgs); err == nil {
+		err = nc.Flush()
+	}
 	if err != nil {
-		return fmt.Errorf("watch refused connections: %w", err)
+		nc.Close()
+		return nil, fmt.Errorf("watch refused connections: %w", err)
 	}
-	defer sub.Unsubscribe()
+	return w, nil
+}
+
+// Run calls fn with each refused connection until ctx ends, then closes the
+// watch.
+func (w *AuthErrorWatch) Run(ctx context.Context, fn func(AuthError)) error {
+	if w == nil {
+		return nil
+	}
+	defer w.nc.Close()
+	defer w.sub.Unsubscribe()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case m := <-msgs:
+		case m := <-w.msgs:
 			var adv struct {
 				Client struct {
 					Host string `json:"host"`

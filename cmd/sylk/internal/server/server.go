@@ -48,6 +48,9 @@ type Server struct {
 	httpURL string
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
+	// refusals are the connections the server refuses, recorded as audit
+	// records; nil without the broker role or authentication.
+	refusals *broker.AuthErrorWatch
 	metrics  *metrics.Metrics
 	web      *web.Web
 	// live is what a configuration reload changes.
@@ -158,6 +161,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.runs(RoleProjections) {
 		if err := s.openProjections(ctx, opts.DataDir); err != nil {
 			return nil, errors.Join(err, b.Close(), closeListener(ln))
+		}
+	}
+	if o.runs(RoleBroker) {
+		// Subscribed before server.json says the server is up: a client
+		// refused right after finds its refusal recorded.
+		if s.refusals, err = b.WatchAuthErrors(); err != nil {
+			return nil, errors.Join(err, s.api.Stop(), s.store.Close(), b.Close(), closeListener(ln))
 		}
 	}
 	comps := components(o)
@@ -288,7 +298,7 @@ func components(o Options) []serverComponent {
 			// A connection the server refused is an audit record: who
 			// (address, key, name) and the server's reason.
 			log := events.New(s.broker.JetStream())
-			return s.broker.WatchAuthErrors(ctx, func(e broker.AuthError) {
+			return s.refusals.Run(ctx, func(e broker.AuthError) {
 				details := map[string]string{"host": e.Host}
 				if e.User != "" {
 					details["user"] = e.User
