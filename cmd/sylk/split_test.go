@@ -127,7 +127,19 @@ func TestSplitClusterMinorityRefusesAppends(t *testing.T) {
 	px.heal(names[alone])
 	waitCopiesCurrent(ctx, t, client, len(procs), 2*time.Minute)
 	log := events.New(client.JetStream())
-	evs, err := log.Read(ctx, events.Filter{Session: "split"}.Subject(), events.Cursor{}, 0)
+	// Right after the heal the JetStream layer may still answer 503 while
+	// its members settle: read again until a deadline.
+	var evs []*events.Event
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if evs, err = log.Read(ctx, events.Filter{Session: "split"}.Subject(), events.Cursor{}, 0); err == nil || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
