@@ -306,19 +306,23 @@ nodes:
 // event says: it is reported at the first dispatch that one run made with more
 // nodes in flight than the other run's limit allows. Lowered, the recording
 // is what the new limit forbids (also below a default the recording does not
-// name); raised, the new run is what the recorded one forbade.
+// name); raised, the new run is what the recorded one forbade. Which dispatch
+// that is depends on how the run interleaved: a result served from the
+// recording may finish a before b is dispatched, so the first dispatch beyond
+// the limit may be c's. What is fixed is that it is beyond the limit, that the
+// other run had it within its own, and (for the recording, whose events the
+// test holds) that it is the first one beyond.
 func TestReexecuteReportsAChangedMaxConcurrency(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		recorded, now int
-		was           any // the recorded limit, as the divergence says it
-		// in flight with b's dispatch in the recording and in the new run
-		recIn, newIn []string
+		was           any  // the recorded limit, as the divergence says it
+		newOver       bool // the new run went beyond the recorded limit (else the recording beyond today's)
 	}{
-		{"lowered", 3, 1, 3, []string{"a", "b"}, []string{"b"}},
-		{"lowered from the default", 0, 1, "default", []string{"a", "b"}, []string{"b"}},
-		{"raised", 1, 3, 1, []string{"b"}, []string{"a", "b"}},
-		{"unchanged", 0, 0, nil, nil, nil}, // four in flight at once, as the default allows
+		{"lowered", 3, 1, 3, false},
+		{"lowered from the default", 0, 1, "default", false},
+		{"raised", 1, 3, 1, true},
+		{"unchanged", 0, 0, nil, false}, // four in flight at once, as the default allows
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
@@ -346,18 +350,58 @@ nodes:
 				t.Fatalf("no divergence reported: %+v", rep)
 			}
 			if d.Kind != "schedule" || d.Recorded == nil || d.New == nil || d.Recorded.Type != schemas.TypeTaskDispatch ||
-				d.Recorded.Payload["node_id"] != "b" || d.New.Payload["node_id"] != "b" {
-				t.Fatalf("divergence %s (%s): recorded %+v, new %+v; want at the dispatch of b", d.Kind, d.Reason, d.Recorded, d.New)
+				d.New.Type != schemas.TypeTaskDispatch || d.Recorded.Payload["node_id"] != d.New.Payload["node_id"] {
+				t.Fatalf("divergence %s (%s): recorded %+v, new %+v; want at one dispatch of both runs", d.Kind, d.Reason, d.Recorded, d.New)
 			}
-			want := []reexec.Field{{Path: "max_concurrency", Recorded: tc.was, New: tc.now}, {Path: "in_flight", Recorded: tc.recIn, New: tc.newIn}}
-			if !reflect.DeepEqual(d.Fields, want) {
-				t.Fatalf("fields %+v, want %+v", d.Fields, want)
+			if len(d.Fields) != 2 || !reflect.DeepEqual(d.Fields[0], reexec.Field{Path: "max_concurrency", Recorded: tc.was, New: tc.now}) ||
+				d.Fields[1].Path != "in_flight" {
+				t.Fatalf("fields %+v, want max_concurrency %v -> %d, then in_flight", d.Fields, tc.was, tc.now)
+			}
+			node := d.New.Payload["node_id"].(string)
+			over, within := d.Fields[1].Recorded, d.Fields[1].New
+			overLimit, withinLimit := tc.now, projections.DefaultMaxConcurrency
+			if tc.recorded > 0 {
+				withinLimit = tc.recorded
+			}
+			if tc.newOver {
+				over, within = within, over
+				overLimit, withinLimit = tc.recorded, tc.now
+			}
+			overIn, _ := over.([]string)
+			withinIn, _ := within.([]string)
+			if len(overIn) <= overLimit || overIn[len(overIn)-1] != node {
+				t.Fatalf("in flight with %s's dispatch beyond the limit: %v, want more than %d ending with %s", node, overIn, overLimit, node)
+			}
+			if len(withinIn) == 0 || len(withinIn) > withinLimit || withinIn[len(withinIn)-1] != node {
+				t.Fatalf("in flight with %s's dispatch in the other run: %v, want at most %d ending with %s", node, withinIn, withinLimit, node)
+			}
+			if first := firstBeyond(rec, overLimit); !tc.newOver && first != node {
+				t.Fatalf("divergence at %s's dispatch, but the first dispatch beyond %d was %s's", node, overLimit, first)
 			}
 			if d.Input == nil || d.Input.Seq != execSeq {
 				t.Fatalf("divergence follows input %+v, want the dag_execute at seq %d", d.Input, execSeq)
 			}
 		})
 	}
+}
+
+// firstBeyond is the node of the first task_dispatch of rec made with more
+// than limit nodes of its (only) DAG in flight.
+func firstBeyond(rec *reexec.Recording, limit int) string {
+	inFlight := map[string]bool{}
+	for _, r := range rec.Events {
+		node, _ := reexec.Normalize(r.Seq, r.Env).Payload["node_id"].(string)
+		switch r.Env.Type {
+		case schemas.TypeTaskDispatch:
+			inFlight[node] = true
+			if len(inFlight) > limit {
+				return node
+			}
+		case schemas.TypeTaskComplete, schemas.TypeTaskFailed, schemas.TypeNodeRetry:
+			delete(inFlight, node)
+		}
+	}
+	return ""
 }
 
 // seqOf returns the sequence of the first event of session's history that
