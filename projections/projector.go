@@ -74,10 +74,14 @@ func (s *Store) Projector(src Source) *Projector {
 }
 
 // Run folds the stream from the stored cursors, then follows it live until ctx
-// ends (it then returns ctx's error). Status says when it has caught up.
+// ends (it then returns ctx's error). Status says when it has caught up. When
+// the stream cannot be read (its server is restarting, its cluster has no
+// quorum) it waits and reads on, with a warning each time; a failure of the
+// store ends it.
 func (p *Projector) Run(ctx context.Context) error {
 	p.busy.Lock()
 	defer p.busy.Unlock()
+	wait := streamRetryMin
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		p.mu.Lock()
@@ -87,6 +91,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		if err == nil {
 			p.s.markReady()
 			p.s.endRebuild()
+			wait = streamRetryMin
 			err = p.fold(fctx, true, 0)
 		}
 		cancel()
@@ -98,6 +103,17 @@ func (p *Projector) Run(ctx context.Context) error {
 		p.rebuildWant = false
 		p.mu.Unlock()
 		if !want {
+			var se *streamError
+			if errors.As(err, &se) {
+				p.s.log.Warn("projections: the stream cannot be read; reading on from the cursors", "in", wait, "err", err)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, streamRetryMax)
+				continue
+			}
 			if err == nil {
 				err = errors.New("live tail ended")
 			}
@@ -108,6 +124,13 @@ func (p *Projector) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// streamRetryMin and streamRetryMax bound Run's wait before it reads again
+// a stream it could not read: doubled at each failure, reset once caught up.
+const (
+	streamRetryMin = 250 * time.Millisecond
+	streamRetryMax = 5 * time.Second
+)
 
 // CatchUp folds every event the stream holds now and returns the last
 // sequence applied.
@@ -205,7 +228,7 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		}
 		last, err := p.src.LastSeq(ctx)
 		if err != nil {
-			return fmt.Errorf("read the stream's last sequence: %w", err)
+			return &streamError{fmt.Errorf("read the stream's last sequence: %w", err)}
 		}
 		p.s.advanced(nil, last)
 	}
@@ -282,11 +305,22 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err == nil && !live && p.until == nil {
+	if err != nil {
+		return &streamError{err}
+	}
+	if !live && p.until == nil {
 		err = p.s.finishRebuild()
 	}
 	return err
 }
+
+// streamError is a failure to read the stream, not to fold or store what was
+// read: Run waits and reads on from its cursors, since the stream outlives a
+// server restarting or a cluster that lost its quorum for a while.
+type streamError struct{ err error }
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
 
 // applyLoop folds events from ch in batches: a batch grows while the stream
 // says more events follow, up to the batch limits or BatchDelay, and is
@@ -729,7 +763,7 @@ func (p *Projector) checkHead(ctx context.Context) error {
 	case err == nil:
 		found = newEvent(ev).id
 	case !errors.Is(err, events.ErrNotFound):
-		return fmt.Errorf("check the stream at seq %d: %w", seq, err)
+		return &streamError{fmt.Errorf("check the stream at seq %d: %w", seq, err)}
 	}
 	if found == id {
 		return nil

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -379,3 +381,74 @@ func TestNoWALStoreFoldsAndWritesNoLog(t *testing.T) {
 		}
 	}
 }
+
+// A projector that starts while its server is away (restarting, or a
+// cluster without a quorum) waits for it: it warns that the stream cannot be
+// read, keeps trying, and once the server is back (same store, same address)
+// folds what the stream holds and follows it. It never returns meanwhile.
+func TestRunWaitsForAServerThatRestarts(t *testing.T) {
+	ctx := brokertest.Context(t)
+	opts := brokertest.Options(t)
+	opts.Listen, opts.NoAuth = brokertest.FreeAddrs(t, 1)[0], true
+	srv, err := broker.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Close() }()
+	client, err := broker.Connect(ctx, broker.Options{NATSURL: srv.URL(), Name: "projector-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	log := events.New(client.JetStream())
+	sessionsOf(t, ctx, log, "before", 2)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	warned := &streamWarnings{}
+	store, err := projections.Open(ctx, projections.Options{Dir: t.TempDir(), Logger: slog.New(warned)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Without a deadline, as the server runs it: each read is bounded by
+	// the client's own timeout.
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- store.Projector(log).Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	brokertest.Eventually(t, 30*time.Second, "two warnings that the stream cannot be read", func() bool { return warned.n.Load() >= 2 })
+	select {
+	case err := <-done:
+		t.Fatalf("the projector returned while the server was down: %v", err)
+	default:
+	}
+
+	if srv, err = broker.Start(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	seq := sessionsOf(t, ctx, log, "after", 2)
+	if err := store.WaitFor(ctx, seq); err != nil {
+		t.Fatalf("wait for seq %d after the restart: %v", seq, err)
+	}
+	for _, id := range []string{"before1", "after1"} {
+		if s, err := store.Session(ctx, id); err != nil || s.Name != id {
+			t.Fatalf("session %s = %+v, %v", id, s, err)
+		}
+	}
+}
+
+// streamWarnings counts the projector's warnings that the stream cannot be
+// read.
+type streamWarnings struct{ n atomic.Int64 }
+
+func (w *streamWarnings) Enabled(context.Context, slog.Level) bool { return true }
+func (w *streamWarnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, "the stream cannot be read") {
+		w.n.Add(1)
+	}
+	return nil
+}
+func (w *streamWarnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *streamWarnings) WithGroup(string) slog.Handler      { return w }
