@@ -45,6 +45,9 @@ type Reload struct {
 	// MaxProcesses and UserReserved are the tool process pool's new limits,
 	// taken when Applied names tools.max_processes or tools.user_reserved.
 	MaxProcesses, UserReserved int
+	// MemoryLimit is each tool process's new memory limit, taken when
+	// Applied names tools.memory_limit.
+	MemoryLimit tools.ByteSize
 	// MaxBytes is the event stream's new disk quota (0: none), taken when
 	// Applied names stream.max_bytes.
 	MaxBytes int64
@@ -175,6 +178,12 @@ func (s *Server) apply(ctx context.Context, r Reload) (err error) {
 			return fmt.Errorf("tools.%w", err)
 		}
 	}
+	remember := changed("tools.memory_limit") && pool != nil
+	if remember {
+		if err := tools.CheckMemoryLimit(r.MemoryLimit); err != nil {
+			return fmt.Errorf("tools.%w", err)
+		}
+	}
 	var next *hooks.Pipeline
 	if changed("hooks") && s.live.hooks != nil {
 		cfg := s.live.runtime
@@ -195,6 +204,10 @@ func (s *Server) apply(ctx context.Context, r Reload) (err error) {
 	if resize {
 		_ = pool.SetLimits(r.MaxProcesses, r.UserReserved) // checked above
 		slog.Info("tool processes: " + poolText(pool))
+	}
+	if remember {
+		_ = pool.SetMemoryLimit(r.MemoryLimit) // checked above
+		slog.Info("tool memory limit: " + s.live.runtime.Tools.MemoryLimitText())
 	}
 	if r.Commit != nil {
 		r.Commit()
