@@ -21,6 +21,20 @@ func testOptions(t *testing.T) Options {
 	return Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Sync: SyncInterval}
 }
 
+// startNoAuth starts a server without authentication, closed when the test
+// ends.
+func startNoAuth(t *testing.T) (context.Context, *Broker) {
+	t.Helper()
+	ctx, opts := testContext(t), testOptions(t)
+	opts.NoAuth = true
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return ctx, b
+}
+
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -306,13 +320,7 @@ func TestDeferInfo(t *testing.T) {
 // a message, and to turn that off, whatever the credential (here none: the
 // permissions of the credentials Sylk issues are TestRolesAllowAndDenyOneByOne's).
 func TestStreamIsAppendOnly(t *testing.T) {
-	ctx, opts := testContext(t), testOptions(t)
-	opts.NoAuth = true
-	b, err := Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := startNoAuth(t)
 	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S.user.guide.user_input", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -337,13 +345,7 @@ func TestStreamIsAppendOnly(t *testing.T) {
 // stream refuses events and drops none), refused below what the stream
 // holds, and removed (no limit, discard old as provisioned).
 func TestSetQuota(t *testing.T) {
-	ctx, opts := testContext(t), testOptions(t)
-	opts.NoAuth = true
-	b, err := Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	ctx, b := startNoAuth(t)
 	js := b.JetStream()
 	for i := range 20 {
 		if _, err := js.Publish(ctx, fmt.Sprintf("sylk.v1.S.user.guide.user_input%d", i), make([]byte, 512)); err != nil {
