@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,6 +368,48 @@ func TestVariantHandsOff(t *testing.T) {
 	}
 	if pl := f.pipeline(orig.ID); pl.State != projections.PipelineCompleted {
 		t.Fatalf("the original %s", pl.State)
+	}
+	f.replay()
+}
+
+// A handoff whose state the stream refuses (the Engineer's checkpoint, its
+// summary twice over, is larger than the server's 8 MiB payload limit)
+// falls back to summarise and compact, as the seed says: no handoff, the
+// compaction (a second checkpoint, of ordinary size) says why, and the
+// Engineer finishes in its pipeline.
+func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
+	f := newFixture(t, smallWindow)
+	f.write("big.txt", bigFile)
+	huge := strings.Replace(engineerState, `"read big.txt"`, `"read big.txt`+strings.Repeat(" again", 5<<20/6)+`"`, 1)
+	var checkpoints atomic.Int32
+	model := compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
+	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
+		if agentOf(req) == "memory" && checkpoints.Add(1) == 1 {
+			return llmtest.Text(huge)
+		}
+		return model(req)
+	})
+	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
+	pl := f.pipelineOf("add")
+	if wc := f.workflow(); wc.Outcome != schemas.OutcomeSucceeded {
+		t.Fatalf("workflow %+v", wc)
+	}
+	if n, m := f.Count(schemas.TypePipelineHandoffRequest), f.Count(schemas.TypePipelineHandoff); n != 0 || m != 0 {
+		t.Fatalf("%d handoff requests and %d handoffs without a written state", n, m)
+	}
+	comp := llmtest.Payloads[schemas.MemoryCompacted](f.Stack, schemas.TypeMemoryCompacted)
+	if len(comp) != 1 || !strings.HasPrefix(comp[0].Reason, "engineer_context_") ||
+		!strings.Contains(comp[0].Reason, "the handoff state could not be written") || !strings.Contains(comp[0].Reason, "maximum payload exceeded") {
+		t.Fatalf("compactions %+v", comp)
+	}
+	if cps := llmtest.Payloads[schemas.MemoryCheckpoint](f.Stack, schemas.TypeMemoryCheckpoint); checkpoints.Load() != 2 || len(cps) != 1 || cps[0].Index != 2 {
+		t.Fatalf("%d checkpoint calls, checkpoints written %+v: want the second only", checkpoints.Load(), cps)
+	}
+	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineCompleted || pl.HandoffTo != "" {
+		t.Fatalf("pipeline %s, handed to %q", pl.State, pl.HandoffTo)
+	}
+	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
 }
