@@ -97,6 +97,9 @@ type Config struct {
 	// PipelineLoops bounds a pipeline's loops (default
 	// schemas.DefaultPipelineLoops).
 	PipelineLoops int
+	// PipelineHandoffs caps a chain of Engineer handoffs (default
+	// schemas.DefaultPipelineHandoffs).
+	PipelineHandoffs int
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -261,7 +264,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{base(librarian.Name), consult.Wrap(librarian.Name, lib, responder)},
 		{base(academic.Name), consult.Wrap(academic.Name, &academic.Academic{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
-			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
+			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, MaxHandoffs: c.PipelineHandoffs, WorktreeDir: c.worktreeDir()}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {
