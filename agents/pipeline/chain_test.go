@@ -13,6 +13,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -48,7 +49,7 @@ type chainCall struct {
 var handoffLine = regexp.MustCompile(`Pipeline handoff (\d+):`)
 
 func chainOf(req llmtest.Request) chainCall {
-	c := chainCall{agent: agentOf(req)}
+	c := chainCall{agent: scripted.AgentOf(req)}
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
 			c.step++
@@ -59,11 +60,11 @@ func chainOf(req llmtest.Request) chainCall {
 		if sm := handoffLine.FindStringSubmatch(m.Content); sm != nil && m.Role == "user" {
 			c.handoff, _ = strconv.Atoi(sm[1])
 		}
-		if sm := stageLine.FindStringSubmatch(m.Content); sm != nil && m.Role == "user" && c.loop == 0 {
-			c.loop, _ = strconv.Atoi(sm[2])
+		if _, loop, ok := scripted.StageIn(m.Content); ok && m.Role == "user" && c.loop == 0 {
+			c.loop = loop
 		}
-		if am := approachLine.FindStringSubmatch(m.Content); am != nil && m.Role == "user" {
-			c.approach = am[1]
+		if approach, ok := scripted.ApproachIn(m.Content); ok && m.Role == "user" {
+			c.approach = approach
 		}
 		c.compacted = c.compacted || strings.Contains(m.Content, "[Memory checkpoint")
 	}
@@ -384,7 +385,7 @@ func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
 	var checkpoints atomic.Int32
 	model := compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
 	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		if agentOf(req) == "memory" && checkpoints.Add(1) == 1 {
+		if scripted.AgentOf(req) == "memory" && checkpoints.Add(1) == 1 {
 			return llmtest.Text(huge)
 		}
 		return model(req)

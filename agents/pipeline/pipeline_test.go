@@ -6,10 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/agents/orchestrator"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/plan"
@@ -26,56 +24,13 @@ import (
 	"github.com/sylk/sylk/tools"
 )
 
-// stageKey names what a fake agent is asked: the agent, the stage, the loop
-// and the variant's approach ("" for the original).
-type stageKey struct {
-	agent, stage string
-	loop         int
-	approach     string
-}
-
-var stageLine = regexp.MustCompile(`^Pipeline \S+, stage "(\w+)" \(loop (\d+)\)`)
-var approachLine = regexp.MustCompile(`(?m)^Approach to take: (.+)$`)
-
-// keyOf reads a request's stage from its first user message.
-func keyOf(req llmtest.Request) (stageKey, bool) {
-	k := stageKey{agent: agentOf(req)}
-	for _, m := range req.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		sm := stageLine.FindStringSubmatch(m.Content)
-		if sm == nil {
-			return k, false
-		}
-		k.stage = sm[1]
-		k.loop, _ = strconv.Atoi(sm[2])
-		if am := approachLine.FindStringSubmatch(m.Content); am != nil {
-			k.approach = am[1]
-		}
-		return k, true
-	}
-	return k, false
-}
-
-// agentOf reads who asks from a request's system prompt: engineer,
-// inspector, tester, or memory for a checkpoint's summary.
-func agentOf(req llmtest.Request) string {
-	sys := req.System()
-	for _, a := range []struct{ agent, says string }{{"memory", "memory checkpoint"}, {"engineer", "You are the Engineer"},
-		{"inspector", "You are the Inspector"}, {"tester", "You are the Tester"}} {
-		if strings.Contains(sys, a.says) {
-			return a.agent
-		}
-	}
-	return ""
-}
-
 // fixture is a stack running the Orchestrator, the pipeline agent and the
 // three workers over a fake model that answers each stage from a table, and
 // a real Go module in a git repository.
 type fixture struct {
 	*llmtest.Stack
+	// The model's replies, by stage.
+	*scripted.Stages
 	t   *testing.T
 	srv *llmtest.Server
 	dir string
@@ -84,9 +39,6 @@ type fixture struct {
 	// maxHandoffs caps chains of handoffs (0: the default).
 	maxHandoffs int
 
-	mu      sync.Mutex
-	replies map[stageKey][]llmtest.Reply
-	seen    map[stageKey][]string // the first user message of each call
 	handled atomic.Int64
 	stops   []func()
 	client  *llm.Client
@@ -100,9 +52,8 @@ type option func(*fixture, *llm.Config)
 
 func newFixture(t *testing.T, opts ...option) *fixture {
 	t.Helper()
-	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
-		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
-	f.srv.Respond(f.respond)
+	f := &fixture{Stack: llmtest.NewStack(t), Stages: scripted.NewStages(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir()}
+	f.srv.Respond(f.Respond)
 	cfg := llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond}
 	for _, o := range opts {
 		o(f, &cfg)
@@ -216,50 +167,6 @@ func (f *fixture) idle() {
 	}
 }
 
-// on sets the replies of a stage, by step.
-func (f *fixture) on(k stageKey, replies ...llmtest.Reply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.replies[k] = replies
-}
-
-func (f *fixture) respond(req llmtest.Request) llmtest.Reply {
-	k, ok := keyOf(req)
-	if !ok {
-		f.t.Errorf("a request outside any pipeline stage: %q", req.Last())
-		return llmtest.Status(400)
-	}
-	step := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			step++
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if step == 0 {
-		for _, m := range req.Messages {
-			if m.Role == "user" {
-				f.seen[k] = append(f.seen[k], m.Content)
-				break
-			}
-		}
-	}
-	rs := f.replies[k]
-	if step >= len(rs) {
-		f.t.Errorf("no reply for %+v step %d", k, step)
-		return llmtest.Status(400)
-	}
-	return rs[step]
-}
-
-// asked returns the first user message of a stage's calls.
-func (f *fixture) asked(k stageKey) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.seen[k]...)
-}
-
 func (f *fixture) submit(mode, prompt string) {
 	f.Send("S1", "user", orchestrator.Name, schemas.TypeDAGExecute, schemas.DAGExecute{WorkDir: f.dir, DAG: schemas.DAG{ID: "d1",
 		Nodes: []schemas.Node{{ID: "add", Agent: "engineer", Prompt: prompt, Pipeline: mode}}}})
@@ -332,14 +239,14 @@ var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
 // nothing and appends nothing.
 func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	f := newFixture(t)
-	f.on(stageKey{"inspector", "criteria", 1, ""}, llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
-	f.on(stageKey{"tester", "red", 1, ""}, writeFile("w", "calc_test.go", testFile), goTest, verdict(false, "TestAdd does not build: Add is undefined"))
-	f.on(stageKey{"engineer", "implement", 1, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text("Added Add to calc.go."))
-	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add is there, documented"))
-	f.on(stageKey{"tester", "test", 1, ""}, goTest, verdict(false, "TestAdd fails"))
-	f.on(stageKey{"engineer", "implement", 2, ""}, writeFile("w", "calc.go", rightAdd), llmtest.Text("Fixed Add: a + b."))
-	f.on(stageKey{"inspector", "inspect", 2, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add sums"))
-	f.on(stageKey{"tester", "test", 2, ""}, goTest, verdict(true, "TestAdd passes"))
+	f.On(scripted.At("inspector", "criteria", 1, ""), llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
+	f.On(scripted.At("tester", "red", 1, ""), writeFile("w", "calc_test.go", testFile), goTest, verdict(false, "TestAdd does not build: Add is undefined"))
+	f.On(scripted.At("engineer", "implement", 1, ""), writeFile("w", "calc.go", wrongAdd), llmtest.Text("Added Add to calc.go."))
+	f.On(scripted.At("inspector", "inspect", 1, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add is there, documented"))
+	f.On(scripted.At("tester", "test", 1, ""), goTest, verdict(false, "TestAdd fails"))
+	f.On(scripted.At("engineer", "implement", 2, ""), writeFile("w", "calc.go", rightAdd), llmtest.Text("Fixed Add: a + b."))
+	f.On(scripted.At("inspector", "inspect", 2, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add sums"))
+	f.On(scripted.At("tester", "test", 2, ""), goTest, verdict(true, "TestAdd passes"))
 
 	f.submit(schemas.PipelineTDD, "add Add(a, b int) int to package calc")
 	pl := f.pipelineOf("add")
@@ -366,13 +273,13 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	if len(pl.Feedback) != 1 || pl.Feedback[0].From != "tester" || pl.Feedback[0].Loop != 1 {
 		t.Fatalf("feedback %+v", pl.Feedback)
 	}
-	second := f.asked(stageKey{"engineer", "implement", 2, ""})
+	second := f.Asked(scripted.At("engineer", "implement", 2, ""))
 	if len(second) != 1 || !strings.Contains(second[0], "Findings of loop 1") || !strings.Contains(second[0], "calc.TestAdd") {
 		t.Fatalf("the Engineer's second loop was not given the Tester's evidence: %q", second)
 	}
 	var heard bool
 	for _, loop := range []int{1, 2} {
-		for _, m := range f.asked(stageKey{"engineer", "implement", loop, ""}) {
+		for _, m := range f.Asked(scripted.At("engineer", "implement", loop, "")) {
 			heard = heard || strings.Contains(m, "keep Add on one line")
 		}
 	}
@@ -394,8 +301,8 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 	f := newFixture(t)
 	for loop := 1; loop <= 3; loop++ {
-		f.on(stageKey{"engineer", "implement", loop, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
-		f.on(stageKey{"inspector", "inspect", loop, ""}, call("r", "read_file", `{"path": "calc.go"}`),
+		f.On(scripted.At("engineer", "implement", loop, ""), writeFile("w", "calc.go", wrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
+		f.On(scripted.At("inspector", "inspect", loop, ""), call("r", "read_file", `{"path": "calc.go"}`),
 			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
 	}
 	f.submit(schemas.PipelineStandard, "add Add(a, b int) int to package calc")
@@ -407,7 +314,7 @@ func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 	if pl.Loop != 3 || len(pl.Feedback) != 3 || f.Count(schemas.TypeInspectorFeedback) != 3 || f.Count(schemas.TypeTesterFeedback) != 0 {
 		t.Fatalf("pipeline after three loops: loop %d, feedback %+v", pl.Loop, pl.Feedback)
 	}
-	if len(f.asked(stageKey{"tester", "test", 1, ""})) != 0 {
+	if len(f.Asked(scripted.At("tester", "test", 1, ""))) != 0 {
 		t.Fatal("the Tester ran although the Inspector failed (standard mode runs it after a passing Inspector)")
 	}
 	pending, err := f.Store.Pending(f.Ctx, "S1")
@@ -439,13 +346,13 @@ func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
-	f.on(stageKey{"engineer", "implement", 1, ""},
+	f.On(scripted.At("engineer", "implement", 1, ""),
 		call("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
 		writeFile("w", "calc.go", rightAdd), llmtest.Text("Add with +."))
-	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine"))
+	f.On(scripted.At("inspector", "inspect", 1, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine"))
 	channels := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
-	f.on(stageKey{"engineer", "implement", 1, "count up in a loop"}, writeFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
-	f.on(stageKey{"inspector", "inspect", 1, "count up in a loop"}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine too"))
+	f.On(scripted.At("engineer", "implement", 1, "count up in a loop"), writeFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
+	f.On(scripted.At("inspector", "inspect", 1, "count up in a loop"), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine too"))
 
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
 	orig := f.pipelineOf("add")
