@@ -74,9 +74,9 @@ func chainOf(req llmtest.Request) chainCall {
 // inspectAndPass is an Inspector that reads calc.go and passes.
 func inspectAndPass(c chainCall) llmtest.Reply {
 	if c.step == 0 {
-		return call("r", "read_file", `{"path": "calc.go"}`)
+		return scripted.Tool("r", "read_file", `{"path": "calc.go"}`)
 	}
-	return verdict(true, "Add is there")
+	return scripted.Verdict(true, "Add is there")
 }
 
 // compactingModel answers a chain whose Engineers may not all hand off: an
@@ -87,7 +87,7 @@ func compactingModel(t *testing.T, read llmtest.Reply) func(llmtest.Request) llm
 	return chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
 		switch {
 		case c.compacted && !c.wrote:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		case c.compacted:
 			return llmtest.Text("Wrote Add after compacting."), true
 		}
@@ -120,7 +120,7 @@ func chainModel(t *testing.T, engineer func(c chainCall) (llmtest.Reply, bool)) 
 // then (a shell command, or "").
 func waitFor(gate, then string) llmtest.Reply {
 	cmd := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; %s", gate, then)
-	return call("g", "exec", fmt.Sprintf(`{"command": %q, "shell": true, "timeout": 60}`, cmd))
+	return scripted.Tool("g", "exec", fmt.Sprintf(`{"command": %q, "shell": true, "timeout": 60}`, cmd))
 }
 
 func touch(t *testing.T, path string) {
@@ -175,7 +175,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 		case c.loop == 1 && c.step == 0:
 			return waitFor(after, ""), true
 		case c.loop == 1 && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		}
 		return llmtest.Text(fmt.Sprintf("Wrote Add (loop %d).", c.loop)), true
 	}))
@@ -218,7 +218,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	if n := f.Count(schemas.TypeNotice); n != 0 {
 		t.Fatalf("%d notices: a /task message was refused", n)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
@@ -256,7 +256,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineCompleted || pl.HandoffTo != "" {
 		t.Fatalf("pipeline %s, handed to %q", pl.State, pl.HandoffTo)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
@@ -268,7 +268,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 	f := newFixture(t, smallWindow, maxHandoffs(1))
 	f.write("big.txt", bigFile)
-	f.srv.Respond(compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
+	f.srv.Respond(compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	first := f.pipelineOf("add")
 	next := f.successor(first.ID)
@@ -312,13 +312,13 @@ func TestVariantHandsOff(t *testing.T) {
 		case c.approach == "" && c.step == 0:
 			return waitFor(gate, ""), true
 		case c.approach == "" && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		case c.approach == "":
 			return llmtest.Text("Add with +."), true
 		case c.handoff == 0:
-			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`), true // until the window fills
+			return scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`), true // until the window fills
 		case c.handoff == 1 && c.step == 0:
-			return writeFile("w", "calc.go", counting), true
+			return scripted.WriteFile("w", "calc.go", counting), true
 		case c.handoff == 1:
 			return llmtest.Text("Add by counting."), true
 		}
@@ -359,7 +359,7 @@ func TestVariantHandsOff(t *testing.T) {
 	if wc := f.workflow(); wc.Outcome != schemas.OutcomeSucceeded {
 		t.Fatalf("workflow %+v", wc)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go after selecting the original:\n%s", got)
 	}
 	f.worktreeGone(v1.Worktree)
@@ -383,7 +383,7 @@ func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
 	f.write("big.txt", bigFile)
 	huge := strings.Replace(engineerState, `"read big.txt"`, `"read big.txt`+strings.Repeat(" again", 5<<20/6)+`"`, 1)
 	var checkpoints atomic.Int32
-	model := compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
+	model := compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`))
 	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
 		if scripted.AgentOf(req) == "memory" && checkpoints.Add(1) == 1 {
 			return llmtest.Text(huge)
@@ -409,7 +409,7 @@ func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
 	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineCompleted || pl.HandoffTo != "" {
 		t.Fatalf("pipeline %s, handed to %q", pl.State, pl.HandoffTo)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()

@@ -72,7 +72,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 // module makes a Go module with an empty package calc, committed.
 func (f *fixture) module() {
 	f.write("go.mod", "module example.com/calc\n\ngo 1.22\n")
-	f.write("calc.go", "// Package calc adds numbers.\npackage calc\n")
+	f.write("calc.go", scripted.CalcGo)
 	f.git("init", "-q")
 	f.git("add", "-A")
 	f.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
@@ -213,24 +213,6 @@ func (f *fixture) workflow() *schemas.WorkflowComplete {
 	return llmtest.Payloads[schemas.WorkflowComplete](f.Stack, schemas.TypeWorkflowComplete)[0]
 }
 
-func call(id, name, args string) llmtest.Reply { return llmtest.Tools(llmtest.Call(id, name, args)) }
-
-func writeFile(id, path, content string) llmtest.Reply {
-	return call(id, "write_file", fmt.Sprintf(`{"path": %q, "content": %q}`, path, content))
-}
-
-func verdict(passed bool, summary string) llmtest.Reply {
-	return llmtest.Text(fmt.Sprintf(`{"passed": %v, "summary": %q, "issues": []}`, passed, summary))
-}
-
-const (
-	testFile = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n"
-	wrongAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a - b }\n"
-	rightAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a + b }\n"
-)
-
-var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
-
 // A TDD pipeline on a real Go module: the Inspector's criteria, the Tester's
 // test that fails to build before the implementation (RED, from the parsed
 // run), an Engineer whose first Add is wrong, the Tester's failure sent
@@ -239,14 +221,7 @@ var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
 // nothing and appends nothing.
 func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	f := newFixture(t)
-	f.On(scripted.At("inspector", "criteria", 1, ""), llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
-	f.On(scripted.At("tester", "red", 1, ""), writeFile("w", "calc_test.go", testFile), goTest, verdict(false, "TestAdd does not build: Add is undefined"))
-	f.On(scripted.At("engineer", "implement", 1, ""), writeFile("w", "calc.go", wrongAdd), llmtest.Text("Added Add to calc.go."))
-	f.On(scripted.At("inspector", "inspect", 1, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add is there, documented"))
-	f.On(scripted.At("tester", "test", 1, ""), goTest, verdict(false, "TestAdd fails"))
-	f.On(scripted.At("engineer", "implement", 2, ""), writeFile("w", "calc.go", rightAdd), llmtest.Text("Fixed Add: a + b."))
-	f.On(scripted.At("inspector", "inspect", 2, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add sums"))
-	f.On(scripted.At("tester", "test", 2, ""), goTest, verdict(true, "TestAdd passes"))
+	f.TDDInTwoLoops()
 
 	f.submit(schemas.PipelineTDD, "add Add(a, b int) int to package calc")
 	pl := f.pipelineOf("add")
@@ -286,7 +261,7 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	if !heard {
 		t.Fatal("the /task message never reached the Engineer")
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go = %q", got)
 	}
 	out, err := exec.Command("go", "test", "-C", f.dir, "./...").CombinedOutput()
@@ -300,11 +275,7 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 // user; failing it fails the node and the workflow.
 func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 	f := newFixture(t)
-	for loop := 1; loop <= 3; loop++ {
-		f.On(scripted.At("engineer", "implement", loop, ""), writeFile("w", "calc.go", wrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
-		f.On(scripted.At("inspector", "inspect", loop, ""), call("r", "read_file", `{"path": "calc.go"}`),
-			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
-	}
+	f.FailingThreeLoops()
 	f.submit(schemas.PipelineStandard, "add Add(a, b int) int to package calc")
 	pl := f.pipelineOf("add")
 	f.Eventually(60*time.Second, "the pipeline asks the user", func() bool {
@@ -347,12 +318,12 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	f.On(scripted.At("engineer", "implement", 1, ""),
-		call("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
-		writeFile("w", "calc.go", rightAdd), llmtest.Text("Add with +."))
-	f.On(scripted.At("inspector", "inspect", 1, ""), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine"))
+		scripted.Tool("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
+		scripted.WriteFile("w", "calc.go", scripted.RightAdd), llmtest.Text("Add with +."))
+	f.On(scripted.At("inspector", "inspect", 1, ""), scripted.Tool("r", "read_file", `{"path": "calc.go"}`), scripted.Verdict(true, "fine"))
 	channels := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
-	f.On(scripted.At("engineer", "implement", 1, "count up in a loop"), writeFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
-	f.On(scripted.At("inspector", "inspect", 1, "count up in a loop"), call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine too"))
+	f.On(scripted.At("engineer", "implement", 1, "count up in a loop"), scripted.WriteFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
+	f.On(scripted.At("inspector", "inspect", 1, "count up in a loop"), scripted.Tool("r", "read_file", `{"path": "calc.go"}`), scripted.Verdict(true, "fine too"))
 
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
 	orig := f.pipelineOf("add")
@@ -392,7 +363,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if got := f.read(v1.Worktree, "calc.go"); got != channels {
 		t.Fatalf("the variant's calc.go = %q", got)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("the original's calc.go = %q", got)
 	}
 	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantSelect, schemas.VariantSelect{GroupID: group.ID, VariantID: "v1"})

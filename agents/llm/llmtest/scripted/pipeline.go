@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -136,4 +137,53 @@ func (s *Stages) Asked(k Stage) []string {
 // the original).
 func At(agent, stage string, loop int, approach string) Stage {
 	return Stage{Agent: agent, Stage: stage, Loop: loop, Approach: approach}
+}
+
+// The Go module of the pipeline sessions: package calc, a test of Add, and
+// Add done wrong and right.
+const (
+	CalcGo   = "// Package calc adds numbers.\npackage calc\n"
+	CalcTest = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n"
+	WrongAdd = CalcGo + "\n// Add returns a plus b.\nfunc Add(a, b int) int { return a - b }\n"
+	RightAdd = CalcGo + "\n// Add returns a plus b.\nfunc Add(a, b int) int { return a + b }\n"
+)
+
+// Tool is a reply calling one tool.
+func Tool(id, name, args string) llmtest.Reply { return llmtest.Tools(llmtest.Call(id, name, args)) }
+
+// WriteFile is a reply writing content to path.
+func WriteFile(id, path, content string) llmtest.Reply {
+	return Tool(id, "write_file", fmt.Sprintf(`{"path": %q, "content": %q}`, path, content))
+}
+
+// Verdict is a validator's verdict.
+func Verdict(passed bool, summary string) llmtest.Reply {
+	return llmtest.Text(fmt.Sprintf(`{"passed": %v, "summary": %q, "issues": []}`, passed, summary))
+}
+
+// GoTest runs the module's tests.
+var GoTest = Tool("t", "exec", `{"argv": ["go", "test", "./..."]}`)
+
+// TDDInTwoLoops scripts a TDD pipeline on the calc module: the Inspector's
+// criteria, the Tester's test that fails to build (RED), an Engineer whose
+// first Add subtracts, the Tester's failure, and a second loop that passes.
+func (s *Stages) TDDInTwoLoops() {
+	s.On(At("inspector", "criteria", 1, ""), llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
+	s.On(At("tester", "red", 1, ""), WriteFile("w", "calc_test.go", CalcTest), GoTest, Verdict(false, "TestAdd does not build: Add is undefined"))
+	s.On(At("engineer", "implement", 1, ""), WriteFile("w", "calc.go", WrongAdd), llmtest.Text("Added Add to calc.go."))
+	s.On(At("inspector", "inspect", 1, ""), Tool("r", "read_file", `{"path": "calc.go"}`), Verdict(true, "Add is there, documented"))
+	s.On(At("tester", "test", 1, ""), GoTest, Verdict(false, "TestAdd fails"))
+	s.On(At("engineer", "implement", 2, ""), WriteFile("w", "calc.go", RightAdd), llmtest.Text("Fixed Add: a + b."))
+	s.On(At("inspector", "inspect", 2, ""), Tool("r", "read_file", `{"path": "calc.go"}`), Verdict(true, "Add sums"))
+	s.On(At("tester", "test", 2, ""), GoTest, Verdict(true, "TestAdd passes"))
+}
+
+// FailingThreeLoops scripts a standard pipeline whose Inspector finds Add
+// wrong in each of three loops.
+func (s *Stages) FailingThreeLoops() {
+	for loop := 1; loop <= 3; loop++ {
+		s.On(At("engineer", "implement", loop, ""), WriteFile("w", "calc.go", WrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
+		s.On(At("inspector", "inspect", loop, ""), Tool("r", "read_file", `{"path": "calc.go"}`),
+			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
+	}
 }
