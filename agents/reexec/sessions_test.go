@@ -2,6 +2,7 @@ package reexec_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
+	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/reexec"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/projections"
@@ -39,10 +41,11 @@ func (r *rig) identical(srv *llmtest.Server, session string, conf llm.Config) {
 	}
 }
 
-// send appends a user's event of session.
-func (r *rig) send(session string, typ schemas.Type, payload any) {
+// send appends a user's event of session to target ("": the Guide's to
+// route).
+func (r *rig) send(session, target string, typ schemas.Type, payload any) {
 	r.t.Helper()
-	e, err := schemas.New(typ, session, "user", "", time.Now(), payload)
+	e, err := schemas.New(typ, session, "user", target, time.Now(), payload)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -81,24 +84,24 @@ func TestReexecutePlanModeSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r.dir, "config.go"), []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.send("S1", schemas.TypeSessionCreate, schemas.SessionCreate{Name: "plan", Config: schemas.SessionConfig{WorkDir: r.dir}})
-	r.send("S1", schemas.TypeUserInput, schemas.UserInput{Text: "/plan mode on"})
+	r.send("S1", "", schemas.TypeSessionCreate, schemas.SessionCreate{Name: "plan", Config: schemas.SessionConfig{WorkDir: r.dir}})
+	r.send("S1", "", schemas.TypeUserInput, schemas.UserInput{Text: "/plan mode on"})
 	r.planMode("S1", schemas.PlanExploring)
-	r.send("S1", schemas.TypeUserInput, schemas.UserInput{Text: "/plan add input validation to the config loader"})
+	r.send("S1", "", schemas.TypeUserInput, schemas.UserInput{Text: "/plan add input validation to the config loader"})
 	pm := r.planMode("S1", schemas.PlanAwaitingApproval)
-	r.send("S1", schemas.TypeUserInput, schemas.UserInput{Text: "also log the error"})
+	r.send("S1", "", schemas.TypeUserInput, schemas.UserInput{Text: "also log the error"})
 	brokertest.Eventually(t, 10*time.Second, "the message is held", func() bool {
 		pm, err := r.store.PlanMode(r.ctx, "S1")
 		return err == nil && len(pm.Held) == 1
 	})
-	r.send("S1", schemas.TypePlanModified, schemas.PlanModified{PlanID: pm.PlanID, Feedback: "have the inspector review it"})
+	r.send("S1", "", schemas.TypePlanModified, schemas.PlanModified{PlanID: pm.PlanID, Feedback: "have the inspector review it"})
 	brokertest.Eventually(t, 30*time.Second, "v2 awaits approval", func() bool {
 		pm, err := r.store.PlanMode(r.ctx, "S1")
 		return err == nil && pm.Version == 2 && pm.State == schemas.PlanAwaitingApproval
 	})
 	// v1, replaced by v2, is refused; then v2 is approved.
-	r.send("S1", schemas.TypePlanApproved, schemas.PlanApproved{PlanID: pm.PlanID})
-	r.send("S1", schemas.TypePlanApproved, schemas.PlanApproved{PlanID: r.planMode("S1", schemas.PlanAwaitingApproval).PlanID})
+	r.send("S1", "", schemas.TypePlanApproved, schemas.PlanApproved{PlanID: pm.PlanID})
+	r.send("S1", "", schemas.TypePlanApproved, schemas.PlanApproved{PlanID: r.planMode("S1", schemas.PlanAwaitingApproval).PlanID})
 	r.planMode("S1", schemas.PlanCompleted)
 	r.idle()
 	if b, _ := os.ReadFile(filepath.Join(r.dir, "config.go")); !strings.Contains(string(b), "name is required") {
@@ -139,5 +142,69 @@ func TestReexecuteCompactionSession(t *testing.T) {
 		t.Fatalf("recorded DAG %s", dag.State)
 	}
 	r.seqOf("S1", func(env *schemas.Envelope) bool { return env.Type == schemas.TypeMemoryCompacted })
+	r.identical(srv, "S1", conf)
+}
+
+// calcModule makes the rig's work directory the calc module, committed.
+func (r *rig) calcModule() {
+	r.t.Helper()
+	for name, content := range map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": scripted.CalcGo} {
+		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(content), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"}} {
+		if out, err := exec.Command("git", append([]string{"-C", r.dir}, args...)...).CombinedOutput(); err != nil {
+			r.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// A TDD pipeline that passes in its second loop (RED checked by a real go
+// test run, the Tester's failure sent back to the Engineer) re-executes
+// identically without calling the model or running a tool.
+func TestReexecuteTDDPipeline(t *testing.T) {
+	stages := scripted.NewStages(t)
+	stages.TDDInTwoLoops()
+	r, srv, conf := scriptedRig(t, stages.Respond, llm.Config{})
+	r.calcModule()
+	if dag := r.wait("S1", r.submit("S1", `nodes: [{id: add, agent: engineer, prompt: "add Add(a, b int) int to package calc", pipeline: tdd}]`)); dag.State != projections.DAGSucceeded {
+		t.Fatalf("recorded DAG %s", dag.State)
+	}
+	ps, err := r.store.Pipelines(r.ctx, projections.PipelineFilter{Session: "S1"})
+	if err != nil || len(ps) != 1 || ps[0].State != projections.PipelineCompleted || ps[0].Loop != 2 {
+		t.Fatalf("recorded pipelines %+v, %v: want one completed in loop 2", ps, err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "calc.go"), []byte("left\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.identical(srv, "S1", conf)
+	if b, _ := os.ReadFile(filepath.Join(r.dir, "calc.go")); string(b) != "left\n" {
+		t.Fatalf("calc.go = %q: a tool ran", b)
+	}
+}
+
+// A standard pipeline whose Inspector fails it three times asks the user,
+// who fails it: the session re-executes identically without calling the
+// model.
+func TestReexecutePipelineThatAsksTheUser(t *testing.T) {
+	stages := scripted.NewStages(t)
+	stages.FailingThreeLoops()
+	r, srv, conf := scriptedRig(t, stages.Respond, llm.Config{})
+	r.calcModule()
+	id := r.submit("S1", `nodes: [{id: add, agent: engineer, prompt: "add Add(a, b int) int to package calc", pipeline: standard}]`)
+	var pl *projections.Pipeline
+	brokertest.Eventually(t, 60*time.Second, "the pipeline asks the user", func() bool {
+		ps, err := r.store.Pipelines(r.ctx, projections.PipelineFilter{Session: "S1"})
+		if err != nil || len(ps) != 1 {
+			return false
+		}
+		pl = ps[0]
+		return pl.State == projections.PipelineAwaitingUser
+	})
+	r.send("S1", pipeline.Name, schemas.TypeClarificationResponse, schemas.ClarificationResponse{InReplyTo: pl.ID, Answer: "fail"})
+	if dag := r.wait("S1", id); dag.State != projections.DAGFailed {
+		t.Fatalf("recorded DAG %s", dag.State)
+	}
 	r.identical(srv, "S1", conf)
 }
