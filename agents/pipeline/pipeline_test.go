@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,20 +316,14 @@ func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
-	f.On(scripted.At("engineer", "implement", 1, ""),
-		scripted.Tool("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
-		scripted.WriteFile("w", "calc.go", scripted.RightAdd), llmtest.Text("Add with +."))
-	f.On(scripted.At("inspector", "inspect", 1, ""), scripted.Tool("r", "read_file", `{"path": "calc.go"}`), scripted.Verdict(true, "fine"))
-	channels := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
-	f.On(scripted.At("engineer", "implement", 1, "count up in a loop"), scripted.WriteFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
-	f.On(scripted.At("inspector", "inspect", 1, "count up in a loop"), scripted.Tool("r", "read_file", `{"path": "calc.go"}`), scripted.Verdict(true, "fine too"))
+	f.TwoVariants(gate)
 
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
 	orig := f.pipelineOf("add")
 	// Bad input first: an unknown node, and a node that is not there, are
 	// refused with a notice and no group.
 	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "nope", Approach: "x"})
-	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: "count up in a loop"})
+	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: scripted.Counting})
 	f.Eventually(30*time.Second, "the variant runs", func() bool {
 		gs, _ := f.Store.VariantGroups(f.Ctx, projections.PipelineFilter{Node: "add"})
 		return len(gs) == 1 && len(gs[0].Variants) == 2
@@ -360,7 +353,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if f.Count(schemas.TypeWorkflowComplete) != 0 {
 		t.Fatal("the node completed before a variant was selected")
 	}
-	if got := f.read(v1.Worktree, "calc.go"); got != channels {
+	if got := f.read(v1.Worktree, "calc.go"); got != scripted.CountingAdd {
 		t.Fatalf("the variant's calc.go = %q", got)
 	}
 	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
@@ -371,7 +364,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if wc.Outcome != schemas.OutcomeSucceeded {
 		t.Fatalf("workflow %+v", wc)
 	}
-	if got := f.read(f.dir, "calc.go"); got != channels {
+	if got := f.read(f.dir, "calc.go"); got != scripted.CountingAdd {
 		t.Fatalf("calc.go after selecting v1 = %q", got)
 	}
 	f.worktreeGone(v1.Worktree)

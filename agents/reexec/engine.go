@@ -310,6 +310,12 @@ func (e *engine) start(ctx context.Context, dir string) error {
 	}
 	cfg := e.opts.Runtime
 	cfg.JetStream, cfg.Store, cfg.Records, cfg.Logger = b.JetStream(), e.store, e, e.opts.Logger
+	// The recorded tool calls are served: a work directory removed since
+	// the recording (a variant's worktree) has an empty one in its place.
+	cfg.WorkDirStandIn = filepath.Join(dir, "workdir")
+	if err := os.MkdirAll(cfg.WorkDirStandIn, 0o755); err != nil {
+		return err
+	}
 	if c := e.llmConfig(); c != nil {
 		if e.client, err = llm.NewClient(*c, llm.Deps{Records: e.store, Recording: e, Logger: e.opts.Logger}); err != nil {
 			return err

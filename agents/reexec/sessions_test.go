@@ -1,6 +1,7 @@
 package reexec_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,12 +20,13 @@ import (
 )
 
 // scriptedRig is a rig whose agents ask srv, answering with model, through
-// a client configured by conf (its address and model filled in).
-func scriptedRig(t *testing.T, model func(llmtest.Request) llmtest.Reply, conf llm.Config) (*rig, *llmtest.Server, llm.Config) {
+// a client configured by conf (its address and model filled in); the
+// Engineer runs engineerCommands without asking.
+func scriptedRig(t *testing.T, model func(llmtest.Request) llmtest.Reply, conf llm.Config, engineerCommands ...string) (*rig, *llmtest.Server, llm.Config) {
 	srv := llmtest.New(t)
 	srv.Respond(model)
 	conf.BaseURL, conf.Model, conf.NoStream, conf.Timeout = srv.URL(), "fake", true, 5*time.Second
-	return newLLMRig(t, conf), srv, conf
+	return newLLMRig(t, conf, engineerCommands...), srv, conf
 }
 
 // identical re-executes session and checks it produced every recorded event
@@ -34,11 +36,26 @@ func (r *rig) identical(srv *llmtest.Server, session string, conf llm.Config) {
 	calls := srv.Calls()
 	rep := r.reexecute(session, reexec.Options{LLM: &conf})
 	if !rep.Identical || rep.CallsMade != 0 || rep.Events != rep.Recorded {
-		r.t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
+		b, _ := json.MarshalIndent(rep.Divergence, "", " ")
+		r.t.Fatalf("re-execution: %+v, divergence %s", rep, b)
 	}
 	if srv.Calls() != calls || rep.CallsServed < calls {
 		r.t.Fatalf("model called %d times after the recording's %d; %d calls served", srv.Calls(), calls, rep.CallsServed)
 	}
+}
+
+// dumpOnFailure logs session's events once the test has failed.
+func (r *rig) dumpOnFailure(session string) {
+	r.t.Cleanup(func() {
+		if !r.t.Failed() {
+			return
+		}
+		page, _ := r.store.SessionLog(r.ctx, projections.LogQuery{Session: session, Limit: 1000})
+		for _, e := range page.Entries {
+			env, _ := schemas.Unmarshal(e.Data)
+			r.t.Logf("%s %s>%s %.300s", env.Type, env.Source, env.Target, env.Payload)
+		}
+	})
 }
 
 // send appends a user's event of session to target ("": the Guide's to
@@ -71,15 +88,7 @@ func (r *rig) planMode(session, want string) *projections.PlanMode {
 // identically without calling the model.
 func TestReexecutePlanModeSession(t *testing.T) {
 	r, srv, conf := scriptedRig(t, scripted.PlanMode, llm.Config{})
-	t.Cleanup(func() {
-		if t.Failed() {
-			page, _ := r.store.SessionLog(r.ctx, projections.LogQuery{Session: "S1", Limit: 1000})
-			for _, e := range page.Entries {
-				env, _ := schemas.Unmarshal(e.Data)
-				t.Logf("%s %s>%s %.300s", env.Type, env.Source, env.Target, env.Payload)
-			}
-		}
-	})
+	r.dumpOnFailure("S1")
 	orig := "package cfg\n\nfunc Load(name string) error { return nil }\n"
 	if err := os.WriteFile(filepath.Join(r.dir, "config.go"), []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
@@ -205,6 +214,49 @@ func TestReexecutePipelineThatAsksTheUser(t *testing.T) {
 	r.send("S1", pipeline.Name, schemas.TypeClarificationResponse, schemas.ClarificationResponse{InReplyTo: pl.ID, Answer: "fail"})
 	if dag := r.wait("S1", id); dag.State != projections.DAGFailed {
 		t.Fatalf("recorded DAG %s", dag.State)
+	}
+	r.identical(srv, "S1", conf)
+}
+
+// Two variants of a step (one asked for while the original's Engineer
+// works), both ready, the variant selected and merged into the work
+// directory: the session re-executes identically without calling the
+// model or running a tool.
+func TestReexecuteVariantsOneSelected(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go-on")
+	stages := scripted.NewStages(t)
+	stages.TwoVariants(gate)
+	r, srv, conf := scriptedRig(t, stages.Respond, llm.Config{}, "sh")
+	r.dumpOnFailure("S1")
+	r.calcModule()
+	id := r.submit("S1", `nodes: [{id: add, agent: engineer, prompt: "add Add(a, b int) int to package calc", pipeline: review}]`)
+	brokertest.Eventually(t, 30*time.Second, "the pipeline runs", func() bool {
+		ps, err := r.store.Pipelines(r.ctx, projections.PipelineFilter{Session: "S1"})
+		return err == nil && len(ps) == 1
+	})
+	r.send("S1", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: id, NodeID: "add", Approach: scripted.Counting})
+	var group *projections.VariantGroup
+	brokertest.Eventually(t, 30*time.Second, "the variant runs", func() bool {
+		gs, err := r.store.VariantGroups(r.ctx, projections.PipelineFilter{Session: "S1"})
+		if err != nil || len(gs) != 1 || len(gs[0].Variants) != 2 {
+			return false
+		}
+		group = gs[0]
+		return true
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 60*time.Second, "both variants ready", func() bool {
+		g, err := r.store.VariantGroup(r.ctx, group.ID)
+		return err == nil && g.State == projections.GroupPending
+	})
+	r.send("S1", pipeline.Name, schemas.TypeVariantSelect, schemas.VariantSelect{GroupID: group.ID, VariantID: "v1"})
+	if dag := r.wait("S1", id); dag.State != projections.DAGSucceeded {
+		t.Fatalf("recorded DAG %s", dag.State)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.dir, "calc.go")); string(b) != scripted.CountingAdd {
+		t.Fatalf("recorded session: calc.go = %q, want the variant's", b)
 	}
 	r.identical(srv, "S1", conf)
 }

@@ -94,6 +94,9 @@ type Config struct {
 	// WorktreeDir is where variants' git worktrees go (default
 	// $TMPDIR/sylk-variants).
 	WorktreeDir string
+	// WorkDirStandIn, when set, stands in for work directories that do not
+	// exist (worker.Executors.StandIn): a re-execution's.
+	WorkDirStandIn string
 	// PipelineLoops bounds a pipeline's loops (default
 	// schemas.DefaultPipelineLoops).
 	PipelineLoops int
@@ -231,7 +234,7 @@ type agent struct {
 // agents are the runners to start, their messages and calls hooked by hp.
 func (c *Config) agents(hp *hooks.Pipeline) []agent {
 	log := events.New(c.JetStream)
-	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir}
+	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir, StandIn: c.WorkDirStandIn}
 	c.withLLM(executors, hp)
 	base := func(name string) agents.Options {
 		o := agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}

@@ -187,3 +187,24 @@ func (s *Stages) FailingThreeLoops() {
 			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
 	}
 }
+
+// Counting is the approach of TwoVariants' variant, and CountingAdd the Add
+// it writes.
+const (
+	Counting    = "count up in a loop"
+	CountingAdd = CalcGo + "\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
+)
+
+// TwoVariants scripts a review pipeline whose Engineer waits until the
+// file gate exists (so that a variant can be asked for while it works; it
+// runs sh),
+// then writes RightAdd; and its variant of approach Counting, which writes
+// CountingAdd. Both Inspectors pass.
+func (s *Stages) TwoVariants(gate string) {
+	s.On(At("engineer", "implement", 1, ""),
+		Tool("g", "exec", fmt.Sprintf(`{"argv": ["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done"], "timeout": 60}`, gate)),
+		WriteFile("w", "calc.go", RightAdd), llmtest.Text("Add with +."))
+	s.On(At("inspector", "inspect", 1, ""), Tool("r", "read_file", `{"path": "calc.go"}`), Verdict(true, "fine"))
+	s.On(At("engineer", "implement", 1, Counting), WriteFile("w", "calc.go", CountingAdd), llmtest.Text("Add by counting."))
+	s.On(At("inspector", "inspect", 1, Counting), Tool("r", "read_file", `{"path": "calc.go"}`), Verdict(true, "fine too"))
+}
