@@ -19,14 +19,12 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-// smallWindow is a context window an Engineer that reads bigFile a few
+// smallWindow is a context window an Engineer that reads scripted.BigFile a few
 // times fills to 95%: the point of its handoff.
 func smallWindow(_ *fixture, c *llm.Config) { c.MaxContextTokens, c.ReserveTokens = 6000, 500 }
 
 // maxHandoffs caps the fixture's chains of handoffs at n.
 func maxHandoffs(n int) option { return func(f *fixture, _ *llm.Config) { f.maxHandoffs = n } }
-
-var bigFile = strings.Repeat("a line of the file the Engineer reads\n", 40)
 
 // engineerState is the Engineer's typed state, the answer to a memory
 // checkpoint (a handoff's, or a compaction's summary).
@@ -165,7 +163,7 @@ func (f *fixture) successor(id string) *projections.Pipeline {
 // refused, and a replay calls nothing and appends nothing.
 func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gates := t.TempDir()
 	before, after := filepath.Join(gates, "before"), filepath.Join(gates, "after")
 	f.srv.Respond(chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
@@ -230,7 +228,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 // and finishes in the same pipeline.
 func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	f.srv.Respond(compactingModel(t, waitFor(gate, "cat big.txt")))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
@@ -267,7 +265,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 // The stop of an ended chain is refused by the projection.
 func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 	f := newFixture(t, smallWindow, maxHandoffs(1))
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	f.srv.Respond(compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	first := f.pipelineOf("add")
@@ -303,7 +301,7 @@ func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 // directory keeps it, and the other variant's worktree is gone.
 func TestVariantHandsOff(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	const approach = "count up in a loop"
 	counting := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
@@ -380,7 +378,7 @@ func TestVariantHandsOff(t *testing.T) {
 // Engineer finishes in its pipeline.
 func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	huge := strings.Replace(engineerState, `"read big.txt"`, `"read big.txt`+strings.Repeat(" again", 5<<20/6)+`"`, 1)
 	var checkpoints atomic.Int32
 	model := compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`))

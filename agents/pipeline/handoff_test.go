@@ -24,7 +24,7 @@ import (
 // nothing.
 func TestEngineerHandsOffAt95Percent(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	const prompt = "add Add(a, b int) int to calc"
 	state := `{"original_prompt": "` + prompt + `", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write Add in calc.go"], "context_notes": "calc.go holds package calc"}`
 	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {

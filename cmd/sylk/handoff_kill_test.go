@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -26,12 +27,8 @@ import (
 // before is made again, the state and the handoff are written once, and the
 // pipeline's cap of handoffs is the config file's.
 func TestHandoffSurvivesSIGKILL(t *testing.T) {
-	bin := sylkBinary(t)
-	dir := t.TempDir()
-	data, work := filepath.Join(dir, "data"), filepath.Join(dir, "work")
-	os.MkdirAll(filepath.Join(work, ".sylk"), 0o755)
-	os.WriteFile(filepath.Join(work, ".sylk", "config.yaml"), []byte("llm: {max_context_tokens: 6000, reserve_tokens: 500, no_stream: true}\npipelines: {max_handoffs: 2}\n"), 0o644)
-	os.WriteFile(filepath.Join(work, "big.txt"), []byte(strings.Repeat("a line of the file the Engineer reads\n", 40)), 0o644)
+	bin, data, work := smallWindowServe(t, "pipelines: {max_handoffs: 2}\n")
+	os.WriteFile(filepath.Join(work, "big.txt"), []byte(scripted.BigFile), 0o644)
 	os.WriteFile(filepath.Join(work, "calc.go"), []byte("package calc\n"), 0o644)
 	os.WriteFile(filepath.Join(work, "plan.yaml"), []byte("name: add\nnodes:\n  - {id: add, agent: engineer, prompt: add Add to calc, pipeline: review}\n"), 0o644)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"}} {
@@ -44,45 +41,17 @@ func TestHandoffSurvivesSIGKILL(t *testing.T) {
 	// hung on.
 	var mu sync.Mutex
 	var cut []string
-	hangOnce := func(req llmtest.Request, point int) (llmtest.Reply, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(cut) != point {
-			return llmtest.Reply{}, false
-		}
-		cut = append(cut, requestKey(t, req))
-		return llmtest.Hanging(), true
-	}
 	hungAt := func() int { mu.Lock(); defer mu.Unlock(); return len(cut) }
 	srv := llmtest.New(t)
-	srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		answered := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool { return m.Role == "assistant" })
-		handedOff := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool {
-			return m.Role == "user" && strings.Contains(m.Content, "Pipeline handoff 1:")
-		})
-		switch sys := req.System(); {
-		case strings.Contains(sys, "memory checkpoint"):
-			if r, ok := hangOnce(req, 0); ok {
-				return r
-			}
-			return llmtest.Text(`{"original_prompt": "add Add", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write calc.go"], "context_notes": ""}`)
-		case strings.Contains(sys, "You are the Inspector") && answered:
-			return llmtest.Text(`{"passed": true, "summary": "Add adds", "issues": []}`)
-		case strings.Contains(sys, "You are the Inspector"):
-			return llmtest.Tools(llmtest.Call("r", "read_file", `{"path": "calc.go"}`))
-		case strings.Contains(sys, "You are the Engineer") && handedOff && answered:
-			return llmtest.Text("Wrote Add.")
-		case strings.Contains(sys, "You are the Engineer") && handedOff:
-			if r, ok := hangOnce(req, 1); ok {
-				return r
-			}
-			return llmtest.Tools(llmtest.Call("w", "write_file", `{"path": "calc.go", "content": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}`))
-		case strings.Contains(sys, "You are the Engineer"):
-			return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`)) // until the window fills
+	srv.Respond(scripted.Handoff(func(at string, req llmtest.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(cut) != map[string]int{"checkpoint": 0, "successor": 1}[at] {
+			return false
 		}
-		t.Errorf("unexpected request: %q", req.Last())
-		return llmtest.Status(400)
-	})
+		cut = append(cut, requestKey(t, req))
+		return true
+	}))
 	t.Setenv("SYLK_LLM_BASE_URL", srv.URL())
 	t.Setenv("SYLK_LLM_MODEL", "fake")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -4,6 +4,7 @@
 package scripted
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/sylk/sylk/agents/llm/llmtest"
@@ -119,4 +120,44 @@ func Memory(req llmtest.Request) llmtest.Reply {
 		return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
 	}
 	return llmtest.Status(400)
+}
+
+// BigFile is a file an Engineer that reads it a few times fills a window of
+// 6000 tokens (500 reserved) with, to 95%: the point of its handoff.
+var BigFile = strings.Repeat("a line of the file the Engineer reads\n", 40)
+
+// Handoff answers a review pipeline whose Engineer reads big.txt until its
+// window fills and hands off; the Engineer of the new pipeline writes Add in
+// calc.go and the Inspector passes. hang, when not nil, is asked before the
+// checkpoint's call ("checkpoint") and the new Engineer's first call
+// ("successor"): true answers with a reply that never comes.
+func Handoff(hang func(at string, req llmtest.Request) bool) func(llmtest.Request) llmtest.Reply {
+	hangs := func(at string, req llmtest.Request) bool { return hang != nil && hang(at, req) }
+	return func(req llmtest.Request) llmtest.Reply {
+		answered := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool { return m.Role == "assistant" })
+		handedOff := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool {
+			return m.Role == "user" && strings.Contains(m.Content, "Pipeline handoff 1:")
+		})
+		switch sys := req.System(); {
+		case strings.Contains(sys, "memory checkpoint"):
+			if hangs("checkpoint", req) {
+				return llmtest.Hanging()
+			}
+			return llmtest.Text(`{"original_prompt": "add Add", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write calc.go"], "context_notes": ""}`)
+		case strings.Contains(sys, "You are the Inspector") && answered:
+			return llmtest.Text(`{"passed": true, "summary": "Add adds", "issues": []}`)
+		case strings.Contains(sys, "You are the Inspector"):
+			return llmtest.Tools(llmtest.Call("r", "read_file", `{"path": "calc.go"}`))
+		case strings.Contains(sys, "You are the Engineer") && handedOff && answered:
+			return llmtest.Text("Wrote Add.")
+		case strings.Contains(sys, "You are the Engineer") && handedOff:
+			if hangs("successor", req) {
+				return llmtest.Hanging()
+			}
+			return llmtest.Tools(llmtest.Call("w", "write_file", `{"path": "calc.go", "content": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}`))
+		case strings.Contains(sys, "You are the Engineer"):
+			return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`)) // until the window fills
+		}
+		return llmtest.Status(400)
+	}
 }
