@@ -114,7 +114,7 @@ func (d *Delivery) Stopping() bool { return d.runner.root != nil && d.runner.roo
 func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64, error) {
 	seq, err := d.runner.log.Append(ctx, env)
 	if err != nil {
-		return 0, Transient(fmt.Errorf("record %s: %w", env.Type, err), 0)
+		return 0, classifyAppend(fmt.Errorf("record %s: %w", env.Type, err))
 	}
 	d.runner.noteAppended(seq)
 	return seq, nil

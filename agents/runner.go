@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
@@ -522,8 +523,12 @@ func classifyAppend(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, schemas.ErrInvalid) {
+	switch {
+	case errors.Is(err, schemas.ErrInvalid):
 		return Permanent(fmt.Errorf("handler produced an invalid event: %w", err))
+	case errors.Is(err, nats.ErrMaxPayload):
+		// Larger than the server takes: no retry stores it.
+		return Permanent(err)
 	}
 	return Transient(err, 0)
 }

@@ -306,6 +306,11 @@ func (a *Architect) approved(ctx context.Context, d *agents.Delivery) ([]*schema
 	if planEnv == nil {
 		return out, err
 	}
+	if resp.Mode != nil {
+		if out, err := a.answerRefused(ctx, d, p.PlanID, "approved"); out != nil || err != nil {
+			return out, err
+		}
+	}
 	workDir, err := a.workDir(ctx, d)
 	if err != nil {
 		return nil, err
@@ -349,6 +354,15 @@ func (a *Architect) modified(ctx context.Context, d *agents.Delivery) ([]*schema
 	planEnv, resp, out, err := a.findPlan(ctx, d, p.PlanID)
 	if planEnv == nil {
 		return out, err
+	}
+	if resp.Mode != nil {
+		outcome := "modified"
+		if p.Rejected {
+			outcome = "rejected"
+		}
+		if out, err := a.answerRefused(ctx, d, p.PlanID, outcome); out != nil || err != nil {
+			return out, err
+		}
 	}
 	if p.Rejected {
 		return notice(d, "rejected", schemas.NoticeInfo, fmt.Sprintf("plan %s dropped; nothing was run", p.PlanID), "ask again with sylk run \"...\"")

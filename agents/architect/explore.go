@@ -32,6 +32,30 @@ func (a *Architect) planMode(ctx context.Context, d *agents.Delivery) (string, e
 	return pm.State, nil
 }
 
+// answerRefused is the notice refusing the user's answer (outcome:
+// approved, modified or rejected) to the plan-mode plan planID when the
+// plans projection did not settle that plan with it: a version the user
+// already answered or one a newer version replaced. Nil when it did (after
+// the answer is folded, which a redelivery finds too).
+func (a *Architect) answerRefused(ctx context.Context, d *agents.Delivery, planID, outcome string) ([]*schemas.Envelope, error) {
+	if err := a.Store.WaitFor(ctx, d.Seq); err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	pm, err := a.Store.PlanMode(ctx, d.Env.SessionID)
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	for _, v := range pm.Versions {
+		if v.PlanID == planID && v.Outcome == outcome {
+			return nil, nil
+		}
+	}
+	return notice(d, "not-awaiting", schemas.NoticeError,
+		fmt.Sprintf("plan %s is not awaiting approval (session %s: %s, the current plan is %s, version %d); it was not %s",
+			planID, d.Env.SessionID, strings.ReplaceAll(pm.State, "_", " "), pm.PlanID, pm.Version, outcome),
+		"sylk plan show, then answer the current version: sylk plan approve|modify|reject")
+}
+
 // explore is planning in plan mode (seed L36434-36590): the model explores
 // the project with the read-only tools and by consulting the other agents,
 // drafts a plan (plan_draft), and the draft goes back to exploration

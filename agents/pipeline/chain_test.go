@@ -7,24 +7,24 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
-// smallWindow is a context window an Engineer that reads bigFile a few
+// smallWindow is a context window an Engineer that reads scripted.BigFile a few
 // times fills to 95%: the point of its handoff.
 func smallWindow(_ *fixture, c *llm.Config) { c.MaxContextTokens, c.ReserveTokens = 6000, 500 }
 
 // maxHandoffs caps the fixture's chains of handoffs at n.
 func maxHandoffs(n int) option { return func(f *fixture, _ *llm.Config) { f.maxHandoffs = n } }
-
-var bigFile = strings.Repeat("a line of the file the Engineer reads\n", 40)
 
 // engineerState is the Engineer's typed state, the answer to a memory
 // checkpoint (a handoff's, or a compaction's summary).
@@ -47,7 +47,7 @@ type chainCall struct {
 var handoffLine = regexp.MustCompile(`Pipeline handoff (\d+):`)
 
 func chainOf(req llmtest.Request) chainCall {
-	c := chainCall{agent: agentOf(req)}
+	c := chainCall{agent: scripted.AgentOf(req)}
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
 			c.step++
@@ -58,11 +58,11 @@ func chainOf(req llmtest.Request) chainCall {
 		if sm := handoffLine.FindStringSubmatch(m.Content); sm != nil && m.Role == "user" {
 			c.handoff, _ = strconv.Atoi(sm[1])
 		}
-		if sm := stageLine.FindStringSubmatch(m.Content); sm != nil && m.Role == "user" && c.loop == 0 {
-			c.loop, _ = strconv.Atoi(sm[2])
+		if _, loop, ok := scripted.StageIn(m.Content); ok && m.Role == "user" && c.loop == 0 {
+			c.loop = loop
 		}
-		if am := approachLine.FindStringSubmatch(m.Content); am != nil && m.Role == "user" {
-			c.approach = am[1]
+		if approach, ok := scripted.ApproachIn(m.Content); ok && m.Role == "user" {
+			c.approach = approach
 		}
 		c.compacted = c.compacted || strings.Contains(m.Content, "[Memory checkpoint")
 	}
@@ -72,9 +72,9 @@ func chainOf(req llmtest.Request) chainCall {
 // inspectAndPass is an Inspector that reads calc.go and passes.
 func inspectAndPass(c chainCall) llmtest.Reply {
 	if c.step == 0 {
-		return call("r", "read_file", `{"path": "calc.go"}`)
+		return scripted.Tool("r", "read_file", `{"path": "calc.go"}`)
 	}
-	return verdict(true, "Add is there")
+	return scripted.Verdict(true, "Add is there")
 }
 
 // compactingModel answers a chain whose Engineers may not all hand off: an
@@ -85,7 +85,7 @@ func compactingModel(t *testing.T, read llmtest.Reply) func(llmtest.Request) llm
 	return chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
 		switch {
 		case c.compacted && !c.wrote:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		case c.compacted:
 			return llmtest.Text("Wrote Add after compacting."), true
 		}
@@ -118,7 +118,7 @@ func chainModel(t *testing.T, engineer func(c chainCall) (llmtest.Reply, bool)) 
 // then (a shell command, or "").
 func waitFor(gate, then string) llmtest.Reply {
 	cmd := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; %s", gate, then)
-	return call("g", "exec", fmt.Sprintf(`{"command": %q, "shell": true, "timeout": 60}`, cmd))
+	return scripted.Tool("g", "exec", fmt.Sprintf(`{"command": %q, "shell": true, "timeout": 60}`, cmd))
 }
 
 func touch(t *testing.T, path string) {
@@ -163,7 +163,7 @@ func (f *fixture) successor(id string) *projections.Pipeline {
 // refused, and a replay calls nothing and appends nothing.
 func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gates := t.TempDir()
 	before, after := filepath.Join(gates, "before"), filepath.Join(gates, "after")
 	f.srv.Respond(chainModel(t, func(c chainCall) (llmtest.Reply, bool) {
@@ -173,7 +173,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 		case c.loop == 1 && c.step == 0:
 			return waitFor(after, ""), true
 		case c.loop == 1 && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		}
 		return llmtest.Text(fmt.Sprintf("Wrote Add (loop %d).", c.loop)), true
 	}))
@@ -216,7 +216,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 	if n := f.Count(schemas.TypeNotice); n != 0 {
 		t.Fatalf("%d notices: a /task message was refused", n)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
@@ -228,7 +228,7 @@ func TestTaskMessagesFollowTheHandoff(t *testing.T) {
 // and finishes in the same pipeline.
 func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	f.srv.Respond(compactingModel(t, waitFor(gate, "cat big.txt")))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
@@ -254,7 +254,7 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineCompleted || pl.HandoffTo != "" {
 		t.Fatalf("pipeline %s, handed to %q", pl.State, pl.HandoffTo)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
@@ -265,8 +265,8 @@ func TestUserStopsTheChainOfHandoffs(t *testing.T) {
 // The stop of an ended chain is refused by the projection.
 func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 	f := newFixture(t, smallWindow, maxHandoffs(1))
-	f.write("big.txt", bigFile)
-	f.srv.Respond(compactingModel(t, call("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
+	f.write("big.txt", scripted.BigFile)
+	f.srv.Respond(compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`)))
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
 	first := f.pipelineOf("add")
 	next := f.successor(first.ID)
@@ -301,7 +301,7 @@ func TestChainOfHandoffsStopsAtItsCap(t *testing.T) {
 // directory keeps it, and the other variant's worktree is gone.
 func TestVariantHandsOff(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	const approach = "count up in a loop"
 	counting := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
@@ -310,13 +310,13 @@ func TestVariantHandsOff(t *testing.T) {
 		case c.approach == "" && c.step == 0:
 			return waitFor(gate, ""), true
 		case c.approach == "" && c.step == 1:
-			return writeFile("w", "calc.go", rightAdd), true
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd), true
 		case c.approach == "":
 			return llmtest.Text("Add with +."), true
 		case c.handoff == 0:
-			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`), true // until the window fills
+			return scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`), true // until the window fills
 		case c.handoff == 1 && c.step == 0:
-			return writeFile("w", "calc.go", counting), true
+			return scripted.WriteFile("w", "calc.go", counting), true
 		case c.handoff == 1:
 			return llmtest.Text("Add by counting."), true
 		}
@@ -357,7 +357,7 @@ func TestVariantHandsOff(t *testing.T) {
 	if wc := f.workflow(); wc.Outcome != schemas.OutcomeSucceeded {
 		t.Fatalf("workflow %+v", wc)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go after selecting the original:\n%s", got)
 	}
 	f.worktreeGone(v1.Worktree)
@@ -367,6 +367,48 @@ func TestVariantHandsOff(t *testing.T) {
 	}
 	if pl := f.pipeline(orig.ID); pl.State != projections.PipelineCompleted {
 		t.Fatalf("the original %s", pl.State)
+	}
+	f.replay()
+}
+
+// A handoff whose state the stream refuses (the Engineer's checkpoint, its
+// summary twice over, is larger than the server's 8 MiB payload limit)
+// falls back to summarise and compact, as the seed says: no handoff, the
+// compaction (a second checkpoint, of ordinary size) says why, and the
+// Engineer finishes in its pipeline.
+func TestHandoffStateNotWrittenCompactsInstead(t *testing.T) {
+	f := newFixture(t, smallWindow)
+	f.write("big.txt", scripted.BigFile)
+	huge := strings.Replace(engineerState, `"read big.txt"`, `"read big.txt`+strings.Repeat(" again", 5<<20/6)+`"`, 1)
+	var checkpoints atomic.Int32
+	model := compactingModel(t, scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`))
+	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
+		if scripted.AgentOf(req) == "memory" && checkpoints.Add(1) == 1 {
+			return llmtest.Text(huge)
+		}
+		return model(req)
+	})
+	f.submit(schemas.PipelineReview, "add Add(a, b int) int to calc")
+	pl := f.pipelineOf("add")
+	if wc := f.workflow(); wc.Outcome != schemas.OutcomeSucceeded {
+		t.Fatalf("workflow %+v", wc)
+	}
+	if n, m := f.Count(schemas.TypePipelineHandoffRequest), f.Count(schemas.TypePipelineHandoff); n != 0 || m != 0 {
+		t.Fatalf("%d handoff requests and %d handoffs without a written state", n, m)
+	}
+	comp := llmtest.Payloads[schemas.MemoryCompacted](f.Stack, schemas.TypeMemoryCompacted)
+	if len(comp) != 1 || !strings.HasPrefix(comp[0].Reason, "engineer_context_") ||
+		!strings.Contains(comp[0].Reason, "the handoff state could not be written") || !strings.Contains(comp[0].Reason, "maximum payload exceeded") {
+		t.Fatalf("compactions %+v", comp)
+	}
+	if cps := llmtest.Payloads[schemas.MemoryCheckpoint](f.Stack, schemas.TypeMemoryCheckpoint); checkpoints.Load() != 2 || len(cps) != 1 || cps[0].Index != 2 {
+		t.Fatalf("%d checkpoint calls, checkpoints written %+v: want the second only", checkpoints.Load(), cps)
+	}
+	if pl = f.pipeline(pl.ID); pl.State != projections.PipelineCompleted || pl.HandoffTo != "" {
+		t.Fatalf("pipeline %s, handed to %q", pl.State, pl.HandoffTo)
+	}
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
+		t.Fatalf("calc.go:\n%s", got)
 	}
 	f.replay()
 }

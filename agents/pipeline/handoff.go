@@ -57,7 +57,7 @@ func (a *Agent) handoff(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if h.Engineer != nil && h.Engineer.OriginalPrompt == "" {
 		h.Engineer.OriginalPrompt = pl.Prompt
 	}
-	he, err := deriveFor(d, pl, schemas.TypePipelineHandoff, "archivalist", "handoff", h)
+	he, err := deriveFor(d, pl.ID, schemas.TypePipelineHandoff, "archivalist", "handoff", h)
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sylk/sylk/agents/archivalist"
 
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
@@ -23,7 +24,7 @@ import (
 // nothing.
 func TestEngineerHandsOffAt95Percent(t *testing.T) {
 	f := newFixture(t, smallWindow)
-	f.write("big.txt", bigFile)
+	f.write("big.txt", scripted.BigFile)
 	const prompt = "add Add(a, b int) int to calc"
 	state := `{"original_prompt": "` + prompt + `", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write Add in calc.go"], "context_notes": "calc.go holds package calc"}`
 	f.srv.Respond(func(req llmtest.Request) llmtest.Reply {
@@ -32,16 +33,16 @@ func TestEngineerHandsOffAt95Percent(t *testing.T) {
 		case strings.Contains(req.System(), "memory checkpoint"):
 			return llmtest.Text(state)
 		case strings.Contains(req.System(), "You are the Inspector") && answered:
-			return verdict(true, "Add adds")
+			return scripted.Verdict(true, "Add adds")
 		case strings.Contains(req.System(), "You are the Inspector"):
-			return call("r", "exec", `{"argv": ["cat", "calc.go"]}`)
+			return scripted.Tool("r", "exec", `{"argv": ["cat", "calc.go"]}`)
 		case strings.Contains(req.System(), "You are the Engineer") && strings.Contains(req.Messages[1].Content, "Pipeline handoff 1"):
 			if answered {
 				return llmtest.Text("Wrote Add.")
 			}
-			return writeFile("w", "calc.go", rightAdd)
+			return scripted.WriteFile("w", "calc.go", scripted.RightAdd)
 		case strings.Contains(req.System(), "You are the Engineer"):
-			return call("c", "exec", `{"argv": ["cat", "big.txt"]}`)
+			return scripted.Tool("c", "exec", `{"argv": ["cat", "big.txt"]}`)
 		}
 		t.Errorf("unexpected request: %q", req.Last())
 		return llmtest.Status(400)
@@ -91,7 +92,7 @@ func TestEngineerHandsOffAt95Percent(t *testing.T) {
 			t.Fatalf("the new Engineer was not told %q:\n%s", want, told)
 		}
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go:\n%s", got)
 	}
 	// The Archivalist keeps the handoff (category pipeline_handoff).

@@ -339,7 +339,7 @@ func (a *Agent) complete(ctx context.Context, d *agents.Delivery, pl *projection
 		summary = "findings ignored by the user; " + summary
 	}
 	outs := []*schemas.Envelope{}
-	e, err := deriveFor(d, pl, schemas.TypePipelineComplete, "user", "complete", schemas.PipelineComplete{PipelineID: pl.ID, DAGID: pl.DAG, NodeID: pl.Node,
+	e, err := deriveFor(d, pl.ID, schemas.TypePipelineComplete, "user", "complete", schemas.PipelineComplete{PipelineID: pl.ID, DAGID: pl.DAG, NodeID: pl.Node,
 		Loops: pl.Loop, Summary: summary, Ignored: ignored, EndCommit: end, FilesChanged: files})
 	if err != nil {
 		return nil, agents.Permanent(err)
@@ -349,7 +349,7 @@ func (a *Agent) complete(ctx context.Context, d *agents.Delivery, pl *projection
 		more, err := a.variantEnded(ctx, d, pl, true)
 		return append(outs, more...), err
 	}
-	tc, err := deriveFor(d, pl, schemas.TypeTaskComplete, "orchestrator", "outcome", schemas.TaskComplete{DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt,
+	tc, err := deriveFor(d, pl.ID, schemas.TypeTaskComplete, "orchestrator", "outcome", schemas.TaskComplete{DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt,
 		Summary: fmt.Sprintf("pipeline %s (%s) passed in %d loop(s): %s", pl.ID, pl.Mode, pl.Loop, summary), Evidence: evidenceOf(pl)})
 	if err != nil {
 		return nil, agents.Permanent(err)
@@ -360,7 +360,7 @@ func (a *Agent) complete(ctx context.Context, d *agents.Delivery, pl *projection
 // fail ends a pipeline that failed: pipeline_failed and, outside a variant
 // group, the node's task_failed (not retried: the loops were its retries).
 func (a *Agent) fail(ctx context.Context, d *agents.Delivery, pl *projections.Pipeline, reason string) ([]*schemas.Envelope, error) {
-	e, err := deriveFor(d, pl, schemas.TypePipelineFailed, "user", "failed", schemas.PipelineFailed{PipelineID: pl.ID, DAGID: pl.DAG, NodeID: pl.Node, Loops: pl.Loop, Reason: reason})
+	e, err := deriveFor(d, pl.ID, schemas.TypePipelineFailed, "user", "failed", schemas.PipelineFailed{PipelineID: pl.ID, DAGID: pl.DAG, NodeID: pl.Node, Loops: pl.Loop, Reason: reason})
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}
@@ -369,7 +369,7 @@ func (a *Agent) fail(ctx context.Context, d *agents.Delivery, pl *projections.Pi
 		more, err := a.variantEnded(ctx, d, pl, false)
 		return append(outs, more...), err
 	}
-	tf, err := deriveFor(d, pl, schemas.TypeTaskFailed, "orchestrator", "outcome", schemas.TaskFailed{DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt,
+	tf, err := deriveFor(d, pl.ID, schemas.TypeTaskFailed, "orchestrator", "outcome", schemas.TaskFailed{DAGID: pl.DAG, NodeID: pl.Node, Attempt: pl.Attempt,
 		Error: fmt.Sprintf("pipeline %s failed: %s", pl.ID, reason), Evidence: evidenceOf(pl)})
 	if err != nil {
 		return nil, agents.Permanent(err)
@@ -406,16 +406,18 @@ func firstLine(s string, n int) string {
 	return s
 }
 
-// deriveFor builds an event of pipeline pl with an id fixed by the pipeline
-// and key alone: whichever message decides a step first, it is appended
-// once, and a re-execution derives the same id (the pipeline's creation time
-// is the clock of the run that started it: not part of the id).
-func deriveFor(d *agents.Delivery, pl *projections.Pipeline, t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
-	e, err := d.Derive(t, target, pl.ID+"/"+key, payload)
+// deriveFor builds an event of owner (a pipeline, or a variant group for
+// the events about all of it) with an id fixed by owner and key alone:
+// whichever message decides a step first (whichever variant ends last), it
+// is appended once, and a re-execution derives the same id (the pipeline's
+// creation time is the clock of the run that started it: not part of the
+// id).
+func deriveFor(d *agents.Delivery, owner string, t schemas.Type, target, key string, payload any) (*schemas.Envelope, error) {
+	e, err := d.Derive(t, target, owner+"/"+key, payload)
 	if err != nil {
 		return nil, err
 	}
-	e.ID = schemas.DeriveID(&schemas.Envelope{ID: pl.ID}, Name+"/"+key)
+	e.ID = schemas.DeriveID(&schemas.Envelope{ID: owner}, Name+"/"+key)
 	return e, nil
 }
 

@@ -2,14 +2,10 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +13,7 @@ import (
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/agents/orchestrator"
 	"github.com/sylk/sylk/agents/pipeline"
 	"github.com/sylk/sylk/agents/plan"
@@ -26,56 +23,13 @@ import (
 	"github.com/sylk/sylk/tools"
 )
 
-// stageKey names what a fake agent is asked: the agent, the stage, the loop
-// and the variant's approach ("" for the original).
-type stageKey struct {
-	agent, stage string
-	loop         int
-	approach     string
-}
-
-var stageLine = regexp.MustCompile(`^Pipeline \S+, stage "(\w+)" \(loop (\d+)\)`)
-var approachLine = regexp.MustCompile(`(?m)^Approach to take: (.+)$`)
-
-// keyOf reads a request's stage from its first user message.
-func keyOf(req llmtest.Request) (stageKey, bool) {
-	k := stageKey{agent: agentOf(req)}
-	for _, m := range req.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		sm := stageLine.FindStringSubmatch(m.Content)
-		if sm == nil {
-			return k, false
-		}
-		k.stage = sm[1]
-		k.loop, _ = strconv.Atoi(sm[2])
-		if am := approachLine.FindStringSubmatch(m.Content); am != nil {
-			k.approach = am[1]
-		}
-		return k, true
-	}
-	return k, false
-}
-
-// agentOf reads who asks from a request's system prompt: engineer,
-// inspector, tester, or memory for a checkpoint's summary.
-func agentOf(req llmtest.Request) string {
-	sys := req.System()
-	for _, a := range []struct{ agent, says string }{{"memory", "memory checkpoint"}, {"engineer", "You are the Engineer"},
-		{"inspector", "You are the Inspector"}, {"tester", "You are the Tester"}} {
-		if strings.Contains(sys, a.says) {
-			return a.agent
-		}
-	}
-	return ""
-}
-
 // fixture is a stack running the Orchestrator, the pipeline agent and the
 // three workers over a fake model that answers each stage from a table, and
 // a real Go module in a git repository.
 type fixture struct {
 	*llmtest.Stack
+	// The model's replies, by stage.
+	*scripted.Stages
 	t   *testing.T
 	srv *llmtest.Server
 	dir string
@@ -84,9 +38,6 @@ type fixture struct {
 	// maxHandoffs caps chains of handoffs (0: the default).
 	maxHandoffs int
 
-	mu      sync.Mutex
-	replies map[stageKey][]llmtest.Reply
-	seen    map[stageKey][]string // the first user message of each call
 	handled atomic.Int64
 	stops   []func()
 	client  *llm.Client
@@ -100,9 +51,8 @@ type option func(*fixture, *llm.Config)
 
 func newFixture(t *testing.T, opts ...option) *fixture {
 	t.Helper()
-	f := &fixture{Stack: llmtest.NewStack(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir(),
-		replies: map[stageKey][]llmtest.Reply{}, seen: map[stageKey][]string{}}
-	f.srv.Respond(f.respond)
+	f := &fixture{Stack: llmtest.NewStack(t), Stages: scripted.NewStages(t), t: t, srv: llmtest.New(t), dir: t.TempDir(), worktrees: t.TempDir()}
+	f.srv.Respond(f.Respond)
 	cfg := llm.Config{BaseURL: f.srv.URL(), Model: "fake", NoStream: true, Timeout: 10 * time.Second, Backoff: time.Millisecond}
 	for _, o := range opts {
 		o(f, &cfg)
@@ -121,7 +71,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 // module makes a Go module with an empty package calc, committed.
 func (f *fixture) module() {
 	f.write("go.mod", "module example.com/calc\n\ngo 1.22\n")
-	f.write("calc.go", "// Package calc adds numbers.\npackage calc\n")
+	f.write("calc.go", scripted.CalcGo)
 	f.git("init", "-q")
 	f.git("add", "-A")
 	f.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
@@ -216,50 +166,6 @@ func (f *fixture) idle() {
 	}
 }
 
-// on sets the replies of a stage, by step.
-func (f *fixture) on(k stageKey, replies ...llmtest.Reply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.replies[k] = replies
-}
-
-func (f *fixture) respond(req llmtest.Request) llmtest.Reply {
-	k, ok := keyOf(req)
-	if !ok {
-		f.t.Errorf("a request outside any pipeline stage: %q", req.Last())
-		return llmtest.Status(400)
-	}
-	step := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			step++
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if step == 0 {
-		for _, m := range req.Messages {
-			if m.Role == "user" {
-				f.seen[k] = append(f.seen[k], m.Content)
-				break
-			}
-		}
-	}
-	rs := f.replies[k]
-	if step >= len(rs) {
-		f.t.Errorf("no reply for %+v step %d", k, step)
-		return llmtest.Status(400)
-	}
-	return rs[step]
-}
-
-// asked returns the first user message of a stage's calls.
-func (f *fixture) asked(k stageKey) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.seen[k]...)
-}
-
 func (f *fixture) submit(mode, prompt string) {
 	f.Send("S1", "user", orchestrator.Name, schemas.TypeDAGExecute, schemas.DAGExecute{WorkDir: f.dir, DAG: schemas.DAG{ID: "d1",
 		Nodes: []schemas.Node{{ID: "add", Agent: "engineer", Prompt: prompt, Pipeline: mode}}}})
@@ -306,24 +212,6 @@ func (f *fixture) workflow() *schemas.WorkflowComplete {
 	return llmtest.Payloads[schemas.WorkflowComplete](f.Stack, schemas.TypeWorkflowComplete)[0]
 }
 
-func call(id, name, args string) llmtest.Reply { return llmtest.Tools(llmtest.Call(id, name, args)) }
-
-func writeFile(id, path, content string) llmtest.Reply {
-	return call(id, "write_file", fmt.Sprintf(`{"path": %q, "content": %q}`, path, content))
-}
-
-func verdict(passed bool, summary string) llmtest.Reply {
-	return llmtest.Text(fmt.Sprintf(`{"passed": %v, "summary": %q, "issues": []}`, passed, summary))
-}
-
-const (
-	testFile = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n"
-	wrongAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a - b }\n"
-	rightAdd = "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a + b }\n"
-)
-
-var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
-
 // A TDD pipeline on a real Go module: the Inspector's criteria, the Tester's
 // test that fails to build before the implementation (RED, from the parsed
 // run), an Engineer whose first Add is wrong, the Tester's failure sent
@@ -332,14 +220,7 @@ var goTest = call("t", "exec", `{"argv": ["go", "test", "./..."]}`)
 // nothing and appends nothing.
 func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	f := newFixture(t)
-	f.on(stageKey{"inspector", "criteria", 1, ""}, llmtest.Text("1. Add(a, b int) int returns a+b.\n2. Add(2, 3) is 5."))
-	f.on(stageKey{"tester", "red", 1, ""}, writeFile("w", "calc_test.go", testFile), goTest, verdict(false, "TestAdd does not build: Add is undefined"))
-	f.on(stageKey{"engineer", "implement", 1, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text("Added Add to calc.go."))
-	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add is there, documented"))
-	f.on(stageKey{"tester", "test", 1, ""}, goTest, verdict(false, "TestAdd fails"))
-	f.on(stageKey{"engineer", "implement", 2, ""}, writeFile("w", "calc.go", rightAdd), llmtest.Text("Fixed Add: a + b."))
-	f.on(stageKey{"inspector", "inspect", 2, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "Add sums"))
-	f.on(stageKey{"tester", "test", 2, ""}, goTest, verdict(true, "TestAdd passes"))
+	f.TDDInTwoLoops()
 
 	f.submit(schemas.PipelineTDD, "add Add(a, b int) int to package calc")
 	pl := f.pipelineOf("add")
@@ -366,20 +247,20 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 	if len(pl.Feedback) != 1 || pl.Feedback[0].From != "tester" || pl.Feedback[0].Loop != 1 {
 		t.Fatalf("feedback %+v", pl.Feedback)
 	}
-	second := f.asked(stageKey{"engineer", "implement", 2, ""})
+	second := f.Asked(scripted.At("engineer", "implement", 2, ""))
 	if len(second) != 1 || !strings.Contains(second[0], "Findings of loop 1") || !strings.Contains(second[0], "calc.TestAdd") {
 		t.Fatalf("the Engineer's second loop was not given the Tester's evidence: %q", second)
 	}
 	var heard bool
 	for _, loop := range []int{1, 2} {
-		for _, m := range f.asked(stageKey{"engineer", "implement", loop, ""}) {
+		for _, m := range f.Asked(scripted.At("engineer", "implement", loop, "")) {
 			heard = heard || strings.Contains(m, "keep Add on one line")
 		}
 	}
 	if !heard {
 		t.Fatal("the /task message never reached the Engineer")
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("calc.go = %q", got)
 	}
 	out, err := exec.Command("go", "test", "-C", f.dir, "./...").CombinedOutput()
@@ -393,11 +274,7 @@ func TestTDDPipelinePassesInTheSecondLoop(t *testing.T) {
 // user; failing it fails the node and the workflow.
 func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 	f := newFixture(t)
-	for loop := 1; loop <= 3; loop++ {
-		f.on(stageKey{"engineer", "implement", loop, ""}, writeFile("w", "calc.go", wrongAdd), llmtest.Text(fmt.Sprintf("Attempt %d at Add.", loop)))
-		f.on(stageKey{"inspector", "inspect", loop, ""}, call("r", "read_file", `{"path": "calc.go"}`),
-			llmtest.Text(`{"passed": false, "summary": "Add subtracts", "issues": ["calc.go:5: returns a - b"]}`))
-	}
+	f.FailingThreeLoops()
 	f.submit(schemas.PipelineStandard, "add Add(a, b int) int to package calc")
 	pl := f.pipelineOf("add")
 	f.Eventually(60*time.Second, "the pipeline asks the user", func() bool {
@@ -407,7 +284,7 @@ func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 	if pl.Loop != 3 || len(pl.Feedback) != 3 || f.Count(schemas.TypeInspectorFeedback) != 3 || f.Count(schemas.TypeTesterFeedback) != 0 {
 		t.Fatalf("pipeline after three loops: loop %d, feedback %+v", pl.Loop, pl.Feedback)
 	}
-	if len(f.asked(stageKey{"tester", "test", 1, ""})) != 0 {
+	if len(f.Asked(scripted.At("tester", "test", 1, ""))) != 0 {
 		t.Fatal("the Tester ran although the Inspector failed (standard mode runs it after a passing Inspector)")
 	}
 	pending, err := f.Store.Pending(f.Ctx, "S1")
@@ -439,20 +316,14 @@ func TestStandardPipelineExhaustsThreeLoopsAndAsksTheUser(t *testing.T) {
 func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
-	f.on(stageKey{"engineer", "implement", 1, ""},
-		call("g", "exec", fmt.Sprintf(`{"command": "while [ ! -e %s ]; do sleep 0.05; done", "shell": true, "timeout": 60}`, gate)),
-		writeFile("w", "calc.go", rightAdd), llmtest.Text("Add with +."))
-	f.on(stageKey{"inspector", "inspect", 1, ""}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine"))
-	channels := "// Package calc adds numbers.\npackage calc\n\n// Add returns a plus b, by counting.\nfunc Add(a, b int) int {\n\tfor ; b > 0; b-- {\n\t\ta++\n\t}\n\treturn a\n}\n"
-	f.on(stageKey{"engineer", "implement", 1, "count up in a loop"}, writeFile("w", "calc.go", channels), llmtest.Text("Add by counting."))
-	f.on(stageKey{"inspector", "inspect", 1, "count up in a loop"}, call("r", "read_file", `{"path": "calc.go"}`), verdict(true, "fine too"))
+	f.TwoVariants(gate)
 
 	f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
 	orig := f.pipelineOf("add")
 	// Bad input first: an unknown node, and a node that is not there, are
 	// refused with a notice and no group.
 	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "nope", Approach: "x"})
-	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: "count up in a loop"})
+	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: scripted.Counting})
 	f.Eventually(30*time.Second, "the variant runs", func() bool {
 		gs, _ := f.Store.VariantGroups(f.Ctx, projections.PipelineFilter{Node: "add"})
 		return len(gs) == 1 && len(gs[0].Variants) == 2
@@ -482,10 +353,10 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if f.Count(schemas.TypeWorkflowComplete) != 0 {
 		t.Fatal("the node completed before a variant was selected")
 	}
-	if got := f.read(v1.Worktree, "calc.go"); got != channels {
+	if got := f.read(v1.Worktree, "calc.go"); got != scripted.CountingAdd {
 		t.Fatalf("the variant's calc.go = %q", got)
 	}
-	if got := f.read(f.dir, "calc.go"); got != rightAdd {
+	if got := f.read(f.dir, "calc.go"); got != scripted.RightAdd {
 		t.Fatalf("the original's calc.go = %q", got)
 	}
 	f.Send("S1", "user", pipeline.Name, schemas.TypeVariantSelect, schemas.VariantSelect{GroupID: group.ID, VariantID: "v1"})
@@ -493,7 +364,7 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 	if wc.Outcome != schemas.OutcomeSucceeded {
 		t.Fatalf("workflow %+v", wc)
 	}
-	if got := f.read(f.dir, "calc.go"); got != channels {
+	if got := f.read(f.dir, "calc.go"); got != scripted.CountingAdd {
 		t.Fatalf("calc.go after selecting v1 = %q", got)
 	}
 	f.worktreeGone(v1.Worktree)

@@ -21,7 +21,7 @@ func (s *stepper) emit(t schemas.Type, target, key string, payload any) {
 	if s.err != nil {
 		return
 	}
-	e, err := deriveFor(s.d, s.pl, t, target, key, payload)
+	e, err := deriveFor(s.d, s.pl.ID, t, target, key, payload)
 	if err != nil {
 		s.err = err
 		return

@@ -176,7 +176,7 @@ func (a *Agent) variantEnded(ctx context.Context, d *agents.Delivery, pl *projec
 		anyReady = anyReady || v.State == projections.VariantReady
 	}
 	if anyReady {
-		e, err := deriveFor(d, pl, schemas.TypeNotice, "user", "variants-ready", schemas.Notice{Level: schemas.NoticeInfo,
+		e, err := deriveFor(d, g.ID, schemas.TypeNotice, "user", "variants-ready", schemas.Notice{Level: schemas.NoticeInfo,
 			Text: fmt.Sprintf("the variants of node %s have ended (group %s)", g.Node, g.ID),
 			Hint: fmt.Sprintf("compare them: sylk variant show %s; sylk variant diff %s VARIANT; then sylk variant select %s VARIANT", g.ID, g.ID, g.ID)})
 		if err != nil {
@@ -184,7 +184,7 @@ func (a *Agent) variantEnded(ctx context.Context, d *agents.Delivery, pl *projec
 		}
 		return []*schemas.Envelope{e}, nil
 	}
-	tf, err := deriveFor(d, pl, schemas.TypeTaskFailed, "orchestrator", "group-failed", schemas.TaskFailed{DAGID: g.DAG, NodeID: g.Node,
+	tf, err := deriveFor(d, g.ID, schemas.TypeTaskFailed, "orchestrator", "group-failed", schemas.TaskFailed{DAGID: g.DAG, NodeID: g.Node,
 		Attempt: pl.Attempt, Error: fmt.Sprintf("every variant of group %s failed", g.ID)})
 	if err != nil {
 		return nil, agents.Permanent(err)

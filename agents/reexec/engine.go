@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/agents/toolloop"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
@@ -308,6 +310,12 @@ func (e *engine) start(ctx context.Context, dir string) error {
 	}
 	cfg := e.opts.Runtime
 	cfg.JetStream, cfg.Store, cfg.Records, cfg.Logger = b.JetStream(), e.store, e, e.opts.Logger
+	// The recorded tool calls are served: a work directory removed since
+	// the recording (a variant's worktree) has an empty one in its place.
+	cfg.WorkDirStandIn = filepath.Join(dir, "workdir")
+	if err := os.MkdirAll(cfg.WorkDirStandIn, 0o755); err != nil {
+		return err
+	}
 	if c := e.llmConfig(); c != nil {
 		if e.client, err = llm.NewClient(*c, llm.Deps{Records: e.store, Recording: e, Logger: e.opts.Logger}); err != nil {
 			return err
@@ -613,7 +621,15 @@ func (e *engine) recordedOf(id string) *Recorded {
 // made for real in this run (Live), else the recording's. A call the
 // recording lacks gets a failed result saying so, or with Live, none (it
 // runs).
+//
+// A consultation is asked again, not served: it has no effect outside the
+// stream, its request and answer are events of agents this run runs too
+// (their model calls served), and served, the consulted agent would never
+// be asked.
 func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolResult, uint64, error) {
+	if r := e.rec.tools[callID]; r != nil && strings.HasPrefix(r.Tool, toolloop.ConsultPrefix) {
+		return e.store.ToolResult(ctx, callID)
+	}
 	r, seq, err := served(ctx, e, callID, "tool call", e.store.ToolResult, e.rec.tools, true)
 	switch {
 	case !errors.Is(err, projections.ErrNotFound):

@@ -3,14 +3,12 @@ package reexec_test
 import (
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
-	"github.com/sylk/sylk/agents/reexec"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
@@ -21,31 +19,10 @@ import (
 // re-executes identically from the recording, with the model never called.
 func TestReexecutePipelineWithHandoff(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		answered := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool { return m.Role == "assistant" })
-		handedOff := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool {
-			return m.Role == "user" && strings.Contains(m.Content, "Pipeline handoff 1:")
-		})
-		switch sys := req.System(); {
-		case strings.Contains(sys, "memory checkpoint"):
-			return llmtest.Text(`{"original_prompt": "add Add", "accomplished": ["read big.txt"], "files_changed": [], "remaining": ["write calc.go"], "context_notes": ""}`)
-		case strings.Contains(sys, "You are the Inspector") && answered:
-			return llmtest.Text(`{"passed": true, "summary": "Add adds", "issues": []}`)
-		case strings.Contains(sys, "You are the Inspector"):
-			return llmtest.Tools(llmtest.Call("r", "read_file", `{"path": "calc.go"}`))
-		case strings.Contains(sys, "You are the Engineer") && handedOff && answered:
-			return llmtest.Text("Wrote Add.")
-		case strings.Contains(sys, "You are the Engineer") && handedOff:
-			return llmtest.Tools(llmtest.Call("w", "write_file", `{"path": "calc.go", "content": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}`))
-		case strings.Contains(sys, "You are the Engineer"):
-			return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`)) // until the window fills
-		}
-		t.Errorf("unexpected request: %q", req.Last())
-		return llmtest.Status(400)
-	})
+	srv.Respond(scripted.Handoff(nil))
 	conf := llm.Config{BaseURL: srv.URL(), Model: "fake", NoStream: true, Timeout: 5 * time.Second, MaxContextTokens: 6000, ReserveTokens: 500}
 	r := newLLMRig(t, conf)
-	if err := os.WriteFile(filepath.Join(r.dir, "big.txt"), []byte(strings.Repeat("a line of the file the Engineer reads\n", 40)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.dir, "big.txt"), []byte(scripted.BigFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id := r.submit("S1", "name: add\nnodes:\n  - {id: add, agent: engineer, prompt: add Add to calc, pipeline: review}\n")
@@ -57,14 +34,6 @@ func TestReexecutePipelineWithHandoff(t *testing.T) {
 	if err != nil || len(ps) != 2 || ps[0].State != projections.PipelineHandedOff || ps[1].State != projections.PipelineCompleted {
 		t.Fatalf("pipelines %v: want one handed off, its successor completed", err)
 	}
-	calls := srv.Calls()
-
 	// The same window, so the handoff falls at the same call.
-	rep := r.reexecute("S1", reexec.Options{LLM: &conf})
-	if !rep.Identical || rep.CallsMade != 0 || rep.Events != rep.Recorded {
-		t.Fatalf("re-execution: %+v, divergence %+v", rep, rep.Divergence)
-	}
-	if srv.Calls() != calls || rep.CallsServed < calls {
-		t.Fatalf("model called %d times after the recording's %d; %d calls served", srv.Calls(), calls, rep.CallsServed)
-	}
+	r.identical(srv, "S1", conf)
 }

@@ -62,7 +62,9 @@ func newRigWith(t testing.TB, configure func(*runtime.Config, *projections.Store
 		t.Fatal(err)
 	}
 	r := &rig{t: t, ctx: ctx, log: events.New(b.JetStream()), store: store, dir: t.TempDir(), js: b.JetStream()}
-	r.cfg = runtime.Config{DefaultWorkDir: r.dir, AckWait: 5 * time.Second, Tools: toolOptions()}
+	// Variants' worktrees in the test's directory: their paths are named
+	// by groups whose ids are the same in every run of a test.
+	r.cfg = runtime.Config{DefaultWorkDir: r.dir, AckWait: 5 * time.Second, Tools: toolOptions(), WorktreeDir: t.TempDir()}
 	cfg := r.cfg
 	cfg.JetStream, cfg.Store = b.JetStream(), store
 	if configure != nil {

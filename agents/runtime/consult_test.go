@@ -10,41 +10,13 @@ import (
 	"github.com/sylk/sylk/agents/archivalist"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
-
-// consultModel: the Engineer consults an agent that does not exist and the
-// Librarian; the Librarian tries the Engineer (not allowed) and consults the
-// Archivalist; the Archivalist tries the Librarian back (a loop).
-func consultModel(req llmtest.Request) llmtest.Reply {
-	sys := req.System()
-	first := req.Messages[len(req.Messages)-1].Role == "user"
-	switch {
-	case strings.Contains(sys, "You are the Engineer"):
-		if first {
-			return llmtest.Tools(llmtest.Call("c1", "consult_designer", `{"question": "colours?"}`),
-				llmtest.Call("c2", "consult_librarian", `{"question": "where is the config loader?"}`))
-		}
-		return llmtest.Text("The loader is in config.go; nothing to change.")
-	case strings.Contains(sys, "You are the librarian"):
-		if first {
-			return llmtest.Tools(llmtest.Call("l1", "consult_engineer", `{"question": "did you write it?"}`),
-				llmtest.Call("l2", "consult_archivalist", `{"question": "was config.go changed lately?"}`),
-				llmtest.Call("l3", "read_file", `{"path": "config.go"}`))
-		}
-		return llmtest.Text("config.go, at the root of the module; unchanged lately.")
-	case strings.Contains(sys, "You are the archivalist"):
-		if first {
-			return llmtest.Tools(llmtest.Call("a1", "consult_librarian", `{"question": "which file do you mean?"}`))
-		}
-		return llmtest.Text("No change to config.go is on record.")
-	}
-	return llmtest.Status(400)
-}
 
 // A blocking consultation chain and a refused loop: the Engineer's tool call
 // returns the Librarian's answer; the Librarian's own consultation of the
@@ -54,7 +26,7 @@ func consultModel(req llmtest.Request) llmtest.Reply {
 // recorded and summarised for the Archivalist.
 func TestConsultationChainAndRefusedLoop(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Respond(consultModel)
+	srv.Respond(scripted.Consultation)
 	r := newRig(t, withLLM(t, srv, llm.Config{}))
 	t.Cleanup(func() {
 		if t.Failed() {

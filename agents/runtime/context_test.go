@@ -9,37 +9,19 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
-// MemoryModel is an Inspector that reads a file again and again until its
-// conversation was compacted, then gives its verdict; and the checkpoint
-// writer.
-func memoryModel(req llmtest.Request) llmtest.Reply {
-	sys := req.System()
-	switch {
-	case strings.Contains(sys, "memory checkpoint"):
-		return llmtest.Text(`{"checks_performed": ["read big.txt"], "issues_found": 0, "validation_state": {"read": true}}`)
-	case strings.Contains(sys, "You are the Inspector"):
-		for _, m := range req.Messages {
-			if strings.Contains(m.Content, "[Memory checkpoint") {
-				return llmtest.Text(`{"passed": true, "summary": "read it all", "issues": []}`)
-			}
-		}
-		return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
-	}
-	return llmtest.Status(400)
-}
-
 // A small context window makes the Inspector checkpoint at 85% (a typed
 // InspectorFindingsSummary kept by the Archivalist) and compact at 95%: its
 // old turns are replaced by the summary, and it finishes from there.
 func TestMemoryCheckpointAndCompaction(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Respond(memoryModel)
+	srv.Respond(scripted.Memory)
 	r := newRig(t, withLLM(t, srv, llm.Config{MaxContextTokens: 6000, ReserveTokens: 500}))
 	t.Cleanup(func() {
 		if t.Failed() {

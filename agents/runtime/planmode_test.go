@@ -10,6 +10,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/agents/plan"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
@@ -33,63 +34,6 @@ func withLLM(t *testing.T, srv *llmtest.Server, cfg llm.Config) func(*Config) {
 	}
 }
 
-const (
-	planV1 = `{"action": "plan", "rationale": "smallest change first", "confidence": 0.8,
- "plan": {"title": "validate config", "overview": "Check the name on load.",
-          "files": [{"path": "config.go", "action": "modify", "description": "name is required"}],
-          "steps": [{"description": "add the check to config.go", "agent": "engineer"}],
-          "todos": [{"content": "Add the check", "active_form": "Adding the check", "step": 1}],
-          "considerations": ["keep the signature"]}}`
-	planCycle = `{"action": "plan", "rationale": "r", "plan": {"title": "loop",
-          "steps": [{"description": "a", "agent": "engineer", "depends_on": [2]}, {"description": "b", "agent": "engineer", "depends_on": [1]}]}}`
-	planV2 = `{"action": "plan", "rationale": "then review it", "confidence": 0.85,
- "plan": {"title": "validate config, reviewed",
-          "files": [{"path": "config.go", "action": "modify"}],
-          "steps": [{"description": "add the check to config.go", "agent": "engineer"},
-                    {"description": "check config.go has the check", "agent": "inspector", "depends_on": [1]}],
-          "todos": [{"content": "Add the check", "step": 1}, {"content": "Review it", "step": 2}, {"content": "Tell the user"}]}}`
-)
-
-// planModel answers as each agent would in plan mode.
-func planModel(req llmtest.Request) llmtest.Reply {
-	sys := req.System()
-	last := req.Messages[len(req.Messages)-1]
-	assistants := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			assistants++
-		}
-	}
-	switch {
-	case strings.Contains(sys, "You are the Guide"):
-		return llmtest.Text(`{"intent_type": "AMBIGUOUS", "confidence": 0.3, "reason": "unclear", "question": "log what, where?", "options": ["A: stderr", "B: a file"]}`)
-	case strings.Contains(sys, "in plan mode"):
-		if strings.Contains(req.Messages[1].Content, "The user wants it changed") {
-			return llmtest.Text(planV2)
-		}
-		switch assistants {
-		case 0: // explore: read, and try to write (refused)
-			return llmtest.Tools(llmtest.Call("r1", "read_file", `{"path": "config.go"}`),
-				llmtest.Call("w1", "write_file", `{"path": "config.go", "content": "package cfg // changed while planning\n"}`))
-		case 1:
-			return llmtest.Text(planCycle)
-		}
-		return llmtest.Text(planV1)
-	case strings.Contains(sys, "You are the Engineer"):
-		if last.Role == "user" {
-			return llmtest.Tools(llmtest.Call("w1", "write_file",
-				`{"path": "config.go", "content": "package cfg\n\n// Load checks: name is required.\nfunc Load(name string) error { return nil }\n"}`))
-		}
-		return llmtest.Text("Added the check to config.go.")
-	case strings.Contains(sys, "You are the Inspector"):
-		if last.Role == "user" {
-			return llmtest.Tools(llmtest.Call("g1", "exec", `{"argv": ["grep", "-c", "name is required", "config.go"]}`))
-		}
-		return llmtest.Text(`{"passed": true, "summary": "config.go has the check", "issues": []}`)
-	}
-	return llmtest.Status(400)
-}
-
 // Plan mode from enter to completed: the Architect explores (its write is
 // refused), drafts a plan with a cycle (sent back), puts v1 to the user; a
 // message typed meanwhile is held; the user modifies (v2, the held message
@@ -97,7 +41,7 @@ func planModel(req llmtest.Request) llmtest.Reply {
 // follow it to completed.
 func TestPlanModeFromEnterToCompleted(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Respond(planModel)
+	srv.Respond(scripted.PlanMode)
 	r := newRig(t, withLLM(t, srv, llm.Config{}))
 	work := t.TempDir()
 	orig := "package cfg\n\nfunc Load(name string) error { return nil }\n"
@@ -167,7 +111,8 @@ func TestPlanModeFromEnterToCompleted(t *testing.T) {
 		pm, err := r.store.PlanMode(r.ctx, "S1")
 		return err == nil && len(pm.Held) == 1
 	})
-	send(schemas.TypePlanModified, schemas.PlanModified{PlanID: pm.PlanID, Feedback: "have the inspector review it"})
+	v1 := pm.PlanID
+	send(schemas.TypePlanModified, schemas.PlanModified{PlanID: v1, Feedback: "have the inspector review it"})
 	pm = planState(schemas.PlanAwaitingApproval)
 	brokertest.Eventually(t, 10*time.Second, "v2", func() bool {
 		pm, _ = r.store.PlanMode(r.ctx, "S1")
@@ -180,6 +125,19 @@ func TestPlanModeFromEnterToCompleted(t *testing.T) {
 		return len(r.events(events.Filter{Session: "S1", Type: schemas.TypeClarificationRequest})) == 1
 	})
 
+	// Approving v1, which v2 replaced, is refused: nothing runs.
+	send(schemas.TypePlanApproved, schemas.PlanApproved{PlanID: v1})
+	brokertest.Eventually(t, 10*time.Second, "the approval of v1 refused", func() bool {
+		for _, e := range r.events(events.Filter{Session: "S1", Type: schemas.TypeNotice}) {
+			if n, _ := schemas.PayloadAs[schemas.Notice](e); strings.Contains(n.Text, "plan "+v1+" is not awaiting approval") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(r.events(events.Filter{Session: "S1", Type: schemas.TypeDAGExecute})); n != 0 {
+		t.Fatalf("%d DAGs dispatched after approving a replaced plan", n)
+	}
 	send(schemas.TypePlanApproved, schemas.PlanApproved{PlanID: pm.PlanID})
 	pm = planState(schemas.PlanCompleted)
 	if strings.Join(pm.Steps, ",") != "completed,completed" || strings.Join(pm.Todos, ",") != "completed,completed,completed" {

@@ -94,9 +94,15 @@ type Config struct {
 	// WorktreeDir is where variants' git worktrees go (default
 	// $TMPDIR/sylk-variants).
 	WorktreeDir string
+	// WorkDirStandIn, when set, stands in for work directories that do not
+	// exist (worker.Executors.StandIn): a re-execution's.
+	WorkDirStandIn string
 	// PipelineLoops bounds a pipeline's loops (default
 	// schemas.DefaultPipelineLoops).
 	PipelineLoops int
+	// PipelineHandoffs caps a chain of Engineer handoffs (default
+	// schemas.DefaultPipelineHandoffs).
+	PipelineHandoffs int
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
 	Logger  *slog.Logger
@@ -228,7 +234,7 @@ type agent struct {
 // agents are the runners to start, their messages and calls hooked by hp.
 func (c *Config) agents(hp *hooks.Pipeline) []agent {
 	log := events.New(c.JetStream)
-	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir}
+	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir, StandIn: c.WorkDirStandIn}
 	c.withLLM(executors, hp)
 	base := func(name string) agents.Options {
 		o := agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
@@ -261,7 +267,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 		{base(librarian.Name), consult.Wrap(librarian.Name, lib, responder)},
 		{base(academic.Name), consult.Wrap(academic.Name, &academic.Academic{Store: c.Store, DefaultWorkDir: c.DefaultWorkDir, Embedder: c.Embedder}, responder)},
 		{withOpts(base(pipeline.Name), func(o *agents.Options) { o.PerSession = 1; o.Concurrency = 4 }),
-			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, WorktreeDir: c.worktreeDir()}},
+			&pipeline.Agent{Store: c.Store, Records: c.records(), Executors: executors, MaxLoops: c.PipelineLoops, MaxHandoffs: c.PipelineHandoffs, WorktreeDir: c.worktreeDir()}},
 	}
 	judges := map[string]worker.Judge{"engineer": worker.ByExit, "inspector": worker.ByFindings, "tester": worker.ByTests}
 	for _, name := range toolAgents {

@@ -7,7 +7,10 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 
@@ -209,6 +212,11 @@ type Executors struct {
 	Options tools.Options
 	// DefaultDir is used for nodes with no work directory.
 	DefaultDir string
+	// StandIn, when set, is used in place of a work directory that does not
+	// exist: a re-execution serves every tool call from its recording, and a
+	// directory the recorded run removed since (a variant's worktree, gone
+	// once the user selected) must not keep its agents from working.
+	StandIn string
 
 	mu    sync.Mutex
 	byDir map[string]*tools.Executor
@@ -226,6 +234,9 @@ func (e *Executors) For(dir string) (*tools.Executor, error) {
 	}
 	opts := e.Options
 	opts.WorkDir = dir
+	if _, err := os.Stat(dir); e.StandIn != "" && errors.Is(err, fs.ErrNotExist) {
+		opts.WorkDir = e.StandIn
+	}
 	ex, err := tools.NewExecutor(opts)
 	if err != nil {
 		return nil, fmt.Errorf("work directory %q: %w", dir, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/agents/llm/llmtest/scripted"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
@@ -29,33 +31,18 @@ import (
 // and the one call the kill cut off is made again, with the summary in place
 // of the old turns.
 func TestCompactionSurvivesSIGKILL(t *testing.T) {
-	bin := sylkBinary(t)
-	dir := t.TempDir()
-	data, work := filepath.Join(dir, "data"), filepath.Join(dir, "work")
-	os.MkdirAll(filepath.Join(work, ".sylk"), 0o755)
-	os.WriteFile(filepath.Join(work, ".sylk", "config.yaml"), []byte("llm: {max_context_tokens: 6000, reserve_tokens: 500, no_stream: true}\n"), 0o644)
+	bin, data, work := smallWindowServe(t, "")
 	os.WriteFile(filepath.Join(work, "big.txt"), []byte(strings.Repeat("a line of the file to read\n", 45)), 0o644)
 	os.WriteFile(filepath.Join(work, "plan.yaml"), []byte("name: read\nnodes:\n  - {id: read, agent: inspector, prompt: read big.txt until you know it}\n"), 0o644)
 
 	var hung atomic.Int32
 	srv := llmtest.New(t)
 	srv.Respond(func(req llmtest.Request) llmtest.Reply {
-		sys := req.System()
-		switch {
-		case strings.Contains(sys, "memory checkpoint"):
-			return llmtest.Text(`{"checks_performed": ["read big.txt"], "issues_found": 0, "validation_state": {"read": true}}`)
-		case strings.Contains(sys, "You are the Inspector"):
-			for _, m := range req.Messages {
-				if strings.Contains(m.Content, "[Memory checkpoint") {
-					if hung.Add(1) == 1 {
-						return llmtest.Reply{Hang: true} // the server is killed while this call waits
-					}
-					return llmtest.Text(`{"passed": true, "summary": "read it all", "issues": []}`)
-				}
-			}
-			return llmtest.Tools(llmtest.Call("c", "exec", `{"argv": ["cat", "big.txt"]}`))
+		compacted := slices.ContainsFunc(req.Messages, func(m llmtest.Message) bool { return strings.Contains(m.Content, "[Memory checkpoint") })
+		if strings.Contains(req.System(), "You are the Inspector") && compacted && hung.Add(1) == 1 {
+			return llmtest.Hanging() // the server is killed while this call waits
 		}
-		return llmtest.Status(400)
+		return scripted.Memory(req)
 	})
 	t.Setenv("SYLK_LLM_BASE_URL", srv.URL())
 	t.Setenv("SYLK_LLM_MODEL", "fake")
@@ -121,6 +108,17 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		}
 		responses[p.CallID] = true
 	}
+}
+
+// smallWindowServe is the binary, and the data and work directories, of a
+// `sylk serve` whose model's window is 6000 tokens (500 reserved), its
+// project's config file with more (extra) besides.
+func smallWindowServe(t *testing.T, extra string) (bin, data, work string) {
+	dir := t.TempDir()
+	data, work = filepath.Join(dir, "data"), filepath.Join(dir, "work")
+	os.MkdirAll(filepath.Join(work, ".sylk"), 0o755)
+	os.WriteFile(filepath.Join(work, ".sylk", "config.yaml"), []byte("llm: {max_context_tokens: 6000, reserve_tokens: 500, no_stream: true}\n"+extra), 0o644)
+	return sylkBinary(t), data, work
 }
 
 // requestKey is a request's messages, to compare two requests.

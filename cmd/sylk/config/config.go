@@ -60,6 +60,7 @@ never shown.`,
 			if cfg.LLM.Configured() {
 				cfg.LLM.EnsureDefaults()
 			}
+			cfg.Pipelines = cfg.Pipelines.WithDefaults()
 			out := showJSON{Files: f.ConfigFiles, Settings: f.Origins.Settings(cfg)}
 			if out.Files == nil {
 				out.Files = []string{}

@@ -87,6 +87,31 @@ type Config struct {
 	// Tools are the limits of tool processes. A change of memory_limit takes
 	// effect at the next start, one of max_processes or user_reserved at once.
 	Tools ToolsConfig `yaml:"tools"`
+	// Pipelines are the limits of single-worker pipelines. A change takes
+	// effect at the next start, for the pipelines that start then.
+	Pipelines PipelinesConfig `yaml:"pipelines"`
+}
+
+// PipelinesConfig is the pipelines section of the config file; 0 is the
+// default.
+type PipelinesConfig struct {
+	// MaxLoops is how many implement-validate loops a pipeline makes before
+	// the user decides (schemas.DefaultPipelineLoops).
+	MaxLoops int `yaml:"max_loops"`
+	// MaxHandoffs caps a chain of Engineer handoffs; at the cap the Engineer
+	// summarises and compacts instead (schemas.DefaultPipelineHandoffs).
+	MaxHandoffs int `yaml:"max_handoffs"`
+}
+
+// WithDefaults is p with the defaults in place of its unset limits.
+func (p PipelinesConfig) WithDefaults() PipelinesConfig {
+	if p.MaxLoops == 0 {
+		p.MaxLoops = schemas.DefaultPipelineLoops
+	}
+	if p.MaxHandoffs == 0 {
+		p.MaxHandoffs = schemas.DefaultPipelineHandoffs
+	}
+	return p
 }
 
 // ToolsConfig is the tools section of the config file.
@@ -243,6 +268,15 @@ func check(cfg Config) []error {
 	}
 	if q := cfg.Stream.MaxBytes; q != 0 && q != -1 && q < minStreamQuota {
 		problems = append(problems, fmt.Errorf("config: stream.max_bytes %d is below %s: give a size such as 20GiB, or unlimited", int64(q), tools.ByteSize(minStreamQuota)))
+	}
+	defaults := PipelinesConfig{}.WithDefaults()
+	for _, l := range []struct {
+		key     string
+		n, dflt int
+	}{{"max_loops", cfg.Pipelines.MaxLoops, defaults.MaxLoops}, {"max_handoffs", cfg.Pipelines.MaxHandoffs, defaults.MaxHandoffs}} {
+		if l.n < 0 {
+			problems = append(problems, fmt.Errorf("config: pipelines.%s %d: want 1 or more (0 or unset: the default, %d)", l.key, l.n, l.dflt))
+		}
 	}
 	if err := tools.CheckPoolLimits(cfg.Tools.PoolLimits()); err != nil {
 		problems = append(problems, fmt.Errorf("config: tools.%w", err))

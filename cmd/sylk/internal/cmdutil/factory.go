@@ -298,15 +298,17 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 	ackWait, _ := time.ParseDuration(f.Cfg.AckWait)    // checked in configure
 	pool, _ := tools.NewPool(f.Cfg.Tools.PoolLimits()) // checked in configure
 	cfg := runtime.Config{
-		Tools:          tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit, Pool: pool},
-		DefaultWorkDir: wd,
-		Hooks:          f.Cfg.Hooks,
-		Routes:         f.Cfg.Routes,
-		Prompts:        f.Cfg.Prompts,
-		AckWait:        ackWait,
-		Logger:         slog.Default(),
-		LLMHint:        llm.Hint,
-		Skills:         skills.Config{UserDirs: skills.UserDirs(), Cache: f.SkillsCache()},
+		Tools:            tools.Options{Permissions: policy, MemoryLimit: f.Cfg.Tools.MemoryLimit, Pool: pool},
+		DefaultWorkDir:   wd,
+		Hooks:            f.Cfg.Hooks,
+		Routes:           f.Cfg.Routes,
+		Prompts:          f.Cfg.Prompts,
+		PipelineLoops:    f.Cfg.Pipelines.MaxLoops,
+		PipelineHandoffs: f.Cfg.Pipelines.MaxHandoffs,
+		AckWait:          ackWait,
+		Logger:           slog.Default(),
+		LLMHint:          llm.Hint,
+		Skills:           skills.Config{UserDirs: skills.UserDirs(), Cache: f.SkillsCache()},
 	}
 	if f.Cfg.LLM.Configured() {
 		// Plans with prompt nodes validate before the client exists.
