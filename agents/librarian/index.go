@@ -440,12 +440,12 @@ func (ix *Indexer) one(rel string, known Known) change {
 // file only by name; any other after its secrets are redacted.
 func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
-	terms := termCounters.Get().(*projections.TermCounter)
-	defer termCounters.Put(terms)
-	terms.Reset()
+	w := workerState.Get().(*extractState)
+	defer workerState.Put(w)
+	w.terms.Reset()
 	// The path's terms count once: "config loader" finds config/loader.go.
-	terms.CountOnce(rel)
-	defer func() { f.Terms = terms.Format() }()
+	w.terms.CountOnce(rel)
+	defer func() { f.Terms = w.terms.Format() }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
@@ -453,18 +453,22 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 	text, n := ix.redact(string(content))
 	f.Redactions = n
 	f.EmbedHash = schemas.TextHash(EmbedText(rel, text))
-	src := []byte(text)
-	f.Lines = countLines(src)
-	f.Debt = countDebt(src)
-	terms.Count(text)
+	f.Lines = countLines(text)
+	f.Debt = countDebt(text)
+	w.terms.Count(text)
 	if f.Lang == "go" {
-		extractGo(f, src, ix.goPackage(path.Dir(rel)))
+		extractGo(f, text, ix.goPackage(path.Dir(rel)), &w.lexer)
 	}
 	return f
 }
 
-// termCounters are the workers' term counters.
-var termCounters = sync.Pool{New: func() any { return new(projections.TermCounter) }}
+// extractState is what a worker reuses from one file to the next.
+type extractState struct {
+	terms projections.TermCounter
+	lexer goLexer
+}
+
+var workerState = sync.Pool{New: func() any { return new(extractState) }}
 
 // redact removes the secrets of text and says how many there were.
 func (ix *Indexer) redact(text string) (string, int) {
