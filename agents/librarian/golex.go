@@ -220,7 +220,6 @@ var goKeywords = map[string]bool{
 
 func isKeyword(w string) bool { return len(w) >= 2 && len(w) <= 11 && goKeywords[w] }
 
-
 // goCode is a Go file's tokens but its comments, each with whether a doc
 // comment (a comment group ending on the line before it) precedes it, and
 // the matching bracket of each bracket.
