@@ -183,17 +183,20 @@ func isLowerASCII(s string) bool {
 func (c *TermCounter) Format() string {
 	n := 0
 	for _, id := range c.order {
-		n += len(c.terms[id]) + 8
+		n += len(c.terms[id]) + 3 // most counts are one digit
 	}
-	b := make([]byte, 0, n)
+	var b strings.Builder
+	b.Grow(n)
+	var num [20]byte
 	for i, id := range c.order {
 		if i > 0 {
-			b = append(b, ' ')
+			b.WriteByte(' ')
 		}
-		b = append(append(b, c.terms[id]...), ' ')
-		b = strconv.AppendInt(b, int64(c.count[id]), 10)
+		b.WriteString(c.terms[id])
+		b.WriteByte(' ')
+		b.Write(strconv.AppendInt(num[:0], int64(c.count[id]), 10))
 	}
-	return string(b)
+	return b.String()
 }
 
 func wordByte(c byte) bool {

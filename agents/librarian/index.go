@@ -170,13 +170,14 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 	})
 	for range ix.workers() {
 		wg.Go(func() {
+			w := new(extractState)
 			for ch := range jobs {
 				ch.out = make([]change, len(ch.items))
 				for i, c := range ch.items {
 					switch {
 					case ctx.Err() != nil:
 					case c.read:
-						ch.out[i] = ix.one(c.path, known)
+						ch.out[i] = ix.one(c.path, known, w)
 					default:
 						ch.out[i] = c
 					}
@@ -372,6 +373,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 	var wg sync.WaitGroup
 	for range min(workers, max(len(paths), 1)) {
 		wg.Go(func() {
+			w := new(extractState)
 			for ctx.Err() == nil {
 				next.Lock()
 				k := i
@@ -380,7 +382,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 				if k >= len(paths) {
 					return
 				}
-				out[k] = ix.one(paths[k], known)
+				out[k] = ix.one(paths[k], known, w)
 			}
 		})
 	}
@@ -389,7 +391,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 }
 
 // one indexes the file at rel; a zero change means it is unchanged.
-func (ix *Indexer) one(rel string, known Known) change {
+func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
 	fh, err := os.Open(full)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -412,7 +414,8 @@ func (ix *Indexer) one(rel string, known Known) change {
 	// Read what is there now; a file growing meanwhile is cut at the limit
 	// and indexed as read (its hash is of these bytes, so the next scan sees
 	// the rest as a change).
-	buf := make([]byte, 0, st.Size()+1)
+	buf := slices.Grow(w.buf[:0], int(st.Size())+1)
+	defer func() { w.buf = buf[:0] }()
 	for int64(len(buf)) <= ix.maxSize() {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, 4096)
@@ -433,15 +436,13 @@ func (ix *Indexer) one(rel string, known Known) change {
 	if bytes.IndexByte(buf[:min(len(buf), binarySniff)], 0) >= 0 {
 		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
 	}
-	return change{path: rel, file: ix.extract(rel, buf, hash)}
+	return change{path: rel, file: ix.extract(rel, buf, hash, w)}
 }
 
 // extract is what the index records of one file's content: a sensitive
 // file only by name; any other after its secrets are redacted.
-func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
+func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractState) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
-	w := workerState.Get().(*extractState)
-	defer workerState.Put(w)
 	w.terms.Reset()
 	// The path's terms count once: "config loader" finds config/loader.go.
 	w.terms.CountOnce(rel)
@@ -452,7 +453,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 	}
 	text, n := ix.redact(string(content))
 	f.Redactions = n
-	f.EmbedHash = schemas.TextHash(EmbedText(rel, text))
+	f.EmbedHash = embedHash(rel, text)
 	f.Lines = countLines(text)
 	f.Debt = countDebt(text)
 	w.terms.Count(text)
@@ -464,11 +465,10 @@ func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.Ind
 
 // extractState is what a worker reuses from one file to the next.
 type extractState struct {
+	buf   []byte // the file read
 	terms projections.TermCounter
 	lexer goLexer
 }
-
-var workerState = sync.Pool{New: func() any { return new(extractState) }}
 
 // redact removes the secrets of text and says how many there were.
 func (ix *Indexer) redact(text string) (string, int) {

@@ -565,7 +565,7 @@ func TestIndexSkipsWhatItCannotRead(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "ok.go")); err != nil {
 		t.Fatal(err)
 	}
-	if c := ix.one("ok.go", known); !c.removed {
+	if c := ix.one("ok.go", known, new(extractState)); !c.removed {
 		t.Fatalf("a vanished file: %+v", c)
 	}
 }
