@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -411,25 +413,45 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	if st.Size() > ix.maxSize() {
 		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.Size(), ix.maxSize())}
 	}
-	// Read what is there now; a file growing meanwhile is cut at the limit
-	// and indexed as read (its hash is of these bytes, so the next scan sees
-	// the rest as a change).
-	buf := slices.Grow(w.buf[:0], int(st.Size())+1)
+	// A file written while it is read is read again: what is indexed is a
+	// version the file held, never a mix of two. A read is taken when it
+	// starts and ends with the same size and modification time and gets
+	// that many bytes, and, for a file written lately (whose next write
+	// may fall in the same tick of the file system's clock and leave its
+	// time as it was), when two reads in a row got the same bytes.
+	buf := w.buf[:0]
 	defer func() { w.buf = buf[:0] }()
-	for int64(len(buf)) <= ix.maxSize() {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
-		}
-		n, err := fh.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+	hash, prev := "", ""
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		buf, err = readAll(fh, buf[:0], st.Size(), ix.maxSize())
 		if err != nil {
-			break
+			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
+		if int64(len(buf)) > ix.maxSize() {
+			return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
+		}
+		after, err := fh.Stat()
+		if err != nil {
+			return change{path: rel, skip: "unreadable: " + errText(err)}
+		}
+		hash = contentHash(buf)
+		if after.Size() == st.Size() && after.ModTime().Equal(st.ModTime()) && int64(len(buf)) == st.Size() {
+			if after.ModTime().Before(start.Add(-racyWindow)) || hash == prev {
+				break
+			}
+			prev = hash
+		} else {
+			prev = ""
+		}
+		if attempt == maxReads {
+			return change{path: rel, skip: fmt.Sprintf("changing while read (%d reads): indexed once it settles", maxReads)}
+		}
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return change{path: rel, skip: "unreadable: " + errText(err)}
+		}
+		st = after
 	}
-	if int64(len(buf)) > ix.maxSize() {
-		return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
-	}
-	hash := contentHash(buf)
 	if known.Hashes[rel] == hash && !ix.Reindex {
 		return change{}
 	}
@@ -437,6 +459,34 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
 	}
 	return change{path: rel, file: ix.extract(rel, buf, hash, w)}
+}
+
+// maxReads is how many times a file written while it is read is read;
+// racyWindow is how lately a file must have been written for its stats
+// not to be trusted alone (many ticks of a coarse file system clock).
+const (
+	maxReads   = 5
+	racyWindow = 100 * time.Millisecond
+)
+
+// readAll appends what fh holds from where it is to buf, which it grows to
+// size (what the file's stat said) first; it stops after limit bytes.
+func readAll(fh *os.File, buf []byte, size, limit int64) ([]byte, error) {
+	buf = slices.Grow(buf, int(min(size, limit))+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		n, err := fh.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // extract is what the index records of one file's content: a sensitive
