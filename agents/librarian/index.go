@@ -323,9 +323,13 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 		return nil
 	})
 	for _, c := range changes {
-		b.add(c) // cannot fail: the emit above does not
+		if err := b.add(c); err != nil {
+			return nil, err
+		}
 	}
-	b.flush()
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
 	return out, ctx.Err()
 }
 
