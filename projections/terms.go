@@ -2,7 +2,6 @@ package projections
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,79 +51,152 @@ func TermCounts(text string) map[string]int {
 
 // TermCounter counts the terms of texts as Terms finds them, reusing its
 // memory from one text to the next: an indexer counts millions of terms,
-// and a term already counted costs no allocation.
+// most of them met in earlier texts, and a term already met costs a lookup
+// and no allocation.
 type TermCounter struct {
-	index  map[string]int // term -> its place in terms and counts
-	terms  []string
-	counts []int
-	buf    []byte
-	once   []int // the places CountOnce counted in the current text
+	ids   map[string]int32 // every term met (up to maxKnownTerms) -> its id
+	terms []string         // id -> term
+	count []int32          // id -> its count in the current text
+	text  []uint32         // id -> the text count belongs to
+	once  []uint32         // id -> the CountOnce call that last counted it
+	order []int32          // the ids of the current text, in the order met
+	gen   uint32           // the current text
+	onceN uint32           // the current CountOnce call
+	buf   []byte
 }
+
+// maxKnownTerms bounds the terms a TermCounter remembers between texts.
+const maxKnownTerms = 1 << 20
 
 // Reset forgets what was counted.
 func (c *TermCounter) Reset() {
-	clear(c.index)
-	c.terms, c.counts = c.terms[:0], c.counts[:0]
+	c.order = c.order[:0]
+	c.gen++
+	if len(c.terms) >= maxKnownTerms || c.gen == 0 {
+		clear(c.ids)
+		c.terms, c.count, c.text, c.once = c.terms[:0], c.count[:0], c.text[:0], c.once[:0]
+		c.gen, c.onceN = 1, 0
+	}
 }
 
 // Count counts each term of text, repeats included.
-func (c *TermCounter) Count(text string) {
-	rawTerms(text, func(t string) { c.counts[c.slot(t)]++ })
-}
+func (c *TermCounter) Count(text string) { c.scan(text, false) }
 
 // CountOnce counts each distinct term of text once.
 func (c *TermCounter) CountOnce(text string) {
-	c.once = c.once[:0]
-	rawTerms(text, func(t string) {
-		if i := c.slot(t); !slices.Contains(c.once, i) {
-			c.once = append(c.once, i)
-			c.counts[i]++
-		}
-	})
+	c.onceN++
+	c.scan(text, true)
 }
 
-// slot is the place of term t (as written) in c, made when it is new.
-func (c *TermCounter) slot(t string) int {
-	if c.index == nil {
-		c.index = map[string]int{}
-	}
-	c.buf = c.buf[:0]
-	for i := 0; i < len(t); i++ {
-		b := t[i]
-		if b >= 0x80 {
-			c.buf = append(c.buf[:0], lower(t)...) // Unicode case rules
-			break
+// scan counts the terms of text (Terms's, without its callback for the
+// common word of lower-case letters only, which has no parts).
+func (c *TermCounter) scan(text string, once bool) {
+	for i := 0; i < len(text); {
+		if !wordByte(text[i]) {
+			i++
+			continue
 		}
-		if isUpper(b) {
-			b += 'a' - 'A'
+		j, plain := i, true
+		for ; j < len(text); j++ {
+			if b := text[j]; b < 'a' || b > 'z' {
+				if !wordByte(b) {
+					break
+				}
+				plain = false
+			}
 		}
-		c.buf = append(c.buf, b)
+		w := text[i:j]
+		i = j
+		switch {
+		case !plain:
+			word(w, func(t string) { c.add(t, once) })
+		case len(w) >= minTermLen && len(w) <= maxTermLen:
+			c.add(w, once)
+		}
 	}
-	if i, ok := c.index[string(c.buf)]; ok {
-		return i
+}
+
+// add counts term t (as written).
+func (c *TermCounter) add(t string, once bool) {
+	id := c.id(t)
+	if c.text[id] != c.gen {
+		c.text[id], c.count[id] = c.gen, 0
+		c.order = append(c.order, id)
 	}
-	k := string(c.buf)
-	c.index[k] = len(c.terms)
-	c.terms, c.counts = append(c.terms, k), append(c.counts, 0)
-	return len(c.terms) - 1
+	if once {
+		if c.once[id] == c.onceN {
+			return
+		}
+		c.once[id] = c.onceN
+	}
+	c.count[id]++
+}
+
+// id is the id of term t (as written, so lower-cased here), made when it
+// is new.
+func (c *TermCounter) id(t string) int32 {
+	if c.ids == nil {
+		c.ids = map[string]int32{}
+	}
+	var key string
+	if isLowerASCII(t) {
+		if id, ok := c.ids[t]; ok {
+			return id
+		}
+		key = strings.Clone(t) // kept: not a piece of the text
+	} else {
+		c.buf = c.buf[:0]
+		for i := 0; i < len(t); i++ {
+			b := t[i]
+			if b >= 0x80 {
+				c.buf = append(c.buf[:0], lower(t)...) // Unicode case rules
+				break
+			}
+			if isUpper(b) {
+				b += 'a' - 'A'
+			}
+			c.buf = append(c.buf, b)
+		}
+		if id, ok := c.ids[string(c.buf)]; ok {
+			return id
+		}
+		key = string(c.buf)
+	}
+	id := int32(len(c.terms))
+	c.ids[key] = id
+	c.terms = append(c.terms, key)
+	c.count, c.text, c.once = append(c.count, 0), append(c.text, 0), append(c.once, 0)
+	return id
+}
+
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isUpper(s[i]) || s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Format is the counts in IndexedFile.Terms's format ("term count ..."),
 // in the order the terms were first met.
 func (c *TermCounter) Format() string {
 	n := 0
-	for _, t := range c.terms {
-		n += len(t) + 8
+	for _, id := range c.order {
+		n += len(c.terms[id]) + 3 // most counts are one digit
 	}
-	b := make([]byte, 0, n)
-	for i, t := range c.terms {
+	var b strings.Builder
+	b.Grow(n)
+	var num [20]byte
+	for i, id := range c.order {
 		if i > 0 {
-			b = append(b, ' ')
+			b.WriteByte(' ')
 		}
-		b = append(append(b, t...), ' ')
-		b = strconv.AppendInt(b, int64(c.counts[i]), 10)
+		b.WriteString(c.terms[id])
+		b.WriteByte(' ')
+		b.Write(strconv.AppendInt(num[:0], int64(c.count[id]), 10))
 	}
-	return string(b)
+	return b.String()
 }
 
 func wordByte(c byte) bool {

@@ -2,6 +2,9 @@ package librarian
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +24,11 @@ const EmbedTextBytes = 4000
 // EmbedText is the text a file's vector is made from: its path, a newline,
 // and the start of its redacted text, cut at a character boundary.
 func EmbedText(rel, redacted string) string {
+	return rel + "\n" + embedStart(rel, redacted)
+}
+
+// embedStart is the start of redacted that EmbedText keeps.
+func embedStart(rel, redacted string) string {
 	room := max(EmbedTextBytes-len(rel)-1, 0)
 	if len(redacted) > room {
 		cut := room
@@ -29,7 +37,18 @@ func EmbedText(rel, redacted string) string {
 		}
 		redacted = redacted[:cut]
 	}
-	return rel + "\n" + redacted
+	return redacted
+}
+
+// embedHash is schemas.TextHash(EmbedText(rel, redacted)) without making
+// the text (the indexer computes it for every file).
+func embedHash(rel, redacted string) string {
+	h := sha256.New()
+	io.WriteString(h, rel)
+	io.WriteString(h, "\n")
+	io.WriteString(h, embedStart(rel, redacted))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
 // EmbedReport is what an embedding pass did.

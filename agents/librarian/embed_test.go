@@ -123,3 +123,14 @@ func TestEmbedEndpointFails(t *testing.T) {
 		t.Fatalf("the next pass sends every file again (none was recorded): %+v, %v", rep, err)
 	}
 }
+
+// The indexer's embedding hash is the hash of EmbedText, for a short text
+// and for one cut inside a multi-byte character.
+func TestEmbedHashIsTheTextHash(t *testing.T) {
+	long := strings.Repeat("é", EmbedTextBytes)
+	for _, text := range []string{"", "package main\n", long, "x" + long} {
+		if got, want := embedHash("a/b.go", text), schemas.TextHash(EmbedText("a/b.go", text)); got != want {
+			t.Errorf("%d bytes: %s, want %s", len(text), got, want)
+		}
+	}
+}

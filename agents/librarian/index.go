@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
@@ -106,18 +108,144 @@ func KnownFrom(ctx context.Context, r projections.Reader, root string, paths ...
 // Change is one file's outcome: indexed, skipped or gone.
 type change struct {
 	path    string
+	read    bool // a walked file still to read
 	file    *schemas.IndexedFile
 	skip    string
 	removed bool
 }
 
 // Scan walks the whole work directory and returns the updates that bring
-// an index holding known up to date: files whose content hash changed or
-// that are new, files gone, and files newly skipped. Nothing on disk stops
-// it: an unreadable directory or file is a skip with its reason.
+// an index holding known up to date (ScanEach's, collected).
 func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate, error) {
-	var paths []string
-	var changes []change
+	var out []schemas.IndexUpdate
+	err := ix.ScanEach(ctx, known, func(u schemas.IndexUpdate) error {
+		out = append(out, u)
+		return nil
+	})
+	return out, err
+}
+
+// scanChunk is a run of walked entries one worker reads; done is closed
+// when out holds their changes.
+type scanChunk struct {
+	items []change // a path to read, or the walk's own skip
+	out   []change
+	done  chan struct{}
+}
+
+// scanChunkSize is how many walked entries a worker takes at a time.
+const scanChunkSize = 32
+
+// ScanEach walks the whole work directory and calls emit with each update
+// that brings an index holding known up to date, as soon as it is made:
+// files whose content hash changed or that are new, files newly skipped,
+// and, last, files gone. The walk, the reading and the caller's recording
+// of what was emitted run at the same time; the updates, and so their
+// content-derived ids, depend only on the tree and known. Nothing on disk
+// stops it: an unreadable directory or file is a skip with its reason. An
+// error of emit stops the scan and is returned.
+func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schemas.IndexUpdate) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	jobs := make(chan *scanChunk, 2*ix.workers())
+	order := make(chan *scanChunk, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // first: an early return stops the walk and the workers
+	var walkErr error
+	wg.Go(func() {
+		defer close(order)
+		defer close(jobs)
+		walkErr = ix.walk(ctx, func(ch *scanChunk) bool {
+			select {
+			case order <- ch:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case jobs <- ch:
+				return true
+			case <-ctx.Done():
+				close(ch.done)
+				return false
+			}
+		})
+	})
+	for range ix.workers() {
+		wg.Go(func() {
+			w := new(extractState)
+			for ch := range jobs {
+				ch.out = make([]change, len(ch.items))
+				for i, c := range ch.items {
+					switch {
+					case ctx.Err() != nil:
+					case c.read:
+						ch.out[i] = ix.one(c.path, known, w)
+					default:
+						ch.out[i] = c
+					}
+				}
+				close(ch.done)
+			}
+		})
+	}
+	b := ix.newBatcher(known, emit)
+	// seen: the known paths still there (the others are gone).
+	seen := make(map[string]bool, len(known.Hashes)+len(known.Skipped))
+	for ch := range order {
+		<-ch.done
+		for i, c := range ch.items {
+			if known.Hashes[c.path] != "" || known.Skipped[c.path] != "" {
+				seen[c.path] = true
+			}
+			if err := b.add(ch.out[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if walkErr != nil {
+		return walkErr
+	}
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	var gone []string
+	for p := range known.Hashes {
+		if !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	for p := range known.Skipped {
+		if !seen[p] && known.Hashes[p] == "" {
+			gone = append(gone, p)
+		}
+	}
+	slices.Sort(gone)
+	for _, p := range gone {
+		if err := b.add(change{path: p, removed: true}); err != nil {
+			return err
+		}
+	}
+	return b.flush()
+}
+
+// walk walks the work directory in lexical order and hands send its
+// entries in chunks: the files to read and the walk's skips. It stops when
+// send returns false.
+func (ix *Indexer) walk(ctx context.Context, send func(*scanChunk) bool) error {
+	ch := &scanChunk{done: make(chan struct{})}
+	stopped := false
+	push := func(c change) error {
+		ch.items = append(ch.items, c)
+		if len(ch.items) < scanChunkSize {
+			return nil
+		}
+		if !send(ch) {
+			stopped = true
+			return fs.SkipAll
+		}
+		ch = &scanChunk{done: make(chan struct{})}
+		return nil
+	}
 	err := filepath.WalkDir(ix.Root, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -125,7 +253,9 @@ func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate
 		rel := ix.rel(p)
 		if err != nil {
 			if rel != "." {
-				changes = append(changes, change{path: rel, skip: "unreadable: " + errText(err)})
+				if err := push(change{path: rel, skip: "unreadable: " + errText(err)}); err != nil {
+					return err
+				}
 			}
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
@@ -137,40 +267,26 @@ func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate
 			if rel != "." && skippedDirs[d.Name()] {
 				return fs.SkipDir
 			}
+			return nil
 		case d.Type()&fs.ModeSymlink != 0:
-			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
+			return push(change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
 		case !d.Type().IsRegular():
-			changes = append(changes, change{path: rel, skip: "not a regular file"})
+			return push(change{path: rel, skip: "not a regular file"})
 		default:
-			paths = append(paths, rel)
+			return push(change{path: rel, read: true})
 		}
-		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil && !stopped && len(ch.items) > 0 {
+		send(ch)
 	}
-	changes = append(changes, ix.read(ctx, paths, known)...)
-	seen := make(map[string]bool, len(paths)+len(changes))
-	for _, p := range paths {
-		seen[p] = true
+	return err
+}
+
+func (ix *Indexer) workers() int {
+	if ix.Workers > 0 {
+		return ix.Workers
 	}
-	for _, c := range changes {
-		seen[c.path] = true
-	}
-	for p := range known.Hashes {
-		if !seen[p] {
-			changes = append(changes, change{path: p, removed: true})
-		}
-	}
-	for p := range known.Skipped {
-		if !seen[p] && known.Hashes[p] == "" {
-			changes = append(changes, change{path: p, removed: true})
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return ix.batches(changes, known), nil
+	return runtime.GOMAXPROCS(0)
 }
 
 // Paths re-indexes the named files only (a watcher's or an editor's news):
@@ -200,7 +316,21 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 		}
 	}
 	changes = append(changes, ix.read(ctx, read, known)...)
-	return ix.batches(changes, known), ctx.Err()
+	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+	var out []schemas.IndexUpdate
+	b := ix.newBatcher(known, func(u schemas.IndexUpdate) error {
+		out = append(out, u)
+		return nil
+	})
+	for _, c := range changes {
+		if err := b.add(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	return out, ctx.Err()
 }
 
 // rels are paths (absolute, or relative to the root) relative to the root;
@@ -242,16 +372,14 @@ func (ix *Indexer) relOf(p string) (string, error) {
 // read indexes paths in parallel. Unchanged files (same content hash as
 // known) produce nothing.
 func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []change {
-	workers := ix.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := ix.workers()
 	out := make([]change, len(paths))
 	var next sync.Mutex
 	i := 0
 	var wg sync.WaitGroup
 	for range min(workers, max(len(paths), 1)) {
 		wg.Go(func() {
+			w := new(extractState)
 			for ctx.Err() == nil {
 				next.Lock()
 				k := i
@@ -260,7 +388,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 				if k >= len(paths) {
 					return
 				}
-				out[k] = ix.one(paths[k], known)
+				out[k] = ix.one(paths[k], known, w)
 			}
 		})
 	}
@@ -269,7 +397,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 }
 
 // one indexes the file at rel; a zero change means it is unchanged.
-func (ix *Indexer) one(rel string, known Known) change {
+func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
 	fh, err := os.Open(full)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -289,62 +417,112 @@ func (ix *Indexer) one(rel string, known Known) change {
 	if st.Size() > ix.maxSize() {
 		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.Size(), ix.maxSize())}
 	}
-	// Read what is there now; a file growing meanwhile is cut at the limit
-	// and indexed as read (its hash is of these bytes, so the next scan sees
-	// the rest as a change).
-	buf := make([]byte, 0, st.Size()+1)
-	for int64(len(buf)) <= ix.maxSize() {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
-		}
-		n, err := fh.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+	// A file written while it is read is read again: what is indexed is a
+	// version the file held, never a mix of two. A read is taken when it
+	// starts and ends with the same size and modification time and gets
+	// that many bytes, and, for a file written lately (whose next write
+	// may fall in the same tick of the file system's clock and leave its
+	// time as it was), when two reads in a row got the same bytes.
+	buf := w.buf[:0]
+	defer func() { w.buf = buf[:0] }()
+	hash, prev := "", ""
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		buf, err = readAll(fh, buf[:0], st.Size(), ix.maxSize())
 		if err != nil {
-			break
+			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
+		if int64(len(buf)) > ix.maxSize() {
+			return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
+		}
+		after, err := fh.Stat()
+		if err != nil {
+			return change{path: rel, skip: "unreadable: " + errText(err)}
+		}
+		hash = contentHash(buf)
+		if after.Size() == st.Size() && after.ModTime().Equal(st.ModTime()) && int64(len(buf)) == st.Size() {
+			if after.ModTime().Before(start.Add(-racyWindow)) || hash == prev {
+				break
+			}
+			prev = hash
+		} else {
+			prev = ""
+		}
+		if attempt == maxReads {
+			return change{path: rel, skip: fmt.Sprintf("changing while read (%d reads): indexed once it settles", maxReads)}
+		}
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return change{path: rel, skip: "unreadable: " + errText(err)}
+		}
+		st = after
 	}
-	if int64(len(buf)) > ix.maxSize() {
-		return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
-	}
-	hash := contentHash(buf)
 	if known.Hashes[rel] == hash && !ix.Reindex {
 		return change{}
 	}
 	if bytes.IndexByte(buf[:min(len(buf), binarySniff)], 0) >= 0 {
 		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
 	}
-	return change{path: rel, file: ix.extract(rel, buf, hash)}
+	return change{path: rel, file: ix.extract(rel, buf, hash, w)}
+}
+
+// maxReads is how many times a file written while it is read is read;
+// racyWindow is how lately a file must have been written for its stats
+// not to be trusted alone (many ticks of a coarse file system clock).
+const (
+	maxReads   = 5
+	racyWindow = 100 * time.Millisecond
+)
+
+// readAll appends what fh holds from where it is to buf, which it grows to
+// size (what the file's stat said) first; it stops after limit bytes.
+func readAll(fh *os.File, buf []byte, size, limit int64) ([]byte, error) {
+	buf = slices.Grow(buf, int(min(size, limit))+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		n, err := fh.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // extract is what the index records of one file's content: a sensitive
 // file only by name; any other after its secrets are redacted.
-func (ix *Indexer) extract(rel string, content []byte, hash string) *schemas.IndexedFile {
+func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractState) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
-	terms := termCounters.Get().(*projections.TermCounter)
-	defer termCounters.Put(terms)
-	terms.Reset()
+	w.terms.Reset()
 	// The path's terms count once: "config loader" finds config/loader.go.
-	terms.CountOnce(rel)
-	defer func() { f.Terms = terms.Format() }()
+	w.terms.CountOnce(rel)
+	defer func() { f.Terms = w.terms.Format() }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
 	}
 	text, n := ix.redact(string(content))
 	f.Redactions = n
-	f.EmbedHash = schemas.TextHash(EmbedText(rel, text))
-	src := []byte(text)
-	f.Lines = countLines(src)
-	f.Debt = countDebt(src)
-	terms.Count(text)
+	f.EmbedHash = embedHash(rel, text)
+	f.Lines = countLines(text)
+	f.Debt = countDebt(text)
+	w.terms.Count(text)
 	if f.Lang == "go" {
-		extractGo(f, src, ix.goPackage(path.Dir(rel)))
+		extractGo(f, text, ix.goPackage(path.Dir(rel)), &w.lexer)
 	}
 	return f
 }
 
-// termCounters are the workers' term counters.
-var termCounters = sync.Pool{New: func() any { return new(projections.TermCounter) }}
+// extractState is what a worker reuses from one file to the next.
+type extractState struct {
+	buf   []byte // the file read
+	terms projections.TermCounter
+	lexer goLexer
+}
 
 // redact removes the secrets of text and says how many there were.
 func (ix *Indexer) redact(text string) (string, int) {
@@ -359,40 +537,54 @@ func (ix *Indexer) redact(text string) (string, int) {
 	return red, max(strings.Count(red, repl)-strings.Count(text, repl), 1)
 }
 
-// batches groups changes into index_update events of about BatchBytes, in
-// path order; a skip already recorded with the same reason is left out.
-func (ix *Indexer) batches(changes []change, known Known) []schemas.IndexUpdate {
-	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.path, b.path) })
+// batcher groups changes into index_update events of about BatchBytes,
+// in the order they come; a skip already recorded with the same reason is
+// left out.
+type batcher struct {
+	ix    *Indexer
+	known Known
+	emit  func(schemas.IndexUpdate) error
+	limit int
+	cur   schemas.IndexUpdate
+	size  int
+}
+
+func (ix *Indexer) newBatcher(known Known, emit func(schemas.IndexUpdate) error) *batcher {
 	limit := ix.BatchBytes
 	if limit <= 0 {
 		limit = DefaultBatchBytes
 	}
-	var out []schemas.IndexUpdate
-	cur, size := schemas.IndexUpdate{Root: ix.Root}, 0
-	flush := func() {
-		if len(cur.Files)+len(cur.Removed)+len(cur.Skipped) > 0 {
-			out = append(out, cur)
-		}
-		cur, size = schemas.IndexUpdate{Root: ix.Root}, 0
+	return &batcher{ix: ix, known: known, emit: emit, limit: limit, cur: schemas.IndexUpdate{Root: ix.Root}}
+}
+
+// add adds c (nothing when it is a zero change: unchanged), emitting the
+// current update when it is full.
+func (b *batcher) add(c change) error {
+	switch {
+	case c.file != nil:
+		b.cur.Files = append(b.cur.Files, *c.file)
+		b.size += estimate(c.file)
+	case c.removed:
+		b.cur.Removed = append(b.cur.Removed, c.path)
+		b.size += len(c.path)
+	case c.skip != "" && (b.known.Skipped[c.path] != c.skip || b.ix.Reindex):
+		b.cur.Skipped = append(b.cur.Skipped, schemas.IndexSkip{Path: c.path, Reason: c.skip})
+		b.size += len(c.path) + len(c.skip)
 	}
-	for _, c := range changes {
-		switch {
-		case c.file != nil:
-			cur.Files = append(cur.Files, *c.file)
-			size += estimate(c.file)
-		case c.removed:
-			cur.Removed = append(cur.Removed, c.path)
-			size += len(c.path)
-		case c.skip != "" && (known.Skipped[c.path] != c.skip || ix.Reindex):
-			cur.Skipped = append(cur.Skipped, schemas.IndexSkip{Path: c.path, Reason: c.skip})
-			size += len(c.path) + len(c.skip)
-		}
-		if size >= limit {
-			flush()
-		}
+	if b.size >= b.limit {
+		return b.flush()
 	}
-	flush()
-	return out
+	return nil
+}
+
+// flush emits the current update, if it holds anything.
+func (b *batcher) flush() error {
+	u := b.cur
+	b.cur, b.size = schemas.IndexUpdate{Root: b.ix.Root}, 0
+	if len(u.Files)+len(u.Removed)+len(u.Skipped) == 0 {
+		return nil
+	}
+	return b.emit(u)
 }
 
 // estimate is about how many bytes f takes in an event.

@@ -150,13 +150,16 @@ func TestIndexThisRepository(t *testing.T) {
 			t.Errorf("callers of RootID %v lack %s", callers, want)
 		}
 	}
-	var callees []string
-	for _, c := range r.code(root, projections.CodeCallees, "Indexer.Scan").Calls {
-		callees = append(callees, c.To)
-	}
-	for _, want := range []string{"path/filepath.WalkDir", "github.com/sylk/sylk/agents/librarian.Indexer.read"} {
+	for caller, want := range map[string]string{
+		"Indexer.walk":     "path/filepath.WalkDir",
+		"Indexer.ScanEach": "github.com/sylk/sylk/agents/librarian.Indexer.one",
+	} {
+		var callees []string
+		for _, c := range r.code(root, projections.CodeCallees, caller).Calls {
+			callees = append(callees, c.To)
+		}
 		if !slices.Contains(callees, want) {
-			t.Errorf("callees of Indexer.Scan %v lack %s", callees, want)
+			t.Errorf("callees of %s %v lack %s", caller, callees, want)
 		}
 	}
 	if deps := r.code(root, projections.CodeDeps, "github.com/sylk/sylk/projections").Packages; !slices.Contains(deps, "github.com/cockroachdb/pebble/v2") || slices.Contains(deps, "github.com/sylk/sylk/agents") {
@@ -562,7 +565,7 @@ func TestIndexSkipsWhatItCannotRead(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "ok.go")); err != nil {
 		t.Fatal(err)
 	}
-	if c := ix.one("ok.go", known); !c.removed {
+	if c := ix.one("ok.go", known, new(extractState)); !c.removed {
 		t.Fatalf("a vanished file: %+v", c)
 	}
 }

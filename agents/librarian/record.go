@@ -77,9 +77,11 @@ func Record(ctx context.Context, log *events.Log, session, source string, now ti
 const Name = "librarian"
 
 // Update brings the index of ix's root up to date: the whole tree, or only
-// files when some are named. record appends the updates (as events) and
-// returns the sequence of the last; Update returns the updates and that
-// sequence (0: nothing changed).
+// files when some are named. record appends updates (as events) and
+// returns the sequence of the last; a scan of the tree calls it with each
+// update as soon as it is made, so the events are recorded, and folded,
+// while the rest of the tree is read. Update returns the updates and the
+// last sequence (0: nothing changed).
 func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) ([]schemas.IndexUpdate, uint64, error) {
 	// Named files need what the index holds of them alone, not of the tree.
 	rels, err := ix.rels(files)
@@ -90,17 +92,22 @@ func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []stri
 	if err != nil {
 		return nil, 0, err
 	}
-	var ups []schemas.IndexUpdate
 	if len(files) > 0 {
-		ups, err = ix.Paths(ctx, known, rels)
-	} else {
-		ups, err = ix.Scan(ctx, known)
+		ups, err := ix.Paths(ctx, known, rels)
+		if err != nil || len(ups) == 0 {
+			return nil, 0, err
+		}
+		seq, err := record(ctx, ups)
+		return ups, seq, err
 	}
-	if err != nil || len(ups) == 0 {
-		return nil, 0, err
-	}
-	seq, err := record(ctx, ups)
-	return ups, seq, err
+	var ups []schemas.IndexUpdate
+	var last uint64
+	err = ix.ScanEach(ctx, known, func(u schemas.IndexUpdate) error {
+		seq, err := record(ctx, []schemas.IndexUpdate{u})
+		ups, last = append(ups, u), max(last, seq)
+		return err
+	})
+	return ups, last, err
 }
 
 // Counts sums what updates did: files indexed, removed and skipped.
