@@ -31,13 +31,13 @@ const (
 // credentials, another server's, a revoked user's), or on an open
 // connection a publish or a subscription its permissions forbid.
 type Refusal struct {
-	Action  string // RefusedConnect, RefusedPublish or RefusedSubscribe
-	Host    string // the client's address
-	User    string // the credential's public key, when it presented one
-	Account string // the credential's Sylk user name, when the server issued it
-	Name    string // the client's connection name, when it gave one
-	Subject string // what it published or subscribed to
-	Reason  string // the server's
+	Action   string // RefusedConnect, RefusedPublish or RefusedSubscribe
+	Host     string // the client's address
+	User     string // the credential's public key, when it presented one
+	Username string // the credential's Sylk user name, when the server issued it
+	Name     string // the client's connection name, when it gave one
+	Subject  string // what it published or subscribed to
+	Reason   string // the server's
 	// Suppressed, when not zero, makes this a summary: that many refusals
 	// of the same client were not recorded one by one in the minute before
 	// (the rate limit); the other fields are the last of them.
@@ -104,7 +104,7 @@ func (w *RefusalWatch) Run(ctx context.Context, fn func(Refusal)) error {
 	names := map[string]string{} // public key -> Sylk user name
 	emit := func(r Refusal) {
 		if r.User != "" {
-			r.Account = w.userName(names, r.User)
+			r.Username = w.userName(names, r.User)
 		}
 		fn(r)
 	}

@@ -70,7 +70,7 @@ func TestPermissionRefusalsAreReportedAndRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := next()
-	want := Refusal{Action: RefusedPublish, Host: "127.0.0.1", User: u.PublicKey, Account: "dash", Name: "dashboard",
+	want := Refusal{Action: RefusedPublish, Host: "127.0.0.1", User: u.PublicKey, Username: "dash", Name: "dashboard",
 		Subject: "sylk.v1.S1.user.guide.user_input", Reason: `Permissions Violation for Publish to "sylk.v1.S1.user.guide.user_input"`}
 	if r != want {
 		t.Errorf("publish refusal:\n got %+v\nwant %+v", r, want)
@@ -78,7 +78,7 @@ func TestPermissionRefusalsAreReportedAndRateLimited(t *testing.T) {
 	if _, err := nc.SubscribeSync("$SYS.>"); err != nil {
 		t.Fatal(err)
 	}
-	if r := next(); r.Action != RefusedSubscribe || r.Subject != "$SYS.>" || r.Account != "dash" {
+	if r := next(); r.Action != RefusedSubscribe || r.Subject != "$SYS.>" || r.Username != "dash" {
 		t.Errorf("subscribe refusal: %+v", r)
 	}
 
@@ -97,7 +97,7 @@ func TestPermissionRefusalsAreReportedAndRateLimited(t *testing.T) {
 		}
 	}
 	for range RefusalsPerMinute - 1 {
-		if r := next(); r.Action != RefusedPublish || r.Account != "dash" {
+		if r := next(); r.Action != RefusedPublish || r.Username != "dash" {
 			t.Errorf("flood refusal: %+v", r)
 		}
 	}

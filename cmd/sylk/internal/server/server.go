@@ -454,7 +454,7 @@ func poolText(p *tools.Pool) string {
 // subject. A summary of the refusals the rate limit left out says how many.
 func refusalRecord(r broker.Refusal) schemas.AuditRecord {
 	details := map[string]string{"host": r.Host}
-	for k, v := range map[string]string{"user": r.User, "account": r.Account, "name": r.Name, "subject": r.Subject} {
+	for k, v := range map[string]string{"user": r.User, "username": r.Username, "name": r.Name, "subject": r.Subject} {
 		if v != "" {
 			details[k] = v
 		}
