@@ -60,26 +60,34 @@ type Round struct {
 // by a burst from deciding, and every round is kept in the result. The
 // comparison's Sylk and Baseline are each side's totals over the rounds.
 func Paired(name string, rounds int, target float64, sylk, base func(round int) (Measure, error)) (Comparison, error) {
-	rs := make([]Round, 0, rounds)
-	for i := range rounds {
-		r := Round{SylkFirst: i%2 == 0}
-		sides := []struct {
-			m  *Measure
-			fn func(int) (Measure, error)
-		}{{&r.Sylk, sylk}, {&r.Baseline, base}}
-		if !r.SylkFirst {
-			sides[0], sides[1] = sides[1], sides[0]
+	rs := make([]Round, rounds)
+	for i := range rs {
+		if err := rs[i].Run(i, func() (Measure, error) { return sylk(i) }, func() (Measure, error) { return base(i) }); err != nil {
+			return Comparison{}, err
 		}
-		for _, side := range sides {
-			m, err := side.fn(i)
-			if err != nil {
-				return Comparison{}, err
-			}
-			*side.m = m
-		}
-		rs = append(rs, r)
 	}
 	return PairedRounds(name, target, rs), nil
+}
+
+// Run measures round i of a paired comparison: both sides back to back,
+// sylk first in even rounds, base first in odd ones.
+func (r *Round) Run(i int, sylk, base func() (Measure, error)) error {
+	r.SylkFirst = i%2 == 0
+	sides := []struct {
+		m  *Measure
+		fn func() (Measure, error)
+	}{{&r.Sylk, sylk}, {&r.Baseline, base}}
+	if !r.SylkFirst {
+		sides[0], sides[1] = sides[1], sides[0]
+	}
+	for _, side := range sides {
+		m, err := side.fn()
+		if err != nil {
+			return err
+		}
+		*side.m = m
+	}
+	return nil
 }
 
 // PairedRounds is the comparison of rounds a benchmark paired itself (its

@@ -2,6 +2,7 @@ package projbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -129,17 +130,12 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	// open: a heap still holding the last rebuild's objects made the next raw
 	// read collect less often, and faster. The rebuild without the audit
 	// projection runs right beside the full one in each round: the audit's
-	// cost is the median of the rounds' ratios.
+	// cost is the median of the rounds' ratios. Each rebuild closes its store
+	// when it is done, so neither runs beside the other's compactions.
 	dir := filepath.Join(ds.Dir, "projections") // where sylk looks for them
 	var read, rebuild eventbench.Measure
 	var audit []eventbench.Round
-	var store *projections.Store
 	for round := range cfg.Rounds {
-		if store != nil {
-			if err := store.Close(); err != nil {
-				return nil, err
-			}
-		}
 		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d events", round+1, cfg.Rounds, n))
 		runtime.GC()
 		r, err := RawRead(ctx, b.JetStream(), n)
@@ -150,41 +146,26 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		// The rebuild without the audit projection goes first every other
 		// round: neither side always runs on the heap and caches the other
 		// left.
-		pair := eventbench.Round{SylkFirst: round%2 == 0}
-		withoutAudit := func() (err error) {
+		var pair eventbench.Round
+		err = pair.Run(round, func() (eventbench.Measure, error) {
+			cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
+			return rebuildInto(ctx, dir, log, n, cfg.Logger, false)
+		}, func() (eventbench.Measure, error) {
 			cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild without the audit projection", round+1, cfg.Rounds))
-			pair.Baseline, err = rebuildSkipping(ctx, dir+"-noaudit", log, n, projections.Audit)
-			return err
-		}
-		if round%2 == 1 {
-			if err := withoutAudit(); err != nil {
-				return nil, err
-			}
-		}
-		os.RemoveAll(dir)
-		if store, err = projections.Open(ctx, rebuildOptions(dir, cfg.Logger)); err != nil {
-			return nil, err
-		}
-		cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
-		runtime.GC()
-		r, err = eventbench.Time("sylk rebuild (read, decode, fold, write, sync)", n, func() error {
-			return store.Projector(log).Rebuild(ctx, nil)
+			return rebuildInto(ctx, dir+"-noaudit", log, n, cfg.Logger, true, projections.Audit)
 		})
 		if err != nil {
-			store.Close()
 			return nil, err
 		}
-		rebuild, pair.Sylk = eventbench.Faster(rebuild, r), r
-		if round%2 == 0 {
-			if err := withoutAudit(); err != nil {
-				store.Close()
-				return nil, err
-			}
-		}
+		rebuild = eventbench.Faster(rebuild, pair.Sylk)
 		audit = append(audit, pair)
 	}
 
 	cfg.Progress("raw Pebble batched writes of the same keys")
+	store, err := projections.Open(ctx, projections.Options{Dir: dir, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	write, err := rawWrites(store, filepath.Join(cfg.Dir, fmt.Sprintf("raw-%d", n)), n)
 	if err != nil {
 		store.Close()
@@ -219,22 +200,30 @@ func rebuildOptions(dir string, log *slog.Logger) projections.Options {
 	return projections.Options{Dir: dir, Logger: log}.ForRebuild()
 }
 
-// rebuildSkipping measures a rebuild of every projection but skip into a
-// fresh store in dir, removed after.
-func rebuildSkipping(ctx context.Context, dir string, log *events.Log, n int, skip ...string) (eventbench.Measure, error) {
+// rebuildInto measures a rebuild of every projection but skip into a
+// fresh store in dir. The store is closed after, its compactions finished
+// (the next measure does not share the machine with them), and with remove
+// removed.
+func rebuildInto(ctx context.Context, dir string, log *events.Log, n int, logger *slog.Logger, remove bool, skip ...string) (eventbench.Measure, error) {
 	os.RemoveAll(dir)
-	defer os.RemoveAll(dir)
-	o := rebuildOptions(dir, slog.New(slog.DiscardHandler))
+	if remove {
+		defer os.RemoveAll(dir)
+	}
+	o := rebuildOptions(dir, logger)
 	o.Skip = skip
 	store, err := projections.Open(ctx, o)
 	if err != nil {
 		return eventbench.Measure{}, err
 	}
-	defer store.Close()
 	runtime.GC()
-	return eventbench.Time(fmt.Sprintf("sylk rebuild without %s", strings.Join(skip, ", ")), n, func() error {
+	name := "sylk rebuild (read, decode, fold, write, sync)"
+	if len(skip) > 0 {
+		name = fmt.Sprintf("sylk rebuild without %s", strings.Join(skip, ", "))
+	}
+	m, err := eventbench.Time(name, n, func() error {
 		return store.Projector(log).Rebuild(ctx, nil)
 	})
+	return m, errors.Join(err, store.Close())
 }
 
 // StartupComparison states start-up as a comparison with a one-second budget:
