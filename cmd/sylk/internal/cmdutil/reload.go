@@ -26,8 +26,8 @@ func ConfigDirs() []string {
 }
 
 // liveKey reports whether a running server takes a change of key without a
-// restart: the log level, the hooks, the tool process pool's limits and the
-// LLM settings of llm.LiveKeys.
+// restart: the log level, the hooks, the tool process pool's limits, the
+// stream's disk quota and the LLM settings of llm.LiveKeys.
 func liveKey(key string) bool {
 	first, rest, _ := strings.Cut(key, ".")
 	switch first {
@@ -35,6 +35,8 @@ func liveKey(key string) bool {
 		return true
 	case "tools":
 		return rest == "max_processes" || rest == "user_reserved"
+	case "stream":
+		return rest == "max_bytes"
 	case "llm":
 		name, _, _ := strings.Cut(rest, ".")
 		return slices.Contains(llm.LiveKeys, name)
@@ -49,6 +51,7 @@ func (f *Factory) Reload() server.Reload {
 	cfg, origins, files, problems := f.readConfig(f.cmd)
 	r := server.Reload{Files: files, LLM: cfg.LLM, Hooks: cfg.Hooks}
 	r.MaxProcesses, r.UserReserved = cfg.Tools.PoolLimits()
+	r.MaxBytes = max(int64(cfg.Stream.MaxBytes), 0)
 	for _, p := range problems {
 		r.Problems = append(r.Problems, p.Error())
 	}
