@@ -227,6 +227,9 @@ func ReadCreds(path string) (*jwt.UserClaims, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%w: %s is empty (want the file `sylk user add` wrote)", ErrBadCreds, path)
+	}
 	tok, err := jwt.ParseDecoratedJWT(b)
 	if err != nil || !strings.Contains(string(b), "BEGIN NATS USER JWT") {
 		return nil, fmt.Errorf("%w: %s: no NATS USER JWT block (want the file `sylk user add` wrote)", ErrBadCreds, path)

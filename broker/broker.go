@@ -21,7 +21,10 @@ import (
 // provisioned: an embedded server this process runs, or an external one.
 type Broker struct {
 	opts Options
-	auth *Auth          // nil unless this process runs the server with authentication
+	auth *Auth // nil unless this process runs the server with authentication
+	// log is the embedded server's logger, which reads the refusals it
+	// logs; nil without authentication.
+	log  *refusalLog
 	srv  *server.Server // nil when connected to an external server
 	lock *dirLock
 	nc   *nats.Conn
@@ -44,7 +47,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	if opts.NATSURL != "" {
-		return dial(ctx, opts, opts.NATSURL, true)
+		return dialExternal(ctx, opts, true)
 	}
 	lock, err := lockDataDir(opts.DataDir)
 	if err != nil {
@@ -71,7 +74,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 func Connect(ctx context.Context, opts Options) (*Broker, error) {
 	opts.EnsureDefaults()
 	if opts.NATSURL != "" {
-		return dial(ctx, opts, opts.NATSURL, false)
+		return dialExternal(ctx, opts, false)
 	}
 	info, err := ReadInfo(opts.DataDir)
 	if err != nil {
@@ -101,6 +104,18 @@ func Open(ctx context.Context, opts Options) (b *Broker, started bool, err error
 		return b, false, err
 	}
 	return b, err == nil, err
+}
+
+// dialExternal connects to the external server of opts.NATSURL (see dial
+// for owner). A credentials file is read first: what nats.go says of a
+// malformed one is about signing a nonce, not what is wrong with which file.
+func dialExternal(ctx context.Context, opts Options, owner bool) (*Broker, error) {
+	if opts.CredsFile != "" {
+		if _, err := ReadCreds(opts.CredsFile); err != nil {
+			return nil, fmt.Errorf("credentials for %s: %w", opts.NATSURL, err)
+		}
+	}
+	return dial(ctx, opts, opts.NATSURL, owner)
 }
 
 // dial connects to the server at url; owner (a server of Sylk's, not a
@@ -225,6 +240,12 @@ func (b *Broker) startEmbedded(ctx context.Context) error {
 	b.srv = srv
 	if !sopts.NoLog {
 		srv.ConfigureLogger()
+	}
+	if b.auth != nil {
+		// Its log is the only word of a publish or subscription refused
+		// for permissions: read before anything connects.
+		b.log = newRefusalLog(srv.Logger())
+		srv.SetLogger(b.log, sopts.Debug, sopts.Trace)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(o.ConnectTimeout) {

@@ -91,7 +91,7 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: jsonfield FILE FIELD VAR")
 	}
 	var v any
-	if err := json.Unmarshal([]byte(firstLineOf(ts.ReadFile(args[0]))), &v); err != nil {
+	if err := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0]))).Decode(&v); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
 	for step := range strings.SplitSeq(args[1], ".") {
@@ -152,13 +152,6 @@ func cmdGrepTree(ts *testscript.TestScript, neg bool, args []string) {
 	case !neg && len(found) == 0:
 		ts.Fatalf("no file under %s holds %q", args[0], args[1])
 	}
-}
-
-func firstLineOf(s string) string {
-	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // waitfile FILE [SECONDS]: poll until FILE exists (a server's server.json).
@@ -238,12 +231,20 @@ func cmdExtPublish(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 }
 
-// extpubas DATADIR CREDS|- SUBJECT: an outside client with that .creds file
-// (- for none) publishes to the server of DATADIR; it fails when the server
-// refuses the connection or the publish, printing why.
+// extpubas DATADIR CREDS|- SUBJECT [N]: an outside client with that .creds
+// file (- for none) publishes to the server of DATADIR (N times, on one
+// connection); it fails when the server refuses the connection or a
+// publish, printing why.
 func cmdExtPubAs(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 3 {
-		ts.Fatalf("usage: extpubas DATADIR CREDS|- SUBJECT")
+	if len(args) != 3 && len(args) != 4 {
+		ts.Fatalf("usage: extpubas DATADIR CREDS|- SUBJECT [N]")
+	}
+	n := 1
+	if len(args) == 4 {
+		var err error
+		if n, err = strconv.Atoi(args[3]); err != nil || n < 1 {
+			ts.Fatalf("extpubas: N %q: want a positive count", args[3])
+		}
 	}
 	var info struct {
 		URL string `json:"url"`
@@ -261,8 +262,10 @@ func cmdExtPubAs(ts *testscript.TestScript, neg bool, args []string) {
 			return err
 		}
 		defer nc.Close()
-		if err := nc.Publish(args[2], []byte("x")); err != nil {
-			return err
+		for range n {
+			if err := nc.Publish(args[2], []byte("x")); err != nil {
+				return err
+			}
 		}
 		// A refused publish is reported before the flush's answer.
 		if err := nc.Flush(); err != nil {

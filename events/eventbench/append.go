@@ -24,7 +24,9 @@ type AppendConfig struct {
 	Batch int
 	// SyncModes to measure (default both).
 	SyncModes []string
-	// Rounds of the async comparison; each side keeps its best (default 3).
+	// Rounds of the async comparison, where each side keeps its best, and
+	// (twice as many plus one, of half the events) of the paired auth
+	// comparison (default 3).
 	Rounds int
 	// InFlight is how many batches are appended concurrently (default 4).
 	InFlight int

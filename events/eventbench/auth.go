@@ -17,11 +17,11 @@ const TargetAuthCost = 0.9
 
 // AuthCost compares AppendAsync through an agent:orchestrator credential on
 // a server with authentication on against the same on a server without, in
-// sync mode mode, alternating rounds and keeping each side's best. A
-// permission check costs microseconds beside a write's (an fsync's
-// milliseconds in sync always), so the ratio is decided by the machine's
-// noise: it takes twice cfg.Rounds rounds of half cfg.Events, and the side
-// that goes first alternates.
+// sync mode mode. A permission check costs microseconds beside a write's (an
+// fsync's milliseconds in sync always), so a single timing of each side is
+// decided by the machine's noise: the two are paired in 2*cfg.Rounds+1
+// rounds of half cfg.Events each, the side that goes first alternating, and
+// compared by the median of the rounds' ratios (see Paired).
 func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(string)) (Comparison, error) {
 	cfg.ensureDefaults()
 	on, err := broker.Start(ctx, broker.Options{DataDir: fmt.Sprintf("%s/auth-on-%s", cfg.DataDir, mode), Listen: broker.ListenNone, Sync: mode, Name: "bench"})
@@ -49,31 +49,22 @@ func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(
 	}
 	defer ncOff.Close()
 
-	var withAuth, without Measure
-	rounds, n := 2*cfg.Rounds, max(cfg.Events/2, 1)
-	for round := range rounds {
-		sides := []struct {
-			name string
-			nc   *nats.Conn
-			best *Measure
-		}{{"auth on, agent credential", nc, &withAuth}, {"auth off", ncOff, &without}}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
+	rounds, n := 2*cfg.Rounds+1, max(cfg.Events/2, 1)
+	side := func(name string, nc *nats.Conn) func(int) (Measure, error) {
+		return func(round int) (Measure, error) {
 			envs, err := Envelopes(n)
 			if err != nil {
-				return Comparison{}, err
+				return Measure{}, err
 			}
 			if progress != nil {
-				progress(fmt.Sprintf("sync %s: round %d/%d: AppendAsync of %d events, %s", mode, round+1, rounds, n, side.name))
+				progress(fmt.Sprintf("sync %s: round %d/%d: AppendAsync of %d events, %s", mode, round+1, rounds, n, name))
 			}
-			js, err := broker.NewJetStream(side.nc)
+			js, err := broker.NewJetStream(nc)
 			if err != nil {
-				return Comparison{}, err
+				return Measure{}, err
 			}
 			log := events.New(js)
-			m, err := Time("sylk AppendAsync, "+side.name, n, func() error {
+			m, err := Time("sylk AppendAsync, "+name, n, func() error {
 				for _, env := range envs {
 					if _, err := log.AppendAsync(env); err != nil {
 						return err
@@ -82,10 +73,11 @@ func AuthCost(ctx context.Context, cfg AppendConfig, mode string, progress func(
 				return log.Flush(ctx)
 			})
 			if err != nil {
-				return Comparison{}, fmt.Errorf("%s: %w", side.name, err)
+				return Measure{}, fmt.Errorf("%s: %w", name, err)
 			}
-			*side.best = Faster(*side.best, m)
+			return m, nil
 		}
 	}
-	return Compare(fmt.Sprintf("append with auth on (agent credential) vs auth off (sync %s)", mode), withAuth, without, TargetAuthCost), nil
+	return Paired(fmt.Sprintf("append with auth on (agent credential) vs auth off (sync %s)", mode), rounds, TargetAuthCost,
+		side("auth on, agent credential", nc), side("auth off", ncOff))
 }

@@ -1,6 +1,8 @@
 package eventbench
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,5 +24,43 @@ func TestTimeMeasuresCPU(t *testing.T) {
 	}
 	if m.Ops != ops || m.PerSec <= 0 {
 		t.Errorf("measure %+v: want %d ops at a positive rate", m, ops)
+	}
+}
+
+// TestPairedAlternatesAndTakesTheMedian: the side that goes first alternates
+// by round, every round is kept, and the ratio is the median of the rounds'
+// (one round caught by a burst does not decide it).
+func TestPairedAlternatesAndTakesTheMedian(t *testing.T) {
+	sylkSpeeds := []float64{90, 100, 30, 110, 95} // round 3 caught by a burst
+	var order []string
+	side := func(name string, speeds []float64) func(int) (Measure, error) {
+		return func(round int) (Measure, error) {
+			order = append(order, name)
+			return Measure{Name: name, Ops: 100, Seconds: 100 / speeds[round], PerSec: speeds[round]}, nil
+		}
+	}
+	c, err := Paired("x", 5, 0.9, side("sylk", sylkSpeeds), side("base", []float64{100, 100, 100, 100, 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "sylk base base sylk sylk base base sylk sylk base"; strings.Join(order, " ") != want {
+		t.Errorf("order %q, want %q", strings.Join(order, " "), want)
+	}
+	if len(c.Rounds) != 5 {
+		t.Fatalf("%d rounds kept, want 5", len(c.Rounds))
+	}
+	for i, r := range c.Rounds {
+		if want := sylkSpeeds[i] / 100; math.Abs(r.Ratio-want) > 1e-9 || r.SylkFirst != (i%2 == 0) {
+			t.Errorf("round %d: %+v, want ratio %.2f", i, r, want)
+		}
+	}
+	if math.Abs(c.Ratio-0.95) > 1e-9 || !c.Pass {
+		t.Errorf("ratio %.3f pass %v, want the median 0.95, passing 0.9", c.Ratio, c.Pass)
+	}
+	if c.Sylk.Ops != 500 || c.Baseline.Ops != 500 || math.Abs(c.Baseline.PerSec-100) > 1e-9 {
+		t.Errorf("totals: sylk %+v, baseline %+v", c.Sylk, c.Baseline)
+	}
+	if even := PairedRounds("y", 0.9, c.Rounds[:4]); math.Abs(even.Ratio-0.95) > 1e-9 {
+		t.Errorf("median of 0.9 1.0 0.3 1.1: %.3f, want 0.95", even.Ratio)
 	}
 }

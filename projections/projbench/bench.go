@@ -2,6 +2,7 @@ package projbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,8 +49,10 @@ type Config struct {
 	// Samples is how many different sessions the baseline reads at each size;
 	// the session log reads ten times as many.
 	Samples int
-	// Rounds of the rebuild comparison; each side keeps its best (default 3:
-	// on this noisy 2-core machine one ratio of two rounds varied by ±8%).
+	// Rounds of the rebuild comparisons (default 5): the raw read and the
+	// rebuild keep their best; with vs without audit is paired by round and
+	// compared by the median ratio (on this noisy 2-core machine one ratio of
+	// two rounds varied by ±8%, and a best of three by ±20%).
 	Rounds int
 	// Progress receives a line now and then.
 	Progress func(string)
@@ -69,7 +72,7 @@ func (c *Config) EnsureDefaults() {
 		c.Samples = 20
 	}
 	if c.Rounds == 0 {
-		c.Rounds = 3
+		c.Rounds = 5
 	}
 	if c.Progress == nil {
 		c.Progress = func(string) {}
@@ -125,16 +128,14 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	// so both run with the stream as warm as it gets and a noisy moment on the
 	// machine decides nothing. Each starts from a collected heap with no store
 	// open: a heap still holding the last rebuild's objects made the next raw
-	// read collect less often, and faster.
+	// read collect less often, and faster. The rebuild without the audit
+	// projection runs right beside the full one in each round: the audit's
+	// cost is the median of the rounds' ratios. Each rebuild closes its store
+	// when it is done, so neither runs beside the other's compactions.
 	dir := filepath.Join(ds.Dir, "projections") // where sylk looks for them
-	var read, rebuild, noAudit eventbench.Measure
-	var store *projections.Store
+	var read, rebuild eventbench.Measure
+	var audit []eventbench.Round
 	for round := range cfg.Rounds {
-		if store != nil {
-			if err := store.Close(); err != nil {
-				return nil, err
-			}
-		}
 		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d events", round+1, cfg.Rounds, n))
 		runtime.GC()
 		r, err := RawRead(ctx, b.JetStream(), n)
@@ -145,40 +146,26 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		// The rebuild without the audit projection goes first every other
 		// round: neither side always runs on the heap and caches the other
 		// left.
-		withoutAudit := func() error {
+		var pair eventbench.Round
+		err = pair.Run(round, func() (eventbench.Measure, error) {
+			cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
+			return rebuildInto(ctx, dir, log, n, cfg.Logger, false)
+		}, func() (eventbench.Measure, error) {
 			cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild without the audit projection", round+1, cfg.Rounds))
-			r, err := rebuildSkipping(ctx, dir+"-noaudit", log, n, projections.Audit)
-			noAudit = eventbench.Faster(noAudit, r)
-			return err
-		}
-		if round%2 == 1 {
-			if err := withoutAudit(); err != nil {
-				return nil, err
-			}
-		}
-		os.RemoveAll(dir)
-		if store, err = projections.Open(ctx, rebuildOptions(dir, cfg.Logger)); err != nil {
-			return nil, err
-		}
-		cfg.Progress(fmt.Sprintf("round %d/%d: sylk rebuild of every projection from %d events", round+1, cfg.Rounds, n))
-		runtime.GC()
-		r, err = eventbench.Time("sylk rebuild (read, decode, fold, write, sync)", n, func() error {
-			return store.Projector(log).Rebuild(ctx, nil)
+			return rebuildInto(ctx, dir+"-noaudit", log, n, cfg.Logger, true, projections.Audit)
 		})
 		if err != nil {
-			store.Close()
 			return nil, err
 		}
-		rebuild = eventbench.Faster(rebuild, r)
-		if round%2 == 0 {
-			if err := withoutAudit(); err != nil {
-				store.Close()
-				return nil, err
-			}
-		}
+		rebuild = eventbench.Faster(rebuild, pair.Sylk)
+		audit = append(audit, pair)
 	}
 
 	cfg.Progress("raw Pebble batched writes of the same keys")
+	store, err := projections.Open(ctx, projections.Options{Dir: dir, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	write, err := rawWrites(store, filepath.Join(cfg.Dir, fmt.Sprintf("raw-%d", n)), n)
 	if err != nil {
 		store.Close()
@@ -195,7 +182,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 		eventbench.Compare(fmt.Sprintf("rebuild vs slower raw part (%d events)", n), rebuild, slower, TargetRebuild),
 		eventbench.Compare(fmt.Sprintf("rebuild vs raw ordered read (%d events)", n), rebuild, read, 0),
 		eventbench.Compare(fmt.Sprintf("rebuild vs raw pebble writes (%d events)", n), rebuild, write, 0),
-		eventbench.Compare(fmt.Sprintf("rebuild with vs without audit (%d events)", n), rebuild, noAudit, TargetAuditRebuild),
+		eventbench.PairedRounds(fmt.Sprintf("rebuild with vs without audit (%d events)", n), TargetAuditRebuild, audit),
 	}}
 
 	cfg.Progress("start-up after a clean stop")
@@ -213,22 +200,30 @@ func rebuildOptions(dir string, log *slog.Logger) projections.Options {
 	return projections.Options{Dir: dir, Logger: log}.ForRebuild()
 }
 
-// rebuildSkipping measures a rebuild of every projection but skip into a
-// fresh store in dir, removed after.
-func rebuildSkipping(ctx context.Context, dir string, log *events.Log, n int, skip ...string) (eventbench.Measure, error) {
+// rebuildInto measures a rebuild of every projection but skip into a
+// fresh store in dir. The store is closed after, its compactions finished
+// (the next measure does not share the machine with them), and with remove
+// removed.
+func rebuildInto(ctx context.Context, dir string, log *events.Log, n int, logger *slog.Logger, remove bool, skip ...string) (eventbench.Measure, error) {
 	os.RemoveAll(dir)
-	defer os.RemoveAll(dir)
-	o := rebuildOptions(dir, slog.New(slog.DiscardHandler))
+	if remove {
+		defer os.RemoveAll(dir)
+	}
+	o := rebuildOptions(dir, logger)
 	o.Skip = skip
 	store, err := projections.Open(ctx, o)
 	if err != nil {
 		return eventbench.Measure{}, err
 	}
-	defer store.Close()
 	runtime.GC()
-	return eventbench.Time(fmt.Sprintf("sylk rebuild without %s", strings.Join(skip, ", ")), n, func() error {
+	name := "sylk rebuild (read, decode, fold, write, sync)"
+	if len(skip) > 0 {
+		name = fmt.Sprintf("sylk rebuild without %s", strings.Join(skip, ", "))
+	}
+	m, err := eventbench.Time(name, n, func() error {
 		return store.Projector(log).Rebuild(ctx, nil)
 	})
+	return m, errors.Join(err, store.Close())
 }
 
 // StartupComparison states start-up as a comparison with a one-second budget:

@@ -63,7 +63,12 @@ func newBenchAppendCmd(f *cmdutil.Factory) *cobra.Command {
 batch) and publishes the same bytes with raw JetStream PublishAsync to a stream of
 the same configuration, on the same embedded server, in each sync mode. In
 "always" mode it also compares batched durable append with per-message durable
-publish (one fsync per message). Targets: ratio >= 0.6 and >= 8.`,
+publish (one fsync per message). Targets: ratio >= 0.6 and >= 8.
+
+In each sync mode it also appends through an agent's credential on a server
+with authentication against the same on one without: 7 rounds of half --events,
+the two back to back in each (which goes first alternates), compared by the
+median of the rounds' ratios, target >= 0.9; --json lists every round.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, cleanup, err := opts.scratch()

@@ -252,6 +252,11 @@ func check(cfg Config) []error {
 	if _, err := logLevel(cfg.LogLevel); err != nil {
 		problems = append(problems, err)
 	}
+	if cfg.Creds != "" && cfg.NATSURL == "" {
+		// Ignored, the command would act with the server's own (admin)
+		// credentials while its user believes it acts with these.
+		problems = append(problems, fmt.Errorf("creds %q: a credentials file is for --nats-url (an external server or the URL of a sylk server); without it the server of the data directory is reached with the credentials its server.json names", cfg.Creds))
+	}
 	if err := guide.CheckRoutes(cfg.Routes); err != nil {
 		problems = append(problems, fmt.Errorf("config: %w", err))
 	}

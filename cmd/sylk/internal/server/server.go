@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,9 +49,10 @@ type Server struct {
 	httpURL string
 	// auditKey signs the audit chain; nil without the broker role.
 	auditKey ed25519.PrivateKey
-	// refusals are the connections the server refuses, recorded as audit
-	// records; nil without the broker role or authentication.
-	refusals *broker.AuthErrorWatch
+	// refusals are what the server refuses (connections, and publishes and
+	// subscriptions its permissions forbid), recorded as audit records; nil
+	// without the broker role or authentication.
+	refusals *broker.RefusalWatch
 	metrics  *metrics.Metrics
 	web      *web.Web
 	// live is what a configuration reload changes.
@@ -166,7 +168,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.runs(RoleBroker) {
 		// Subscribed before server.json says the server is up: a client
 		// refused right after finds its refusal recorded.
-		if s.refusals, err = b.WatchAuthErrors(); err != nil {
+		if s.refusals, err = b.WatchRefusals(); err != nil {
 			return nil, errors.Join(err, s.api.Stop(), s.store.Close(), b.Close(), closeListener(ln))
 		}
 	}
@@ -295,24 +297,16 @@ func components(o Options) []serverComponent {
 			return (&audit.Signer{JS: s.broker.JetStream(), Key: s.auditKey, Logger: slog.Default()}).Run(ctx)
 		}},
 		{"refusals", func(ctx context.Context, s *Server) error {
-			// A connection the server refused is an audit record: who
-			// (address, key, name) and the server's reason.
+			// What the server refused is an audit record: who (address,
+			// key, user, connection name), what and the server's reason.
 			log := events.New(s.broker.JetStream())
-			return s.refusals.Run(ctx, func(e broker.AuthError) {
-				details := map[string]string{"host": e.Host}
-				if e.User != "" {
-					details["user"] = e.User
-				}
-				if e.Name != "" {
-					details["name"] = e.Name
-				}
-				env, err := schemas.New(schemas.TypeAuditRecord, schemas.SystemSession, "user", "user", time.Now(), schemas.AuditRecord{
-					Category: schemas.AuditPermission, Action: "connect", Target: e.Host, Outcome: schemas.OutcomeDenied, Reason: e.Reason, Details: details})
+			return s.refusals.Run(ctx, func(r broker.Refusal) {
+				env, err := schemas.New(schemas.TypeAuditRecord, schemas.SystemSession, "user", "user", time.Now(), refusalRecord(r))
 				if err == nil {
 					_, err = log.Append(ctx, env)
 				}
 				if err != nil && ctx.Err() == nil {
-					slog.Warn("record a refused connection", "host", e.Host, "err", err)
+					slog.Warn("record a refusal", "action", r.Action, "host", r.Host, "err", err)
 				}
 			})
 		}},
@@ -453,4 +447,26 @@ const quotaInterval = 5 * time.Second
 func poolText(p *tools.Pool) string {
 	size, reserved := p.Limits()
 	return fmt.Sprintf("at most %d at once, %d of them kept for the user's own requests", size, reserved)
+}
+
+// refusalRecord is the audit record of what the server refused: a
+// connection's target is its address, a publish's or subscription's its
+// subject. A summary of the refusals the rate limit left out says how many.
+func refusalRecord(r broker.Refusal) schemas.AuditRecord {
+	details := map[string]string{"host": r.Host}
+	for k, v := range map[string]string{"user": r.User, "username": r.Username, "name": r.Name, "subject": r.Subject} {
+		if v != "" {
+			details[k] = v
+		}
+	}
+	target, reason := r.Host, r.Reason
+	if r.Action != broker.RefusedConnect {
+		target = r.Subject
+	}
+	if r.Suppressed > 0 {
+		details["suppressed"] = strconv.Itoa(r.Suppressed)
+		reason = fmt.Sprintf("%d more refused %s of this client in the last minute, not recorded one by one (at most %d a minute are); the last: %s",
+			r.Suppressed, r.Action, broker.RefusalsPerMinute, r.Reason)
+	}
+	return schemas.AuditRecord{Category: schemas.AuditPermission, Action: r.Action, Target: target, Outcome: schemas.OutcomeDenied, Reason: reason, Details: details}
 }
