@@ -29,7 +29,9 @@ func TestProjectionsRebuildWithoutALog(t *testing.T) {
 	const sessions = 3000 // 30k events
 	bin := sylkBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Five rebuild processes, each verified after: on a loaded 2-core
+	// machine three minutes were not always enough.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	writeKillStream(ctx, t, data, "r", sessions)
 	const last = sessions * 10
@@ -72,6 +74,7 @@ func TestProjectionsRebuildWithoutALog(t *testing.T) {
 			<-done
 			os.Remove(filepath.Join(data, broker.InfoFile)) // in case it wrote one
 		}
+		t.Logf("stopped at %s (ended by itself: %v); checking the store", at, ended)
 		checkRebuilt(ctx, t, data, last, true)
 	}
 }
