@@ -27,6 +27,8 @@ type Broker struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	url  string
+	// client: connected by Connect, which leaves existing streams alone.
+	client bool
 
 	tlsCA, tlsFingerprint string // the self-signed certificate clients trust
 	httpURL               string // the HTTP listener server.json advertises
@@ -42,7 +44,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	if opts.NATSURL != "" {
-		return dial(ctx, opts, opts.NATSURL)
+		return dial(ctx, opts, opts.NATSURL, true)
 	}
 	lock, err := lockDataDir(opts.DataDir)
 	if err != nil {
@@ -62,11 +64,14 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 
 // Connect reaches the server that owns opts.DataDir, as recorded in its
 // server.json, or the external server of opts.NATSURL. It does not start one: it
-// returns ErrNoServer when nothing is running.
+// returns ErrNoServer when nothing is running. A client makes the streams when
+// they are missing and never changes existing ones: their configuration (the
+// disk quota, say) is the server's, and a command run with another config
+// file must not undo it.
 func Connect(ctx context.Context, opts Options) (*Broker, error) {
 	opts.EnsureDefaults()
 	if opts.NATSURL != "" {
-		return dial(ctx, opts, opts.NATSURL)
+		return dial(ctx, opts, opts.NATSURL, false)
 	}
 	info, err := ReadInfo(opts.DataDir)
 	if err != nil {
@@ -79,7 +84,7 @@ func Connect(ctx context.Context, opts Options) (*Broker, error) {
 		}
 	}
 	opts.tlsCA = info.TLSCA
-	return dial(ctx, opts, info.URL)
+	return dial(ctx, opts, info.URL, false)
 }
 
 // Open connects to the server that owns the data directory if one is running,
@@ -98,14 +103,16 @@ func Open(ctx context.Context, opts Options) (b *Broker, started bool, err error
 	return b, err == nil, err
 }
 
-func dial(ctx context.Context, opts Options, url string) (*Broker, error) {
+// dial connects to the server at url; owner (a server of Sylk's, not a
+// client) brings existing streams to opts' configuration.
+func dial(ctx context.Context, opts Options, url string, owner bool) (*Broker, error) {
 	nopts := []nats.Option{nats.Name(opts.Name), nats.Timeout(opts.ConnectTimeout), nats.MaxReconnects(-1)}
 	nopts = append(nopts, authOptions(opts)...)
 	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
-	b := &Broker{opts: opts, nc: nc, url: url}
+	b := &Broker{opts: opts, nc: nc, url: url, client: !owner}
 	if err := b.setup(ctx); err != nil {
 		return nil, errors.Join(err, b.Close())
 	}
@@ -284,7 +291,7 @@ func (b *Broker) setup(ctx context.Context) error {
 	if b.opts.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	return provisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas, b.opts.MaxBytes, storage)
+	return provisionStreams(ctx, js, b.opts.DuplicateWindow, b.opts.Replicas, b.opts.MaxBytes, storage, !b.client)
 }
 
 // PublishInfo writes server.json, which tells clients the server is up and how

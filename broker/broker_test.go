@@ -165,7 +165,7 @@ func TestConnectFindsRunningServerWithAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without credentials the server refuses.
-	_, err = dial(ctx, Options{Name: "x", ConnectTimeout: time.Second}, info.URL)
+	_, err = dial(ctx, Options{Name: "x", ConnectTimeout: time.Second}, info.URL, false)
 	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
 		t.Fatalf("connected without credentials, or not refused for it: %v", err)
 	}
@@ -330,5 +330,76 @@ func TestStreamIsAppendOnly(t *testing.T) {
 	}
 	if info, _ := s.Info(ctx); info.State.Msgs != 1 {
 		t.Fatalf("stream holds %d messages", info.State.Msgs)
+	}
+}
+
+// A running stream's quota changes in place: set (discard new, so a full
+// stream refuses events and drops none), refused below what the stream
+// holds, and removed (no limit, discard old as provisioned).
+func TestSetQuota(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	opts.NoAuth = true
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	js := b.JetStream()
+	for i := range 20 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("sylk.v1.S.user.guide.user_input%d", i), make([]byte, 512)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := func() jetstream.StreamConfig {
+		s, err := js.Stream(ctx, Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config
+	}
+	if was, err := SetQuota(ctx, js, 1<<20); err != nil || was != 0 {
+		t.Fatalf("SetQuota(1 MiB) = %d, %v; want none before", was, err)
+	}
+	if c := config(); c.MaxBytes != 1<<20 || c.Discard != jetstream.DiscardNew {
+		t.Fatalf("after SetQuota(1 MiB): max bytes %d, discard %v", c.MaxBytes, c.Discard)
+	}
+	if was, err := SetQuota(ctx, js, 4096); !errors.Is(err, ErrQuotaBelowUse) || was != 1<<20 {
+		t.Fatalf("SetQuota(4 KiB) on a stream of 10 KiB = %d, %v; want ErrQuotaBelowUse", was, err)
+	}
+	if c := config(); c.MaxBytes != 1<<20 {
+		t.Fatalf("a refused quota changed the stream: max bytes %d", c.MaxBytes)
+	}
+	if was, err := SetQuota(ctx, js, 0); err != nil || was != 1<<20 {
+		t.Fatalf("SetQuota(none) = %d, %v", was, err)
+	}
+	if c := config(); c.MaxBytes != -1 || c.Discard != jetstream.DiscardOld {
+		t.Fatalf("after removing the quota: max bytes %d, discard %v", c.MaxBytes, c.Discard)
+	}
+}
+
+// A client's configuration is not the stream's: a command connecting with
+// another quota (or none, from another directory's config file) leaves the
+// server's quota as it is.
+func TestConnectLeavesTheStreamsAlone(t *testing.T) {
+	ctx, opts := testContext(t), testOptions(t)
+	opts.MaxBytes = 4 << 20
+	b, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, quota := range []int64{0, 1 << 20} {
+		c, err := Connect(ctx, Options{DataDir: opts.DataDir, MaxBytes: quota, Name: "client"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		s, err := b.JetStream().Stream(ctx, Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.MaxBytes != 4<<20 || cfg.Discard != jetstream.DiscardNew {
+			t.Fatalf("after a client with quota %d: max bytes %d, discard %v; want the server's 4 MiB, discard new", quota, cfg.MaxBytes, cfg.Discard)
+		}
 	}
 }

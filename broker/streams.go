@@ -57,14 +57,15 @@ func DLQStreamConfig() jetstream.StreamConfig {
 // copies a cluster keeps; 0 creates one and leaves an existing stream's.
 // maxBytes > 0 is the SYLK stream's disk quota (WithQuota).
 func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64) error {
-	return provisionStreams(ctx, js, dupWindow, replicas, maxBytes, jetstream.FileStorage)
+	return provisionStreams(ctx, js, dupWindow, replicas, maxBytes, jetstream.FileStorage, true)
 }
 
-// provisionStreams is ProvisionStreams with the streams kept in storage.
-func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64, storage jetstream.StorageType) error {
+// provisionStreams is ProvisionStreams with the streams kept in storage;
+// without update, streams that exist are left as they are.
+func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64, storage jetstream.StorageType, update bool) error {
 	for _, cfg := range []jetstream.StreamConfig{WithQuota(StreamConfig(dupWindow), maxBytes), DLQStreamConfig()} {
 		cfg.Replicas, cfg.Storage = replicas, storage
-		if err := provision(ctx, js, cfg); err != nil {
+		if err := provision(ctx, js, cfg, update); err != nil {
 			return err
 		}
 	}
@@ -82,9 +83,45 @@ func WithQuota(cfg jetstream.StreamConfig, maxBytes int64) jetstream.StreamConfi
 	return cfg
 }
 
-func provision(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
+// ErrQuotaBelowUse refuses a disk quota smaller than what the SYLK stream
+// holds: the server would refuse every new event at once, and an event log
+// drops none of its old ones to make room.
+var ErrQuotaBelowUse = errors.New("the quota is below what the event stream holds")
+
+// SetQuota changes the SYLK stream's disk quota in place (none when
+// maxBytes <= 0), as WithQuota sets it at provisioning, and returns the quota
+// it had (0: none). A quota below the stream's size is refused with
+// ErrQuotaBelowUse.
+func SetQuota(ctx context.Context, js jetstream.JetStream, maxBytes int64) (int64, error) {
+	s, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return 0, fmt.Errorf("read stream %s: %w", Stream, err)
+	}
+	info := s.CachedInfo()
+	was := max(info.Config.MaxBytes, 0)
+	if maxBytes > 0 && info.State.Bytes > uint64(maxBytes) {
+		return was, fmt.Errorf("%w: %d bytes against %d; raise it, or leave it unset for none", ErrQuotaBelowUse, maxBytes, info.State.Bytes)
+	}
+	cfg := info.Config
+	cfg.Discard = StreamConfig(cfg.Duplicates).Discard
+	if cfg = WithQuota(cfg, maxBytes); byteLimit(cfg.MaxBytes) == byteLimit(info.Config.MaxBytes) && cfg.Discard == info.Config.Discard {
+		return was, nil
+	}
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		if unavailable(err) {
+			err = errors.Join(err, ErrStreamUnavailable)
+		}
+		return was, fmt.Errorf("update stream %s: %w", Stream, err)
+	}
+	return was, nil
+}
+
+func provision(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, update bool) error {
 	s, err := js.Stream(ctx, want.Name)
 	if err == nil {
+		if !update {
+			return nil
+		}
 		have := s.CachedInfo().Config
 		if want.Replicas == 0 {
 			want.Replicas = have.Replicas

@@ -16,7 +16,7 @@ import (
 // stream's disk quota (broker.Options.MaxBytes, stream.max_bytes in the
 // configuration) is full.
 var ErrQuotaFull = errors.New("the event stream's disk quota is full, so the server refuses new events: " +
-	"raise stream.max_bytes in the configuration and restart the server (sylk config show says where it is set)")
+	"raise stream.max_bytes in the configuration: a running server takes the edit (sylk config show says where it is set)")
 
 // quotaFull wraps err with ErrQuotaFull when the server refused a message
 // because its stream is at its byte limit.

@@ -101,7 +101,10 @@ func applySessions(t *tx, ev *event) error {
 			if s.Paused == paused {
 				return false
 			}
-			s.Paused = paused
+			s.Paused, s.PausedBy = paused, ""
+			if paused {
+				s.PausedBy = env.Source
+			}
 			s.UpdatedSeq = ev.seq
 			return true
 		})

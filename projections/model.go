@@ -42,8 +42,11 @@ type Session struct {
 	// it ran, in order.
 	ActiveDAG  string   `json:"active_dag,omitempty"`
 	DAGHistory []string `json:"dag_history,omitempty"`
-	// Paused is set by a pause signal for this session and cleared by resume.
-	Paused bool `json:"paused,omitempty"`
+	// Paused is set by a pause signal for this session and cleared by resume;
+	// PausedBy is that signal's source (user; server for the resource
+	// governor, which resumes only what it paused, also after a restart).
+	Paused   bool   `json:"paused,omitempty"`
+	PausedBy string `json:"paused_by,omitempty"`
 	// Fork is set on a session forked from another: its history is the
 	// parent's up to Fork.ParentSeq, then its own from Fork.Seq.
 	Fork *ForkOf `json:"fork,omitempty"`

@@ -52,7 +52,7 @@ func (p *projection) prefix() []byte { return []byte(p.name + "/") }
 // projectionList is every projection in the order events are applied. Bump a
 // version when its fold or key layout changes: Open then rebuilds it.
 var projectionList = []*projection{
-	{name: Sessions, version: 1, apply: applySessions},
+	{name: Sessions, version: 2, apply: applySessions},
 	{name: DAGs, version: 2, apply: applyDAGs},
 	{name: Checkpoints, version: 1, apply: applyCheckpoints},
 	{name: Pending, version: 1, apply: applyPending},

@@ -643,8 +643,13 @@ const (
 )
 
 // Notice is a message from the runtime to the user, with what to do next.
+// A notice answers the request it follows from (the request ends there: an
+// error or a warning that it was not done, or information that it needs no
+// more) unless it is Advisory: then the work it is about goes on, and a client
+// shows it and keeps waiting for the outcome.
 type Notice struct {
-	Level string `json:"level"`
-	Text  string `json:"text"`
-	Hint  string `json:"hint,omitempty"`
+	Level    string `json:"level"`
+	Text     string `json:"text"`
+	Hint     string `json:"hint,omitempty"`
+	Advisory bool   `json:"advisory,omitempty"`
 }

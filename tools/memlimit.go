@@ -37,6 +37,17 @@ func CheckMemoryLimit(limit ByteSize) error {
 	return nil
 }
 
+// liveMemoryLimit is the memory limit of a tool process started now: the
+// pool's, when a running server changed it, else the options'.
+func (o *Options) liveMemoryLimit() ByteSize {
+	if o.Pool != nil {
+		if l := o.Pool.memoryLimit(); l != 0 {
+			return l
+		}
+	}
+	return o.MemoryLimit
+}
+
 // ByteSize is a size in bytes. In configuration it is written as a number
 // of bytes or with a unit: "512MiB", "4GiB", "2G" (K, M, G and T are powers
 // of 1024 too); "unlimited" is -1.

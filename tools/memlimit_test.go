@@ -131,3 +131,36 @@ func TestMemoryOutcome(t *testing.T) {
 		t.Errorf("an unrelated failure blamed on memory: %q", got)
 	}
 }
+
+// A running server changes the limit through the pool its executors share:
+// the next process starts under the new one, and unset goes back to the
+// executor's own.
+func TestPoolMemoryLimitIsLive(t *testing.T) {
+	pool, err := NewPool(2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestExecutor(t, func(o *Options) { o.MemoryLimit, o.Pool = 48<<20, pool })
+	ulimit := func() string {
+		t.Helper()
+		r := mustRun(t, e, "engineer", ToolExec, map[string]any{"command": "ulimit -H -d", "shell": true})
+		if !r.OK {
+			t.Fatalf("ulimit -d: %+v", r)
+		}
+		return strings.TrimSpace(r.Stdout)
+	}
+	for _, step := range []struct {
+		set  ByteSize
+		want string // KiB
+	}{{0, "49152"}, {96 << 20, "98304"}, {32 << 20, "32768"}, {0, "49152"}} {
+		if err := pool.SetMemoryLimit(step.set); err != nil {
+			t.Fatal(err)
+		}
+		if got := ulimit(); got != step.want {
+			t.Fatalf("pool limit %v: ulimit -d %s KiB, want %s", step.set, got, step.want)
+		}
+	}
+	if err := pool.SetMemoryLimit(1024); err == nil || !strings.Contains(err.Error(), "memory_limit 1024 is below 16.0 MiB") {
+		t.Fatalf("SetMemoryLimit(1 KiB) = %v, want refused", err)
+	}
+}

@@ -29,6 +29,7 @@ type Pool struct {
 	user, bg  int           // slots in use, by lane
 	changed   chan struct{} // closed and replaced when a slot frees or the limits change
 	waitingBG int
+	memory    ByteSize // per-process memory limit set live (0: the executor's own)
 }
 
 // NewPool returns a pool of size slots, reserved of them for the user's own
@@ -75,6 +76,26 @@ func (p *Pool) SetLimits(size, reserved int) error {
 	p.size, p.reserved = size, reserved
 	p.wakeLocked()
 	return nil
+}
+
+// SetMemoryLimit changes, live, the memory limit of each tool process the
+// executors sharing this pool start from now on (as Options.MemoryLimit:
+// -1 unlimited; 0 each executor's own); processes running keep theirs.
+func (p *Pool) SetMemoryLimit(limit ByteSize) error {
+	if err := CheckMemoryLimit(limit); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.memory = limit
+	return nil
+}
+
+// memoryLimit is the limit SetMemoryLimit set (0: none set).
+func (p *Pool) memoryLimit() ByteSize {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.memory
 }
 
 // Limits returns the pool's size and reserve.

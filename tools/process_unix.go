@@ -104,7 +104,7 @@ func (e *Executor) runProcess(ctx context.Context, spec procSpec) procResult {
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	limit := memoryLimit(e.opts.MemoryLimit)
+	limit := memoryLimit(e.opts.liveMemoryLimit())
 	cmd := exec.CommandContext(runCtx, prog)
 	cmd.Args = spec.argv
 	if limit > 0 {
@@ -240,7 +240,7 @@ func memoryLimit(configured ByteSize) int64 {
 // MemoryLimitText says the memory limit each tool process runs under and
 // how it is applied, for the server's start-up log.
 func (o *Options) MemoryLimitText() string {
-	configured := o.MemoryLimit
+	configured := o.liveMemoryLimit()
 	if configured == 0 {
 		configured = DefaultMemoryLimit()
 	}

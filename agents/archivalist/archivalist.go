@@ -140,7 +140,7 @@ func (a *Archivalist) recurrence(ctx context.Context, d *agents.Delivery, e *sch
 	default:
 		return nil, nil
 	}
-	out, err := d.Derive(schemas.TypeNotice, "user", "failure-memory", schemas.Notice{Level: schemas.NoticeWarn, Text: text, Hint: hint})
+	out, err := d.Derive(schemas.TypeNotice, "user", "failure-memory", schemas.Notice{Level: schemas.NoticeWarn, Text: text, Hint: hint, Advisory: true})
 	if err != nil {
 		return nil, agents.Permanent(err)
 	}

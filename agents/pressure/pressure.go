@@ -10,9 +10,13 @@
 // as for any pause, and `sylk tail` or the web view show the reason; it
 // resumes the ones it paused, and only those, once the stream is back under
 // its warning level (hysteresis: pausing at 90%, resuming under 80%).
+// What it paused is in the sessions projection (a session paused by its
+// signal has PausedBy Source): a governor started after a restart resumes
+// the sessions its predecessor paused once the pressure has passed.
 package pressure
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -43,6 +47,7 @@ type Governor struct {
 	Now func() time.Time
 
 	mu     sync.Mutex
+	loaded bool     // paused holds what the projection says was paused
 	under  bool     // under pressure
 	paused []string // the sessions it paused, in the order paused
 }
@@ -58,6 +63,11 @@ func Background(s *projections.Session) bool { return s.Metadata["schedule"] != 
 func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.loaded {
+		if err := g.load(ctx); err != nil {
+			return err
+		}
+	}
 	switch {
 	case q.Level >= schemas.QuotaCritical:
 		g.under = true
@@ -66,6 +76,23 @@ func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
 		g.under = false
 		return g.resumePaused(ctx, q)
 	}
+	return nil
+}
+
+// load takes up the sessions an earlier governor paused and nobody resumed,
+// least recently changed first: they are under pressure until a reading says
+// it passed.
+func (g *Governor) load(ctx context.Context) error {
+	all, err := g.Sessions.Sessions(ctx, projections.SessionFilter{})
+	if err != nil {
+		return fmt.Errorf("pressure: list the sessions: %w", err)
+	}
+	all = slices.DeleteFunc(all, func(s *projections.Session) bool { return !s.Paused || s.PausedBy != Source })
+	slices.SortFunc(all, func(a, b *projections.Session) int { return cmp.Compare(a.UpdatedSeq, b.UpdatedSeq) })
+	for _, s := range all {
+		g.paused = append(g.paused, s.ID)
+	}
+	g.under, g.loaded = len(g.paused) > 0, true
 	return nil
 }
 

@@ -52,7 +52,9 @@ nodes:
 // Under pressure (the stream at 90% of its quota) the governor pauses the
 // background sessions, each with a signal saying why, and never the user's;
 // a background DAG waits meanwhile while the user's runs; once the stream is
-// back under 80% the governor resumes what it paused, and only that.
+// back under 80% the governor resumes what it paused, and only that, also
+// when it is a new governor (the server restarted meanwhile): what was
+// paused is in the sessions projection.
 func TestPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
 	r := newRig(t)
 	bgCreate, _ := schemas.New(schemas.TypeSessionCreate, "BG", "user", "", time.Now(), schemas.SessionCreate{Name: "schedule nightly", Metadata: map[string]string{"schedule": "nightly"}})
@@ -121,7 +123,12 @@ nodes:
 	if n := len(signals()); n != 1 {
 		t.Fatalf("resumed at 85%%: %d signals", n)
 	}
-	if err := g.Observe(r.ctx, schemas.StreamQuota{Percent: 40}); err != nil {
+	brokertest.Eventually(t, 10*time.Second, "the pause projected", func() bool {
+		s, err := r.store.Session(r.ctx, "BG")
+		return err == nil && s.Paused && s.PausedBy == pressure.Source
+	})
+	restarted := &pressure.Governor{Log: r.log, Sessions: r.store}
+	if err := restarted.Observe(r.ctx, schemas.StreamQuota{Percent: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if s := signals(); len(s) != 2 || s[1].Action != schemas.SignalResume || !strings.Contains(s[1].Reason, "pressure passed") {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/cmd/sylk/internal/server"
+	"github.com/sylk/sylk/tools"
 )
 
 // ConfigDirs are the directories whose config file (server.ConfigFile) a
@@ -26,15 +27,17 @@ func ConfigDirs() []string {
 }
 
 // liveKey reports whether a running server takes a change of key without a
-// restart: the log level, the hooks, the tool process pool's limits and the
-// LLM settings of llm.LiveKeys.
+// restart: the log level, the hooks, the tool process pool's limits and
+// memory limit, the stream's disk quota and the LLM settings of llm.LiveKeys.
 func liveKey(key string) bool {
 	first, rest, _ := strings.Cut(key, ".")
 	switch first {
 	case "log_level", "hooks":
 		return true
 	case "tools":
-		return rest == "max_processes" || rest == "user_reserved"
+		return rest == "max_processes" || rest == "user_reserved" || rest == "memory_limit"
+	case "stream":
+		return rest == "max_bytes"
 	case "llm":
 		name, _, _ := strings.Cut(rest, ".")
 		return slices.Contains(llm.LiveKeys, name)
@@ -49,6 +52,10 @@ func (f *Factory) Reload() server.Reload {
 	cfg, origins, files, problems := f.readConfig(f.cmd)
 	r := server.Reload{Files: files, LLM: cfg.LLM, Hooks: cfg.Hooks}
 	r.MaxProcesses, r.UserReserved = cfg.Tools.PoolLimits()
+	r.MaxBytes = max(int64(cfg.Stream.MaxBytes), 0)
+	if r.MemoryLimit = cfg.Tools.MemoryLimit; r.MemoryLimit == 0 {
+		r.MemoryLimit = tools.DefaultMemoryLimit()
+	}
 	for _, p := range problems {
 		r.Problems = append(r.Problems, p.Error())
 	}

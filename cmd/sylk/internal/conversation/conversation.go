@@ -160,7 +160,7 @@ func (c *Conversation) apply(ctx context.Context, env *schemas.Envelope) (done b
 		if err != nil {
 			return true, err
 		}
-		return true, c.notice(env, p)
+		return c.notice(env, p)
 	case schemas.TypeUserResponse:
 		p, err := schemas.PayloadAs[schemas.UserResponse](env)
 		if err != nil {
@@ -181,19 +181,27 @@ func (c *Conversation) apply(ctx context.Context, env *schemas.Envelope) (done b
 }
 
 // notice ends the conversation before a DAG runs: an agent could not go on.
-func (c *Conversation) notice(env *schemas.Envelope, n *schemas.Notice) error {
+// notice shows a notice and says whether it ends the conversation: an
+// advisory one does not (the work goes on); any other answers the request,
+// which failed unless the notice is information (a plan rejected, a request
+// that needs nothing more).
+func (c *Conversation) notice(env *schemas.Envelope, n *schemas.Notice) (bool, error) {
 	fmt.Fprintf(c.out().ErrOut, "%s (%s): %s\n", n.Level, env.Source, n.Text)
 	if n.Hint != "" {
 		fmt.Fprintf(c.out().ErrOut, "hint: %s\n", n.Hint)
 	}
 	switch {
-	case n.Level != schemas.NoticeError:
-		return nil
-	case strings.Contains(n.Text, "needs an LLM"):
+	case n.Advisory:
+		return false, nil
+	case n.Level == schemas.NoticeInfo:
+		return true, nil
+	case n.Level == schemas.NoticeError && strings.Contains(n.Text, "needs an LLM"):
 		// The server has no LLM: a matter of configuration, like ours.
-		return cmdutil.ExitCodeError{Code: cmdutil.ExitUsage}
+		return true, cmdutil.ExitCodeError{Code: cmdutil.ExitUsage}
 	}
-	return cmdutil.ErrSilent
+	// An error, or a warning that the request was not done (a plan
+	// waiting for approval holds it, an answer nobody asked for).
+	return true, cmdutil.ErrSilent
 }
 
 func (c *Conversation) deadLetter(env *schemas.Envelope) {

@@ -10,9 +10,13 @@ import (
 	"github.com/sylk/sylk/projections"
 )
 
-// StateWithPause is a session's state, marked when it is paused.
+// StateWithPause is a session's state, marked when it is paused (and by
+// whom, when not by the user: the server's resource governor).
 func StateWithPause(s *projections.Session) string {
-	if s.Paused {
+	switch {
+	case s.Paused && s.PausedBy != "" && s.PausedBy != "user":
+		return string(s.State) + " (paused by " + s.PausedBy + ")"
+	case s.Paused:
 		return string(s.State) + " (paused)"
 	}
 	return string(s.State)

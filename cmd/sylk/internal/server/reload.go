@@ -17,6 +17,7 @@ import (
 	"github.com/sylk/sylk/agents/hooks"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/agents/runtime"
+	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
@@ -44,6 +45,12 @@ type Reload struct {
 	// MaxProcesses and UserReserved are the tool process pool's new limits,
 	// taken when Applied names tools.max_processes or tools.user_reserved.
 	MaxProcesses, UserReserved int
+	// MemoryLimit is each tool process's new memory limit, taken when
+	// Applied names tools.memory_limit.
+	MemoryLimit tools.ByteSize
+	// MaxBytes is the event stream's new disk quota (0: none), taken when
+	// Applied names stream.max_bytes.
+	MaxBytes int64
 	// Commit makes the edit the running configuration, once the server has
 	// taken it.
 	Commit func()
@@ -121,7 +128,7 @@ func (s *Server) reload(ctx context.Context, r Reload) error {
 		return nil // saved unchanged
 	}
 	if len(r.Problems) == 0 {
-		if err := s.apply(r); err != nil {
+		if err := s.apply(ctx, r); err != nil {
 			r.Problems = []string{err.Error()}
 		}
 	}
@@ -143,17 +150,37 @@ func (s *Server) reload(ctx context.Context, r Reload) error {
 	return err
 }
 
-// apply takes r's live settings, all or none.
-func (s *Server) apply(r Reload) error {
+// apply takes r's live settings, all or none: the stream's quota first (the
+// server may refuse it), put back if a later one fails.
+func (s *Server) apply(ctx context.Context, r Reload) (err error) {
 	s.live.mu.Lock()
 	defer s.live.mu.Unlock()
 	changed := func(prefix string) bool {
 		return slices.ContainsFunc(r.Applied, func(k string) bool { return k == prefix || strings.HasPrefix(k, prefix+".") })
 	}
+	if changed("stream.max_bytes") {
+		was, qerr := broker.SetQuota(ctx, s.broker.JetStream(), r.MaxBytes)
+		if qerr != nil {
+			return fmt.Errorf("stream.max_bytes: %w", qerr)
+		}
+		defer func() {
+			if err != nil {
+				if _, back := broker.SetQuota(ctx, s.broker.JetStream(), was); back != nil {
+					err = errors.Join(err, fmt.Errorf("stream.max_bytes: putting back the quota of %d bytes: %w", was, back))
+				}
+			}
+		}()
+	}
 	pool := s.live.runtime.Tools.Pool
 	resize := (changed("tools.max_processes") || changed("tools.user_reserved")) && pool != nil
 	if resize {
 		if err := tools.CheckPoolLimits(r.MaxProcesses, r.UserReserved); err != nil {
+			return fmt.Errorf("tools.%w", err)
+		}
+	}
+	remember := changed("tools.memory_limit") && pool != nil
+	if remember {
+		if err := tools.CheckMemoryLimit(r.MemoryLimit); err != nil {
 			return fmt.Errorf("tools.%w", err)
 		}
 	}
@@ -177,6 +204,10 @@ func (s *Server) apply(r Reload) error {
 	if resize {
 		_ = pool.SetLimits(r.MaxProcesses, r.UserReserved) // checked above
 		slog.Info("tool processes: " + poolText(pool))
+	}
+	if remember {
+		_ = pool.SetMemoryLimit(r.MemoryLimit) // checked above
+		slog.Info("tool memory limit: " + s.live.runtime.Tools.MemoryLimitText())
 	}
 	if r.Commit != nil {
 		r.Commit()
