@@ -129,12 +129,12 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 		}
 		return e.obj.(*dagObj), nil
 	}
-	var d *DAG
-	var err error
-	if !t.knownAbsent(k) {
-		if d, err = readDAG(t.db, sid, id); err != nil {
-			return nil, err
-		}
+	if t.knownAbsent(k) {
+		return nil, nil // see missing
+	}
+	d, err := readDAG(t.db, sid, id)
+	if err != nil {
+		return nil, err
 	}
 	if d == nil {
 		t.cache.put(k, nil, false)

@@ -304,7 +304,7 @@ func loadCall(t *tx, k []byte) (*callRec, error) {
 		return nil, err
 	}
 	if raw == nil {
-		t.cache.put(k, nil, false)
+		t.missing(k)
 		return nil, nil
 	}
 	c := &callRec{seq: getUint64(raw), payload: raw[8:]}

@@ -412,6 +412,11 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 				select {
 				case x, ok = <-ch:
 					got = true
+				case <-ctx.Done():
+					// The reader keeps the channel full: without this a
+					// stopped rebuild folded on to the end of its batch.
+					b.Close()
+					return fail(ctx.Err())
 				default:
 					timer.Reset(o.BatchDelay)
 				}

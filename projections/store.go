@@ -333,7 +333,11 @@ const flushOnCloseBytes = 4 << 20
 
 // Close flushes a large memtable (so the next Open replays little), or any
 // memtable of a store that keeps no log (its only copy), and closes the
-// store. Stop the projector first.
+// store. Stop the projector first. A store without a log whose rebuild has
+// not finished is not flushed: what it folded is redone when it is opened
+// again (its disk holds the store as before the rebuild or one marked
+// unfinished), and flushing hundreds of megabytes made an interrupted
+// rebuild take tens of seconds to stop.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -342,10 +346,11 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.changed)
+	unfinished := s.incomplete
 	s.mu.Unlock()
 	s.vectors.wait()
 	var ferr error
-	if s.db != nil && (s.opts.NoWAL || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
+	if s.db != nil && (s.opts.NoWAL && !unfinished || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
 		ferr = s.db.Flush()
 	}
 	return errors.Join(ferr, s.closePebble())

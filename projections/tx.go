@@ -171,13 +171,22 @@ func (c *cache) markClean() {
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
+	// A transient object still dirty (a catch-up holds changed objects for
+	// many batches) waits for the commit that writes it: forgotten here, it
+	// stayed in the cache for good, one call record per session.
+	held := c.transients[:0]
 	for _, e := range c.transients {
-		if !e.dirty && c.m[e.key] == e {
+		switch {
+		case c.m[e.key] != e:
+		case e.dirty:
+			held = append(held, e)
+		default:
 			c.lru.Remove(e.elem)
 			delete(c.m, e.key)
 		}
 	}
-	c.transients = c.transients[:0]
+	clear(c.transients[len(held):])
+	c.transients = held
 	for el := c.lru.Back(); el != nil && len(c.m) > c.cap; {
 		prev := el.Prev()
 		e := el.Value.(*entry)
@@ -220,6 +229,19 @@ func (t *tx) knownAbsent(k []byte) bool {
 	return t.cache.written != nil && t.cache.written.absent(k)
 }
 
+// missing records in the cache that k holds nothing, so the next load does
+// not look it up again, unless the key filter knows it already: it answers
+// again at no cost, and an entry would take a place in the cache. A rebuild
+// looks up such keys for every session at nearly every event (a plan mode or
+// a tool loadout the session never had), and their entries made the
+// sessions' live objects overflow the cache, which then missed at every
+// read of one.
+func (t *tx) missing(k []byte) {
+	if !t.knownAbsent(k) {
+		t.cache.put(k, nil, false)
+	}
+}
+
 // getRaw reads a committed value, copied; nil when absent.
 func (t *tx) getRaw(k []byte) ([]byte, error) {
 	if t.knownAbsent(k) {
@@ -249,7 +271,7 @@ func load[T any](t *tx, k []byte) (*T, error) {
 		return nil, err
 	}
 	if raw == nil {
-		t.cache.put(k, nil, false)
+		t.missing(k)
 		return nil, nil
 	}
 	v := new(T)

@@ -108,11 +108,12 @@ func newProjectionsRebuildCmd(f *cmdutil.Factory) *cobra.Command {
 bar and the rate on a terminal. With 'sylk serve' running the server does it
 and keeps answering; this command follows its progress.
 
-Without a server, this process rebuilds the store with 128 MiB memtables,
-150,000 cached objects and a soft Go heap limit of 700 MiB (set GOMEMLIMIT to
-change it). It writes no write-ahead log: the store is marked unfinished until
-the whole stream is folded, and a store found so is rebuilt again when opened,
-so an interrupted rebuild is redone, never left half done.`,
+Without a server, this process rebuilds the store with 128 MiB memtables and
+150,000 cached objects, and no Go heap limit (GOMEMLIMIT sets one). It writes
+no write-ahead log: the store is marked unfinished until the whole stream is
+folded, and a store found so is rebuilt again when opened, so an interrupted
+rebuild is redone, never left half done. Ctrl-C or SIGTERM stops it at once,
+leaving the store so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return projectionsRebuildRun(cmd.Context(), f, opts)
