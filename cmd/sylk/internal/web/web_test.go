@@ -41,7 +41,7 @@ func startWeb(t *testing.T, buffer int) (*Web, *events.Log, *httptest.Server) {
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
 	if err != nil {
 		t.Fatal(err)
 	}
