@@ -187,7 +187,7 @@ func DeadLetters(ctx context.Context, js jetstream.JetStream) ([]DeadLetter, err
 	if err != nil {
 		return nil, err
 	}
-	var rows []DeadLetter
+	rows := []DeadLetter{}
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := s.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

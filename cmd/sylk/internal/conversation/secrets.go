@@ -21,4 +21,3 @@ func RefuseSecrets(ctx context.Context, f *cmdutil.Factory, log *events.Log, ses
 	}
 	return secrets.Refuse(ctx, red, log, f.Now(), session, what, text)
 }
-
