@@ -108,7 +108,7 @@ nodes:
 		t.Errorf("a wrong token: %s, want 401", resp.Status)
 	}
 
-	b := openBrowser(t, browser, dir)
+	b := openBrowser(t, browser, dir, 3*time.Minute)
 	do, eval := b.do, b.eval
 	do("open the page with the token", chromedp.Navigate(u.URL), visible(`#live.up`))
 	// A marker that a reload would lose.
@@ -177,11 +177,14 @@ nodes:
 type browser struct {
 	t   *testing.T
 	ctx context.Context
+	// state, if set, says what the server holds when a step fails.
+	state func() string
 }
 
-// openBrowser starts Chromium with its profile in dir; it ends with the test.
-func openBrowser(t *testing.T, path, dir string) *browser {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+// openBrowser starts Chromium with its profile in dir; it ends with the test
+// or after within.
+func openBrowser(t *testing.T, path, dir string, within time.Duration) *browser {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(filepath.Join(dir, "chromium")))...)
 	bctx, bcancel := chromedp.NewContext(actx)
@@ -194,7 +197,11 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	if err := chromedp.Do(b.ctx, steps...); err != nil {
 		html, _ := chromedp.Run(b.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-		b.t.Fatalf("%s: %v\npage: %s", what, err, html)
+		state := ""
+		if b.state != nil {
+			state = b.state()
+		}
+		b.t.Fatalf("%s: %v\npage: %s\n%s", what, err, html, state)
 	}
 }
 
@@ -285,7 +292,12 @@ func TestWebViewOperations(t *testing.T) {
 	if err := json.Unmarshal([]byte(sylk(t, bin, data, work, "web", "url", "--json")), &u); err != nil {
 		t.Fatal(err)
 	}
-	b := openBrowser(t, path, dir)
+	b := openBrowser(t, path, dir, 5*time.Minute)
+	b.state = func() string {
+		out, _ := exec.Command(bin, "--data", data, "session", "show", "W3").CombinedOutput()
+		log, _ := os.ReadFile(data + ".log")
+		return fmt.Sprintf("sylk session show W3:\n%s\nserver log (end):\n%s", out, log[max(0, len(log)-4000):])
+	}
 	b.do("open the page", chromedp.Navigate(u.URL), visible(`#live.up`))
 	b.eval(`window.notReloaded = "yes"`)
 

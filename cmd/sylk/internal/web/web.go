@@ -1,8 +1,9 @@
 // Package web is the live web view `sylk serve --http` serves beside
 // /metrics: a page embedded in the binary (no CDN, no build step) showing the
 // sessions, their DAGs drawn live, the event log with the filters of `sylk
-// tail`, what waits on the user (approve or reject from the page), the dead
-// letters (resend) and the LLM usage and cost.
+// tail`, what waits on the user (approve or reject a plan, answer a question
+// from the page), the dead letters (resend), the LLM usage and cost, and a
+// clicked node's tool calls, test results and LLM exchanges.
 //
 // The page reads state through the same query API the CLI uses (sylk.api.>,
 // forwarded by POST /api/q/<endpoint>), and follows the stream through
