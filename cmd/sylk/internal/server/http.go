@@ -54,7 +54,10 @@ func httpComponent(ln net.Listener) serverComponent {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
 		s.web.Register(mux)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// Requests run under ctx: when the server stops, an open page's
+		// live stream ends with it, rather than holding the shutdown until
+		// its deadline (which made serve exit 1 with a page open).
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		select {

@@ -143,6 +143,7 @@ async function showNode(d, n) {
 }
 
 // --- what waits on the user
+const drafts = {}; // answers being typed, by textarea id
 function planBox(p) {
   const ref = p.plan_id || p.request_id;
   const box = h("div", { class: "plan", "data-plan": ref, "data-state": p.state },
@@ -160,7 +161,9 @@ function planBox(p) {
   } else if (p.kind === "clarification") {
     // Answered as `sylk plan answer` does: the answer goes to the Architect.
     const id = "answer-" + p.session + "-" + ref;
-    const text = h("textarea", { id, rows: 2, name: "answer" });
+    // The list is redrawn as events come: what is typed is kept across.
+    const text = h("textarea", { id, rows: 2, name: "answer", oninput: () => { drafts[id] = text.value; } });
+    text.value = drafts[id] || "";
     for (const o of p.options || []) text.placeholder = (text.placeholder ? text.placeholder + " / " : "") + o;
     const form = h("form", { class: "answer", onsubmit: async (e) => {
       e.preventDefault();
@@ -168,6 +171,7 @@ function planBox(p) {
         const r = await call("/api/question/answer", { session: p.session, question: ref, answer: text.value });
         seen = Math.max(seen, r.seq);
         box.dataset.state = "answered";
+        delete drafts[id];
         refresh();
       } catch (err) { box.append(h("p", { class: "error" }, err.message)); }
     } }, h("label", { for: id }, "Your answer"), text, h("button", { class: "answer" }, "Answer"));
