@@ -3,9 +3,11 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,4 +128,125 @@ func (r *Runner) watchMaxDeliveries(ctx context.Context) (*nats.Subscription, er
 			r.reportDeadLetter(ctx, &Delivery{Env: env, Seq: adv.StreamSeq, Attempt: adv.Deliveries, Agent: r.opts.Agent, runner: r}, reason)
 		}
 	})
+}
+
+// ErrNoDeadLetter: no dead letter has that id.
+var ErrNoDeadLetter = errors.New("no dead letter")
+
+// DeadLetter is one SYLK_DLQ message as `sylk dlq` and the web view show it.
+type DeadLetter struct {
+	ID         uint64              `json:"id"`
+	Time       time.Time           `json:"time"`
+	Consumer   string              `json:"consumer"`
+	Reason     string              `json:"reason"`
+	Deliveries string              `json:"deliveries"`
+	StreamSeq  string              `json:"stream_seq"`
+	Subject    string              `json:"subject"`
+	Type       string              `json:"type,omitempty"`
+	Session    string              `json:"session,omitempty"`
+	Envelope   *schemas.Envelope   `json:"envelope,omitempty"`
+	Invalid    string              `json:"invalid,omitempty"`
+	Headers    map[string][]string `json:"headers,omitempty"`
+}
+
+// DeadLetterOf reads a SYLK_DLQ message (its headers are not kept: Headers
+// is for those who ask).
+func DeadLetterOf(m *jetstream.RawStreamMsg) DeadLetter {
+	h := m.Header
+	dl := DeadLetter{
+		ID: m.Sequence, Time: m.Time, Consumer: h.Get(HeaderDLQConsumer), Reason: h.Get(HeaderDLQReason),
+		Deliveries: h.Get(HeaderDLQDeliveries), StreamSeq: h.Get(HeaderDLQStreamSeq),
+		Subject: h.Get(HeaderDLQSubject), Type: h.Get(events.HeaderType), Session: h.Get(events.HeaderSession),
+	}
+	if toks := strings.Split(dl.Subject, "."); len(toks) == 6 {
+		// Bytes from an outside client carry no Sylk headers: the subject
+		// still says where they were going.
+		if dl.Session == "" {
+			dl.Session = toks[2]
+		}
+		if dl.Type == "" {
+			dl.Type = toks[5]
+		}
+	}
+	env, err := schemas.Unmarshal(m.Data)
+	if err != nil {
+		dl.Invalid = err.Error()
+	} else {
+		dl.Envelope = env
+	}
+	return dl
+}
+
+// DeadLetters lists the dead letters, oldest first.
+func DeadLetters(ctx context.Context, js jetstream.JetStream) ([]DeadLetter, error) {
+	s, err := js.Stream(ctx, broker.DLQStream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := []DeadLetter{}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, DeadLetterOf(m))
+	}
+	return rows, nil
+}
+
+// GetDeadLetter reads dead letter id; an unknown id is ErrNoDeadLetter.
+func GetDeadLetter(ctx context.Context, js jetstream.JetStream, id uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := js.Stream(ctx, broker.DLQStream)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.GetMsg(ctx, id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("%w %d", ErrNoDeadLetter, id)
+	}
+	return m, err
+}
+
+// Resent is where a dead letter went back on the event log.
+type Resent struct {
+	Seq     uint64 `json:"seq"`
+	Subject string `json:"subject"`
+	// ID is the new envelope's id ("" for bytes that were never one).
+	ID string `json:"id,omitempty"`
+}
+
+// ResendDeadLetter puts dead letter id back on the event log for its agent:
+// a copy of the envelope with a new id, parent_id = the original and one
+// more attempt, on the original subject; bytes that were never an envelope
+// are republished as they are. The dead letter stays in SYLK_DLQ.
+func ResendDeadLetter(ctx context.Context, js jetstream.JetStream, id uint64, now time.Time) (Resent, error) {
+	m, err := GetDeadLetter(ctx, js, id)
+	if err != nil {
+		return Resent{}, err
+	}
+	out := Resent{Subject: m.Header.Get(HeaderDLQSubject)}
+	env, err := schemas.Unmarshal(m.Data)
+	if err != nil {
+		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: out.Subject, Data: m.Data})
+		if err != nil {
+			return Resent{}, err
+		}
+		out.Seq = ack.Sequence
+		return out, nil
+	}
+	again := *env
+	again.ID, again.ParentID, again.Attempt = schemas.NewID(), env.ID, env.Attempt+1
+	again.Timestamp = now.UTC()
+	if out.Seq, err = events.New(js).Append(ctx, &again); err != nil {
+		return Resent{}, err
+	}
+	out.ID = again.ID
+	return out, nil
 }

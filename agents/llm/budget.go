@@ -146,16 +146,11 @@ func (l *Ledger) Spent(_ context.Context, s Scope) (int64, error) {
 // ends. It returns once the events so far are counted; stop waits for the
 // follower to end.
 func (l *Ledger) Follow(ctx context.Context, log *events.Log) (stop func(), err error) {
-	subject := events.Filter{Type: schemas.TypeLLMUsage}.Subject()
-	var last uint64
-	if err := log.Scan(ctx, subject, events.Cursor{}, 0, func(ev *events.Event) error {
-		l.Apply(ev.Env)
-		last = ev.Seq
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("llm usage: read: %w", err)
+	last, err := l.Read(ctx, log, "")
+	if err != nil {
+		return nil, err
 	}
-	tail, err := log.Tail(ctx, subject, events.Cursor{Seq: last + 1})
+	tail, err := log.Tail(ctx, events.Filter{Type: schemas.TypeLLMUsage}.Subject(), events.Cursor{Seq: last + 1})
 	if err != nil {
 		return nil, fmt.Errorf("llm usage: follow: %w", err)
 	}
@@ -175,6 +170,20 @@ func (l *Ledger) Follow(ctx context.Context, log *events.Log) (stop func(), err 
 	return func() { cancel(); <-done }, nil
 }
 
+// Read folds the llm_usage events in log so far (of one session, or of
+// every session with session ""), and returns the sequence of the last one.
+func (l *Ledger) Read(ctx context.Context, log *events.Log, session string) (last uint64, err error) {
+	subject := events.Filter{Session: session, Type: schemas.TypeLLMUsage}.Subject()
+	if err := log.Scan(ctx, subject, events.Cursor{}, 0, func(ev *events.Event) error {
+		l.Apply(ev.Env)
+		last = ev.Seq
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("llm usage: read: %w", err)
+	}
+	return last, nil
+}
+
 // Report is usage broken down for `sylk usage` (seed L4255-4307).
 type Report struct {
 	Total     Totals            `json:"total"`
@@ -188,6 +197,24 @@ type Report struct {
 type TaskTotals struct {
 	Scope  Scope  `json:"scope"`
 	Totals Totals `json:"totals"`
+}
+
+// TaskUsage is one DAG node's totals, flat for JSON readers (`sylk usage
+// --json`, the web view).
+type TaskUsage struct {
+	Session string `json:"session"`
+	DAG     string `json:"dag"`
+	Node    string `json:"node"`
+	Totals
+}
+
+// Tasks is ByTask flattened.
+func (r Report) Tasks() []TaskUsage {
+	out := make([]TaskUsage, 0, len(r.ByTask))
+	for _, t := range r.ByTask {
+		out = append(out, TaskUsage{Session: t.Scope.Session, DAG: t.Scope.DAGID, Node: t.Scope.NodeID, Totals: t.Totals})
+	}
+	return out
 }
 
 // Report returns the totals; session "" reports every session (agent and

@@ -155,7 +155,7 @@ func routedWatched(ctx context.Context, b *broker.Broker, cfg agentbench.RouteCo
 	var none eventbench.Measure
 	var live viewersReport
 	log := events.New(b.JetStream())
-	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Secret: []byte("bench-web"), Now: time.Now})
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
 	if err != nil {
 		return none, live, err
 	}

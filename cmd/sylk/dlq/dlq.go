@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/sylk/sylk/agents"
-	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
-	"github.com/sylk/sylk/events"
-	"github.com/sylk/sylk/schemas"
 )
 
 func NewCmdDLQ(f *cmdutil.Factory) *cobra.Command {
@@ -34,54 +29,12 @@ silently: every one is also a dead_letter event in its session.`,
 	return cmd
 }
 
-// deadLetter is one DLQ message as the CLI shows it.
-type deadLetter struct {
-	ID         uint64              `json:"id"`
-	Time       time.Time           `json:"time"`
-	Consumer   string              `json:"consumer"`
-	Reason     string              `json:"reason"`
-	Deliveries string              `json:"deliveries"`
-	StreamSeq  string              `json:"stream_seq"`
-	Subject    string              `json:"subject"`
-	Type       string              `json:"type,omitempty"`
-	Session    string              `json:"session,omitempty"`
-	Envelope   *schemas.Envelope   `json:"envelope,omitempty"`
-	Invalid    string              `json:"invalid,omitempty"`
-	Headers    map[string][]string `json:"headers,omitempty"`
-}
-
-func deadLetterOf(m *jetstream.RawStreamMsg) deadLetter {
-	h := m.Header
-	dl := deadLetter{
-		ID: m.Sequence, Time: m.Time, Consumer: h.Get(agents.HeaderDLQConsumer), Reason: h.Get(agents.HeaderDLQReason),
-		Deliveries: h.Get(agents.HeaderDLQDeliveries), StreamSeq: h.Get(agents.HeaderDLQStreamSeq),
-		Subject: h.Get(agents.HeaderDLQSubject), Type: h.Get(events.HeaderType), Session: h.Get(events.HeaderSession),
-	}
-	if toks := strings.Split(dl.Subject, "."); len(toks) == 6 {
-		// Bytes from an outside client carry no Sylk headers: the subject
-		// still says where they were going.
-		if dl.Session == "" {
-			dl.Session = toks[2]
-		}
-		if dl.Type == "" {
-			dl.Type = toks[5]
-		}
-	}
-	env, err := schemas.Unmarshal(m.Data)
-	if err != nil {
-		dl.Invalid = err.Error()
-	} else {
-		dl.Envelope = env
-	}
-	return dl
-}
-
-func dlqStream(ctx context.Context, f *cmdutil.Factory) (jetstream.Stream, error) {
+func jetStream(ctx context.Context, f *cmdutil.Factory) (jetstream.JetStream, error) {
 	b, err := f.Broker(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return b.JetStream().Stream(ctx, broker.DLQStream)
+	return b.JetStream(), nil
 }
 
 func newDLQLsCmd(f *cmdutil.Factory) *cobra.Command {
@@ -92,24 +45,13 @@ func newDLQLsCmd(f *cmdutil.Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := dlqStream(ctx, f)
+			js, err := jetStream(ctx, f)
 			if err != nil {
 				return err
 			}
-			info, err := s.Info(ctx)
+			rows, err := agents.DeadLetters(ctx, js)
 			if err != nil {
 				return err
-			}
-			var rows []deadLetter
-			for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-				m, err := s.GetMsg(ctx, seq)
-				if errors.Is(err, jetstream.ErrMsgNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				rows = append(rows, deadLetterOf(m))
 			}
 			if asJSON {
 				for _, r := range rows {
@@ -136,20 +78,33 @@ func newDLQLsCmd(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-func dlqGet(ctx context.Context, f *cmdutil.Factory, arg string) (*jetstream.RawStreamMsg, error) {
+func dlqID(arg string) (uint64, error) {
 	id, err := strconv.ParseUint(arg, 10, 64)
 	if err != nil {
-		return nil, cmdutil.Usagef("dead letter id %q: want the number 'sylk dlq ls' shows", arg)
+		return 0, cmdutil.Usagef("dead letter id %q: want the number 'sylk dlq ls' shows", arg)
 	}
-	s, err := dlqStream(ctx, f)
+	return id, nil
+}
+
+func dlqGet(ctx context.Context, f *cmdutil.Factory, arg string) (*jetstream.RawStreamMsg, error) {
+	id, err := dlqID(arg)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.GetMsg(ctx, id)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("no dead letter %d; 'sylk dlq ls' lists them", id)
+	js, err := jetStream(ctx, f)
+	if err != nil {
+		return nil, err
 	}
-	return m, err
+	m, err := agents.GetDeadLetter(ctx, js, id)
+	return m, withHint(err)
+}
+
+// withHint says where the ids are when one is unknown.
+func withHint(err error) error {
+	if errors.Is(err, agents.ErrNoDeadLetter) {
+		return fmt.Errorf("%w; 'sylk dlq ls' lists them", err)
+	}
+	return err
 }
 
 func newDLQShowCmd(f *cmdutil.Factory) *cobra.Command {
@@ -163,7 +118,7 @@ func newDLQShowCmd(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dl := deadLetterOf(m)
+			dl := agents.DeadLetterOf(m)
 			dl.Headers = m.Header
 			if asJSON {
 				return f.IO.PrintJSON(dl)
@@ -195,40 +150,22 @@ they are.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			m, err := dlqGet(ctx, f, args[0])
+			id, err := dlqID(args[0])
 			if err != nil {
 				return err
 			}
-			b, err := f.Broker(ctx)
+			js, err := jetStream(ctx, f)
 			if err != nil {
 				return err
 			}
-			subject := m.Header.Get(agents.HeaderDLQSubject)
-			env, derr := schemas.Unmarshal(m.Data)
-			var seq uint64
-			if derr != nil {
-				ack, err := b.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subject, Data: m.Data})
-				if err != nil {
-					return err
-				}
-				seq = ack.Sequence
-			} else {
-				again := *env
-				again.ID, again.ParentID, again.Attempt = schemas.NewID(), env.ID, env.Attempt+1
-				again.Timestamp = f.Now().UTC()
-				if seq, err = events.New(b.JetStream()).Append(ctx, &again); err != nil {
-					return err
-				}
-				env = &again
+			r, err := agents.ResendDeadLetter(ctx, js, id, f.Now())
+			if err != nil {
+				return withHint(err)
 			}
 			if asJSON {
-				out := map[string]any{"seq": seq, "subject": subject}
-				if derr == nil {
-					out["id"] = env.ID
-				}
-				return f.IO.PrintJSON(out)
+				return f.IO.PrintJSON(r)
 			}
-			fmt.Fprintf(f.IO.Out, "resent dead letter %s as seq %d on %s\n", args[0], seq, subject)
+			fmt.Fprintf(f.IO.Out, "resent dead letter %s as seq %d on %s\n", args[0], r.Seq, r.Subject)
 			return nil
 		},
 	}

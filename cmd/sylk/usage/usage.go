@@ -14,7 +14,6 @@ import (
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/cmd/sylk/internal/render"
-	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -61,16 +60,8 @@ type usageJSON struct {
 	Session string `json:"session,omitempty"`
 	llm.Report
 	// ByTask replaces the report's, in snake case.
-	ByTask  []taskUsageJSON `json:"by_task,omitempty"`
+	ByTask  []llm.TaskUsage `json:"by_task,omitempty"`
 	Budgets llm.Budgets     `json:"budgets"`
-}
-
-// taskUsageJSON is one DAG node's totals.
-type taskUsageJSON struct {
-	Session string `json:"session"`
-	DAG     string `json:"dag"`
-	Node    string `json:"node"`
-	llm.Totals
 }
 
 func usageRun(ctx context.Context, f *cmdutil.Factory, opts *UsageOptions) error {
@@ -79,21 +70,13 @@ func usageRun(ctx context.Context, f *cmdutil.Factory, opts *UsageOptions) error
 		return err
 	}
 	ledger := llm.NewLedger()
-	filter := events.Filter{Session: opts.Session, Type: schemas.TypeLLMUsage}
-	if err := log.Scan(ctx, filter.Subject(), events.Cursor{}, 0, func(ev *events.Event) error {
-		ledger.Apply(ev.Env)
-		return nil
-	}); err != nil {
+	if _, err := ledger.Read(ctx, log, opts.Session); err != nil {
 		return err
 	}
 	rep := ledger.Report(opts.Session)
 	budgets := f.Cfg.LLM.Budgets
 	if opts.JSON {
-		out := usageJSON{Session: opts.Session, Report: rep, Budgets: budgets}
-		for _, t := range rep.ByTask {
-			out.ByTask = append(out.ByTask, taskUsageJSON{Session: t.Scope.Session, DAG: t.Scope.DAGID, Node: t.Scope.NodeID, Totals: t.Totals})
-		}
-		return f.IO.PrintJSON(out)
+		return f.IO.PrintJSON(usageJSON{Session: opts.Session, Report: rep, ByTask: rep.Tasks(), Budgets: budgets})
 	}
 	w := f.IO.Out
 	scope := "all sessions"

@@ -11,6 +11,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/web"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/tools"
 )
 
 // listenHTTP binds the HTTP listener before anything starts, so a taken or
@@ -53,7 +54,10 @@ func httpComponent(ln net.Listener) serverComponent {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
 		s.web.Register(mux)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// Requests run under ctx: when the server stops, an open page's
+		// live stream ends with it, rather than holding the shutdown until
+		// its deadline (which made serve exit 1 with a page open).
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		select {
@@ -74,7 +78,7 @@ func httpComponent(ln net.Listener) serverComponent {
 // startWeb starts the web view's follow of the stream. Its token derives from
 // the credential this process reaches NATS with, the one `sylk` commands use
 // (server.json names it); a server without authentication makes one up.
-func startWeb(ctx context.Context, b *broker.Broker) (*web.Web, error) {
+func startWeb(ctx context.Context, b *broker.Broker, secrets tools.SecretOptions) (*web.Web, error) {
 	o := b.Options()
 	secret, err := web.Credential{CredsFile: o.CredsFile, Token: o.Token, User: o.User, Password: o.Password}.Secret()
 	if errors.Is(err, web.ErrNoCredential) {
@@ -83,5 +87,5 @@ func startWeb(ctx context.Context, b *broker.Broker) (*web.Web, error) {
 	if err != nil {
 		return nil, err
 	}
-	return web.Start(ctx, web.Options{Conn: b.Conn(), Log: events.New(b.JetStream()), Secret: secret, Now: time.Now})
+	return web.Start(ctx, web.Options{Conn: b.Conn(), Log: events.New(b.JetStream()), JS: b.JetStream(), Secrets: secrets, Secret: secret, Now: time.Now})
 }

@@ -88,24 +88,17 @@ func (w *Web) servePlan(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var a planAnswer
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&a); err != nil {
-		http.Error(rw, "the body must be JSON {\"session\":...,\"plan\":...}: "+err.Error(), http.StatusBadRequest)
+	if !decode(rw, r, &a, `{"session": ..., "plan": ...}`) || !checkNames(rw, [2]string{"session", a.Session}, [2]string{"plan", a.Plan}) {
 		return
 	}
-	for _, f := range []struct{ name, v string }{{"session", a.Session}, {"plan", a.Plan}} {
-		if err := schemas.CheckName(f.name, f.v); err != nil {
-			http.Error(rw, err.Error(), http.StatusBadRequest)
-			return
+	seq, err := w.answer(r.Context(), a.Session, a.Plan, projections.KindPlan, func(pr *projections.PendingRequest) (schemas.Type, any) {
+		if action == "approve" {
+			return schemas.TypePlanApproved, schemas.PlanApproved{PlanID: pr.PlanID}
 		}
-	}
-	ctx := r.Context()
-	seq, err := w.answerPlan(ctx, a, action == "approve")
+		return schemas.TypePlanModified, schemas.PlanModified{PlanID: pr.PlanID, Rejected: true}
+	})
 	if err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, projections.ErrNotFound) || errors.Is(err, errNotOpen) {
-			status = http.StatusConflict
-		}
-		http.Error(rw, err.Error(), status)
+		answerError(rw, err)
 		return
 	}
 	writeJSON(rw, map[string]any{"seq": seq, "session": a.Session, "plan": a.Plan, "action": action})
@@ -113,29 +106,39 @@ func (w *Web) servePlan(rw http.ResponseWriter, r *http.Request) {
 
 var errNotOpen = errors.New("it is no longer waiting")
 
-func (w *Web) answerPlan(ctx context.Context, a planAnswer, approve bool) (uint64, error) {
-	pr, err := api.NewClient(w.opts.Conn).PendingRequest(ctx, a.Session, a.Plan)
+// answerError answers 409 for a request that no longer waits (or never
+// did), 500 for the rest.
+func answerError(rw http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	if errors.Is(err, projections.ErrNotFound) || errors.Is(err, errNotOpen) {
+		status = http.StatusConflict
+	}
+	http.Error(rw, err.Error(), status)
+}
+
+// answer appends the user's reply to the open request of kind that ref
+// names in session (a plan's or question's id, or its correlation id): the
+// event reply makes of it, from the user, in reply to the request's event.
+// It returns the reply's sequence.
+func (w *Web) answer(ctx context.Context, session, ref, kind string, reply func(*projections.PendingRequest) (schemas.Type, any)) (uint64, error) {
+	pr, err := api.NewClient(w.opts.Conn).PendingRequest(ctx, session, ref)
 	if err != nil {
 		return 0, err
 	}
-	if pr.Kind != projections.KindPlan {
-		return 0, fmt.Errorf("%s in session %s is a %s, not a plan", a.Plan, a.Session, pr.Kind)
+	if pr.Kind != kind {
+		return 0, fmt.Errorf("%s in session %s is a %s, not a %s: %w", ref, session, pr.Kind, kind, errNotOpen)
 	}
 	if pr.State != projections.PendingOpen {
-		return 0, fmt.Errorf("plan %s in session %s is %s: %w", pr.PlanID, a.Session, pr.State, errNotOpen)
+		return 0, fmt.Errorf("%s %s in session %s is %s: %w", kind, ref, session, pr.State, errNotOpen)
 	}
 	ev, err := w.opts.Log.Get(ctx, pr.Seq)
 	if err != nil {
 		return 0, err
 	}
 	if ev.Env == nil {
-		return 0, fmt.Errorf("the plan at seq %d cannot be read: %w", pr.Seq, ev.Err)
+		return 0, fmt.Errorf("the %s at seq %d cannot be read: %w", kind, pr.Seq, ev.Err)
 	}
-	var p any = schemas.PlanModified{PlanID: pr.PlanID, Rejected: true}
-	t := schemas.TypePlanModified
-	if approve {
-		p, t = schemas.PlanApproved{PlanID: pr.PlanID}, schemas.TypePlanApproved
-	}
+	t, p := reply(pr)
 	env, err := schemas.NewUserEvent(t, pr.Session, w.opts.Now(), p, ev.Env)
 	if err != nil {
 		return 0, err

@@ -44,6 +44,8 @@ func (w *watcher) matches(f *frame) bool {
 // hub follows the stream with one tail and hands each event to the views
 // watching it, never waiting for one.
 type hub struct {
+	// observe, if set, sees every event before the views do.
+	observe  func(*events.Event)
 	buffer   int
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
@@ -92,6 +94,9 @@ func (h *hub) run(ctx context.Context, tail *events.Tail) {
 				slog.Warn("web: the stream's tail ended", "err", err)
 			}
 			return
+		}
+		if h.observe != nil {
+			h.observe(ev)
 		}
 		h.publish(ev)
 	}

@@ -1,8 +1,9 @@
 // Package web is the live web view `sylk serve --http` serves beside
 // /metrics: a page embedded in the binary (no CDN, no build step) showing the
 // sessions, their DAGs drawn live, the event log with the filters of `sylk
-// tail`, what waits on the user (approve or reject from the page), the dead
-// letters (resend) and the LLM usage and cost.
+// tail`, what waits on the user (approve or reject a plan, answer a question
+// from the page), the dead letters (resend), the LLM usage and cost, and a
+// clicked node's tool calls, test results and LLM exchanges.
 //
 // The page reads state through the same query API the CLI uses (sylk.api.>,
 // forwarded by POST /api/q/<endpoint>), and follows the stream through
@@ -36,8 +37,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+	"github.com/sylk/sylk/tools"
 )
 
 //go:embed static
@@ -99,6 +104,11 @@ type Options struct {
 	// Conn asks the query API and is where actions are appended.
 	Conn *nats.Conn
 	Log  *events.Log
+	// JS reaches the dead letters (SYLK_DLQ).
+	JS jetstream.JetStream
+	// Secrets are the patterns an answer from the page is checked against
+	// before it is stored (the CLI's tools.secrets).
+	Secrets tools.SecretOptions
 	// Secret is the credential's secret the token derives from.
 	Secret []byte
 	// Now is the clock of the events the page appends.
@@ -110,10 +120,14 @@ type Options struct {
 
 // Web is a running web view.
 type Web struct {
-	opts  Options
-	token string
-	hub   *hub
-	stop  func()
+	opts     Options
+	token    string
+	hub      *hub
+	redactor *tools.Redactor
+	// ledger folds the llm_usage events: those before Start, then each the
+	// hub's tail brings, before any page hears of it.
+	ledger *llm.Ledger
+	stop   func()
 }
 
 // Start begins following the stream (from its end: a page reads the past
@@ -122,15 +136,32 @@ func Start(ctx context.Context, o Options) (*Web, error) {
 	if len(o.Secret) == 0 {
 		return nil, ErrNoCredential
 	}
+	red, err := tools.NewRedactor(o.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("web: secret patterns: %w", err)
+	}
 	tail, err := o.Log.Tail(ctx, events.Prefix+".>", events.Cursor{New: true})
 	if err != nil {
 		return nil, fmt.Errorf("web: follow the stream: %w", err)
+	}
+	// The usage so far, then what the tail brings after it: an event both
+	// see (appended meanwhile) is counted once, by its sequence.
+	ledger := llm.NewLedger()
+	counted, err := ledger.Read(ctx, o.Log, "")
+	if err != nil {
+		tail.Stop()
+		return nil, fmt.Errorf("web: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	if o.Buffer <= 0 {
 		o.Buffer = ClientBuffer
 	}
-	w := &Web{opts: o, token: Token(o.Secret), hub: newHub(o.Buffer)}
+	w := &Web{opts: o, token: Token(o.Secret), hub: newHub(o.Buffer), redactor: red, ledger: ledger}
+	w.hub.observe = func(ev *events.Event) {
+		if ev.Seq > counted && ev.Env != nil && ev.Env.Type == schemas.TypeLLMUsage {
+			ledger.Apply(ev.Env)
+		}
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); w.hub.run(ctx, tail) }()
 	w.stop = func() { cancel(); <-done }
@@ -159,6 +190,11 @@ func (w *Web) Register(mux *http.ServeMux) {
 	mux.Handle("GET /api/events", w.auth(http.HandlerFunc(w.serveEvents)))
 	mux.Handle("POST /api/q/{endpoint...}", w.auth(http.HandlerFunc(w.serveQuery)))
 	mux.Handle("POST /api/plan/{action}", w.auth(http.HandlerFunc(w.servePlan)))
+	mux.Handle("POST /api/question/answer", w.auth(http.HandlerFunc(w.serveAnswer)))
+	mux.Handle("POST /api/dlq", w.auth(http.HandlerFunc(w.serveDLQ)))
+	mux.Handle("POST /api/dlq/resend", w.auth(http.HandlerFunc(w.serveResend)))
+	mux.Handle("POST /api/usage", w.auth(http.HandlerFunc(w.serveUsage)))
+	mux.Handle("POST /api/node", w.auth(http.HandlerFunc(w.serveNode)))
 }
 
 // auth lets a request through with the token: in the Authorization header

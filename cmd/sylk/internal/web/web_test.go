@@ -36,12 +36,17 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-func startWeb(t *testing.T, buffer int) (*Web, *events.Log, *httptest.Server) {
+// startWeb serves a web view on a fresh broker; before, if set, appends
+// what the stream holds when the view starts.
+func startWeb(t *testing.T, buffer int, before func(*events.Log)) (*Web, *events.Log, *httptest.Server) {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
+	if before != nil {
+		before(log)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +86,7 @@ func do(t *testing.T, method, url, token string, header map[string]string, body 
 // credential, as a bearer or as the cookie the token's address sets; a
 // change through the cookie needs RequestHeader too.
 func TestAuth(t *testing.T) {
-	w, _, srv := startWeb(t, 0)
+	w, _, srv := startWeb(t, 0, nil)
 	if w.Token() != Token([]byte("the admin's creds")) || w.Token() == Token([]byte("another")) {
 		t.Fatal("the token is not a function of the secret")
 	}
@@ -197,7 +202,7 @@ func appendInputs(t *testing.T, log *events.Log, session string, n int) []uint64
 // past (since) then the live ones, none twice; a view that never reads is
 // dropped once its queue is full, and the others go on getting every event.
 func TestLiveViews(t *testing.T) {
-	w, log, srv := startWeb(t, 64)
+	w, log, srv := startWeb(t, 64, nil)
 	before := appendInputs(t, log, "S1", 3)
 
 	fast := openEvents(t, srv.URL+"/api/events?session=S1&since=all", w.Token())

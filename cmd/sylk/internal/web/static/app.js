@@ -98,11 +98,14 @@ function dagBox(d) {
   return h("div", { class: "dag" }, h("h3", {}, `${d.name || d.id} (${d.state}${outcome})`), svg);
 }
 
-// showNode shows a node's record: its state, and each tool call's recorded
-// result (the LLM exchanges of a prompt node are in its calls too).
+// showNode shows a node's record: its state and result (with its
+// evidence), each tool call's recorded result, its test results and, for a
+// prompt node, its LLM exchanges (each request with its recorded response).
 async function showNode(d, n) {
   const box = $("#node-detail");
+  const at = session;
   box.replaceChildren(h("h3", {}, `Node ${n.id} of ${d.name || d.id}`), h("pre", { class: "node-json" }, JSON.stringify(n, null, 2)));
+  if (n.result && n.result.evidence) box.append(h("h4", {}, "evidence"), h("pre", { class: "evidence" }, n.result.evidence));
   for (const c of n.calls || []) {
     try {
       const r = await q("call.tool", { id: c.id });
@@ -111,15 +114,36 @@ async function showNode(d, n) {
       box.append(h("p", { class: "error" }, `${c.id}: ${e.message}`));
     }
   }
-  if (n.prompt && d.correlation) {
-    try {
-      const t = await q("trace.get", { id: d.correlation });
-      box.append(h("h4", {}, "trace"), h("pre", {}, JSON.stringify(t, null, 2)));
-    } catch (e) { /* no trace yet */ }
+  let rec;
+  try {
+    rec = await call("/api/node", { session: at, dag: d.id, node: n.id });
+  } catch (e) {
+    box.append(h("p", { class: "error" }, e.message));
+    return;
+  }
+  for (const t of rec.tests) {
+    const counts = `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
+    box.append(h("div", { class: "tests", "data-seq": t.seq },
+      h("h4", {}, `test results (seq ${t.seq}): ${counts}`),
+      ...((t.failed_tests || []).length ? [h("p", {}, "failing: " + t.failed_tests.join(", "))] : []),
+      h("pre", { class: "evidence" }, t.evidence || "")));
+  }
+  for (const x of rec.exchanges) {
+    const req = x.request, resp = x.response;
+    const msgs = (req.messages || []).map((m) => `[${m.role}] ${m.content || ""}`).join("\n\n");
+    box.append(h("div", { class: "exchange", "data-call": req.call_id },
+      h("h4", {}, `LLM call ${req.call_id} (${req.agent}, ${req.model}, seq ${x.seq})`),
+      h("pre", { class: "llm-request" }, msgs),
+      resp
+        ? h("pre", { class: "llm-response" }, (resp.error ? "error: " + resp.error + "\n" : "") + (resp.content || "") +
+          ((resp.tool_calls || []).length ? "\n" + JSON.stringify(resp.tool_calls, null, 2) : "") +
+          `\n— ${resp.usage.total_tokens} tokens, ${resp.latency_ms} ms`)
+        : h("p", { class: "none" }, "no response recorded yet")));
   }
 }
 
 // --- what waits on the user
+const drafts = {}; // answers being typed, by textarea id
 function planBox(p) {
   const ref = p.plan_id || p.request_id;
   const box = h("div", { class: "plan", "data-plan": ref, "data-state": p.state },
@@ -134,6 +158,24 @@ function planBox(p) {
       } catch (e) { box.append(h("p", { class: "error" }, e.message)); }
     };
     box.append(h("button", { class: "approve", onclick: act("approve") }, "Approve"), h("button", { class: "reject", onclick: act("reject") }, "Reject"));
+  } else if (p.kind === "clarification") {
+    // Answered as `sylk plan answer` does: the answer goes to the Architect.
+    const id = "answer-" + p.session + "-" + ref;
+    // The list is redrawn as events come: what is typed is kept across.
+    const text = h("textarea", { id, rows: 2, name: "answer", oninput: () => { drafts[id] = text.value; } });
+    text.value = drafts[id] || "";
+    for (const o of p.options || []) text.placeholder = (text.placeholder ? text.placeholder + " / " : "") + o;
+    const form = h("form", { class: "answer", onsubmit: async (e) => {
+      e.preventDefault();
+      try {
+        const r = await call("/api/question/answer", { session: p.session, question: ref, answer: text.value });
+        seen = Math.max(seen, r.seq);
+        box.dataset.state = "answered";
+        delete drafts[id];
+        refresh();
+      } catch (err) { box.append(h("p", { class: "error" }, err.message)); }
+    } }, h("label", { for: id }, "Your answer"), text, h("button", { class: "answer" }, "Answer"));
+    box.append(form);
   }
   return box;
 }
@@ -144,24 +186,87 @@ async function loadWaiting() {
   $("#waiting").replaceChildren(...(pending.length ? pending.map(planBox) : [h("p", { class: "none" }, "Nothing waits on you.")]));
 }
 
+// --- dead letters: listed as `sylk dlq ls` does; Resend does what `sylk dlq
+// resend` does. The list is read again when a dead_letter event comes.
+const resent = {}; // dead letter id → the sequence it was resent as, this page
+async function loadDLQ() {
+  const rows = await call("/api/dlq");
+  $("#dlq-count").textContent = rows.length ? `(${rows.length})` : "";
+  $("#dlq-none").hidden = rows.length > 0;
+  $("#dlq tbody").replaceChildren(...rows.map((r) => {
+    const status = h("span", { class: "resent" });
+    const show = (seq) => { status.textContent = `resent as seq ${seq}`; status.dataset.seq = seq; };
+    if (resent[r.id]) show(resent[r.id]);
+    const resend = async () => {
+      try {
+        const x = await call("/api/dlq/resend", { id: r.id });
+        seen = Math.max(seen, x.seq);
+        resent[r.id] = x.seq;
+        show(x.seq);
+      } catch (e) { status.textContent = e.message; status.className = "error"; }
+    };
+    return h("tr", { "data-dlq": r.id, "data-consumer": r.consumer, "data-stream-seq": r.stream_seq },
+      h("td", {}, r.id), h("td", {}, new Date(r.time).toLocaleString()), h("td", {}, r.consumer), h("td", {}, r.session || ""),
+      h("td", {}, r.type || ""), h("td", { class: "num" }, r.deliveries), h("td", { class: "reason" }, r.reason),
+      h("td", {}, h("button", { class: "resend", onclick: resend }, "Resend"), " ", status));
+  }));
+}
+
+// --- usage and cost, as `sylk usage` shows them; read again when an
+// llm_usage event comes.
+function totalsText(t) {
+  return `${t.calls} calls, ${t.total_tokens} tokens (${t.prompt_tokens} prompt, ${t.completion_tokens} completion)` + (t.cost_usd ? `, $${t.cost_usd.toFixed(4)}` : "");
+}
+function totalsTable(what, m) {
+  const keys = Object.keys(m || {}).sort();
+  if (!keys.length) return [];
+  return [h("table", { "data-by": what.toLowerCase() },
+    h("thead", {}, h("tr", {}, ...[what, "calls", "prompt", "completion", "total", "cost"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, ...keys.map((k) => {
+      const t = m[k];
+      return h("tr", { "data-key": k }, h("td", {}, k || "-"), h("td", { class: "num" }, t.calls), h("td", { class: "num" }, t.prompt_tokens),
+        h("td", { class: "num" }, t.completion_tokens), h("td", { class: "num total" }, t.total_tokens),
+        h("td", { class: "num cost" }, t.cost_usd ? "$" + t.cost_usd.toFixed(4) : "-"));
+    })))];
+}
+async function loadUsage() {
+  const u = await call("/api/usage");
+  $("#usage-total").textContent = u.total.calls ? "All sessions: " + totalsText(u.total) : "No LLM calls recorded.";
+  const tasks = (u.by_task || []).map((t) => [`${t.session} ${t.dag}/${t.node}`, t]);
+  $("#usage").replaceChildren(...totalsTable("Session", u.by_session), ...totalsTable("Model", u.by_model),
+    ...totalsTable("Agent", u.by_agent), ...totalsTable("Task", Object.fromEntries(tasks)));
+}
+
 // --- live: one stream for the state shown, one for the event log
 let pending = null;
+// stale says which views the events since the last refresh changed.
+const stale = { dlq: true, usage: true };
 function refresh() {
   // Events come in bursts: read the state once per burst.
   if (pending) return;
   pending = setTimeout(async () => {
     pending = null;
     try {
-      await Promise.all([loadSessions(), loadSession(), loadWaiting()]);
+      const also = [];
+      if (stale.dlq) also.push(loadDLQ());
+      if (stale.usage) also.push(loadUsage());
+      stale.dlq = stale.usage = false;
+      await Promise.all([loadSessions(), loadSession(), loadWaiting(), ...also]);
     } catch (e) { console.error(e); }
   }, 50);
 }
 
 function follow() {
   const es = new EventSource("/api/events");
-  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
+  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; stale.dlq = stale.usage = true; refresh(); };
   es.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
-  es.onmessage = (m) => { seen = Math.max(seen, Number(m.lastEventId)); refresh(); };
+  es.onmessage = (m) => {
+    seen = Math.max(seen, Number(m.lastEventId));
+    const e = JSON.parse(m.data).envelope;
+    if (e && e.type === "dead_letter") stale.dlq = true;
+    if (e && e.type === "llm_usage") stale.usage = true;
+    refresh();
+  };
 }
 
 // --- a session's replay timeline: its events, live; one clicked shows the
