@@ -61,8 +61,20 @@ func ProvisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow tim
 }
 
 // provisionStreams is ProvisionStreams with the streams kept in storage;
-// without update, streams that exist are left as they are.
+// without update (a client's), they are made only when the event stream is
+// missing, and left as they are otherwise: a client may lack the right to
+// read the dead letters' stream (an observer), and an existing event stream
+// says a server provisioned both.
 func provisionStreams(ctx context.Context, js jetstream.JetStream, dupWindow time.Duration, replicas int, maxBytes int64, storage jetstream.StorageType, update bool) error {
+	if !update {
+		_, err := js.Stream(ctx, Stream)
+		if err == nil {
+			return nil
+		}
+		if unavailable(err) {
+			return fmt.Errorf("read stream %s: %w", Stream, errors.Join(err, ErrStreamUnavailable))
+		}
+	}
 	for _, cfg := range []jetstream.StreamConfig{WithQuota(StreamConfig(dupWindow), maxBytes), DLQStreamConfig()} {
 		cfg.Replicas, cfg.Storage = replicas, storage
 		if err := provision(ctx, js, cfg, update); err != nil {
