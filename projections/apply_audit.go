@@ -71,31 +71,9 @@ func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte
 }
 func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
-// auditCall is a tool call's entry waiting for the call's result, cached
-// under the call's key. Until a flush writes it, the entry rides along in
-// memory: a call and its result folded in the same batch (as a rebuild's
-// are) cost one cached object and one write of the entry. A cached entry of
-// its own, with the call pointing at it, was half of the audit projection's
-// cost to a rebuild.
+// auditCall is a tool call's entry waiting for the call's result.
 type auditCall struct {
-	Key   []byte      `json:"key"` // the entry's
-	entry *AuditEntry // not stored: read back from Key when not cached
-}
-
-// encode writes the entry (when it came with the call) and the call's
-// pointer to it.
-func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	if c.entry != nil {
-		s.val = appendAuditEntry(s.val[:0], c.entry)
-		if err := b.Set(c.Key, s.val, nil); err != nil {
-			return err
-		}
-	}
-	v, err := s.marshal(c)
-	if err != nil {
-		return fmt.Errorf("encode %q: %w", k, err)
-	}
-	return b.Set(k, v, nil)
+	Key []byte `json:"key"` // the entry's
 }
 
 // applyAudit files the events the audit categories cover. An entry is
@@ -120,11 +98,10 @@ func applyAudit(t *tx, ev *event) error {
 	}
 	suffix := auditSuffix(e.At, e.Seq)
 	if env.Type == schemas.TypeToolCall {
-		// Its result will change it: kept with the call until then, and
-		// read back by the result when a flush wrote it first.
+		// Its result will change it: kept in the cache until then.
 		k := auditEntryKey(e.Category, suffix)
-		t.willWrite(k)
-		store(t, auditCallKey(e.Details["call"]), &auditCall{Key: k, entry: e})
+		store(t, k, e)
+		store(t, auditCallKey(e.Details["call"]), &auditCall{Key: k})
 	} else {
 		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
 		t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
@@ -135,20 +112,28 @@ func applyAudit(t *tx, ev *event) error {
 	return auditIndex(t, e, suffix, e.Outcome != schemas.OutcomeAllowed)
 }
 
-// callEntry is the entry of call c: the one it came with, else read back
-// from where a flush wrote it.
-func callEntry(t *tx, c *auditCall) (*AuditEntry, error) {
-	if c.entry != nil {
-		return c.entry, nil
+// encode writes a cached entry (a tool call's) in its stored form.
+func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditEntry(s.val[:0], e)
+	return b.Set(k, s.val, nil)
+}
+
+// loadAuditEntry is load for an entry: cached, else decoded from its stored
+// form.
+func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
+	if c, ok := t.cache.get(k); ok {
+		e, _ := c.obj.(*AuditEntry)
+		return e, nil
 	}
-	raw, err := t.getRaw(c.Key)
+	raw, err := t.getRaw(k)
 	if err != nil || raw == nil {
 		return nil, err
 	}
 	e, err := decodeAuditEntry(raw)
 	if err != nil {
-		return nil, fmt.Errorf("decode %q: %w", c.Key, err)
+		return nil, fmt.Errorf("decode %q: %w", k, err)
 	}
+	t.cache.put(k, e, false)
 	return e, nil
 }
 
@@ -280,7 +265,7 @@ func auditToolResult(t *tx, ev *event) error {
 		return err // a result of a call from before the audit projection
 	}
 	store[auditCall](t, ck, nil)
-	e, err := callEntry(t, c)
+	e, err := loadAuditEntry(t, c.Key)
 	if err != nil || e == nil {
 		return err
 	}
@@ -299,10 +284,7 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-	if err := t.set(c.Key, t.vbuf); err != nil {
-		return err
-	}
+	store(t, c.Key, e)
 	if p.OK {
 		return nil
 	}

@@ -294,15 +294,6 @@ func store[T any](t *tx, k []byte, v *T) {
 // set writes a key apply never reads back.
 func (t *tx) set(k, v []byte) error { return t.batch.Set(k, v, nil) }
 
-// willWrite tells the key filter that k, written outside the cache (an
-// object's encode writing a second key), may be read back: without it a
-// fold that started empty would take k for absent.
-func (t *tx) willWrite(k []byte) {
-	if t.cache.written != nil {
-		t.cache.written.add(k)
-	}
-}
-
 // setSeqKey writes prefix + id + sep + seq (big-endian) = v, building the key
 // in a reused buffer: the session log and traces write one per event.
 func (t *tx) setSeqKey(prefix, id string, seq uint64, v []byte) error {
