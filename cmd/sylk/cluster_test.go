@@ -36,6 +36,7 @@ var clusterAgents = []string{
 // envelope id twice, the DLQ is empty and every process's projections
 // equal a rebuild.
 func TestClusterSurvivesLeaderKill(t *testing.T) {
+	t.Parallel() // a long end-to-end run of its own processes, ports and directories
 	bin := sylkBinary(t)
 	dirs := brokertest.ClusterDataDirs(t, 3, func(d string) error { _, err := audit.LoadKey(d); return err })
 	work := filepath.Join(filepath.Dir(dirs[0]), "work")
@@ -94,6 +95,7 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 // three servers. The server holding the stream leader is SIGKILLed mid-run
 // and restarted later; the checks are those of the embedded cluster.
 func TestExternalNATSClusterSurvivesLeaderKill(t *testing.T) {
+	t.Parallel() // a long end-to-end run of its own processes, ports and directories
 	bin, natsBin := sylkBinary(t), natsServerBinary(t)
 	root := t.TempDir()
 	work := filepath.Join(root, "work")

@@ -102,6 +102,7 @@ func (p *serveProc) stop(t *testing.T) {
 // runs a 52-node DAG whose every tool appends to a file, restarts it each time,
 // and checks that nothing is lost and nothing recorded runs twice.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel() // a long end-to-end run of its own processes, ports and directories
 	const nodes, kills = 52, 10
 	bin := sylkBinary(t)
 	dir := t.TempDir()

@@ -33,6 +33,7 @@ import (
 // event the majority took, once, and none of those the minority refused,
 // and the minority member's projections equal a rebuild from the stream.
 func TestSplitClusterMinorityRefusesAppends(t *testing.T) {
+	t.Parallel() // a long end-to-end run of its own processes, ports and directories
 	bin := sylkBinary(t)
 	dirs := brokertest.ClusterDataDirs(t, 3, func(d string) error { _, err := audit.LoadKey(d); return err })
 	work := filepath.Join(filepath.Dir(dirs[0]), "work")
