@@ -253,7 +253,6 @@ func sylk(t *testing.T, bin, data, work string, args ...string) string {
 // there and runs; a clicked node's test results and LLM exchanges; and the
 // usage and cost, equal to what `sylk usage` reports.
 func TestWebViewOperations(t *testing.T) {
-	t.Parallel() // a long end-to-end run of its own processes, ports and directories
 	path := chromium(t)
 	bin := sylkBinary(t)
 	dir := t.TempDir()
