@@ -50,9 +50,12 @@ func (a *Architect) answerRefused(ctx context.Context, d *agents.Delivery, planI
 			return nil, nil
 		}
 	}
+	// The text names no plan-mode state: the projection may have folded
+	// events after this one (the approved plan executing or not yet), and a
+	// re-execution must produce the same notice.
 	return notice(d, "not-awaiting", schemas.NoticeError,
-		fmt.Sprintf("plan %s is not awaiting approval (session %s: %s, the current plan is %s, version %d); it was not %s",
-			planID, d.Env.SessionID, strings.ReplaceAll(pm.State, "_", " "), pm.PlanID, pm.Version, outcome),
+		fmt.Sprintf("plan %s is not awaiting approval (the current plan of session %s is %s, version %d); it was not %s",
+			planID, d.Env.SessionID, pm.PlanID, pm.Version, outcome),
 		"sylk plan show, then answer the current version: sylk plan approve|modify|reject")
 }
 
