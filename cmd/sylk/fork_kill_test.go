@@ -31,7 +31,7 @@ import (
 // DAG are there, the DAG runs to the end in the fork, the parent is as it
 // was, and the projections equal a clean rebuild.
 func TestForkSurvivesSIGKILL(t *testing.T) {
-	t.Parallel() // a long end-to-end run of its own processes, ports and directories
+	t.Parallel()         // a long end-to-end run of its own processes, ports and directories
 	const notices = 2000 // parent history before the DAG, folded to seed each fork
 	bin := sylkBinary(t)
 	dir := t.TempDir()

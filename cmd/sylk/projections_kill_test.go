@@ -146,7 +146,7 @@ func writeKillStream(ctx context.Context, t *testing.T, data, prefix string, ses
 // and checks that it catches up to exactly the state of a clean rebuild, with
 // every event applied once.
 func TestKilledWhileProjectingThenVerify(t *testing.T) {
-	t.Parallel() // a long end-to-end run of its own processes, ports and directories
+	t.Parallel()            // a long end-to-end run of its own processes, ports and directories
 	const sessions = 10_000 // 100k events
 	bin := sylkBinary(t)
 	data := filepath.Join(t.TempDir(), "data")

@@ -26,7 +26,7 @@ import (
 // that passes for a whole one. Stopped by SIGTERM once it has opened the
 // store, it leaves the same (or, if it was done by then, the whole rebuild).
 func TestProjectionsRebuildWithoutALog(t *testing.T) {
-	t.Parallel() // a long end-to-end run of its own processes, ports and directories
+	t.Parallel()          // a long end-to-end run of its own processes, ports and directories
 	const sessions = 3000 // 30k events
 	bin := sylkBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
