@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,19 @@ func newWorld(t testing.TB) *world {
 		}
 	})
 	return w
+}
+
+// follow runs p in the background until stop is called or the test ends, and
+// stop returns what Run returned. The store is closed only after Run has
+// returned, however the test ends (a projector folding into a closed store
+// would panic and take the whole package down with it).
+func (w *world) follow(p *projections.Projector) (stop func() error) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	stop = sync.OnceValue(func() error { cancel(); return <-done })
+	w.t.Cleanup(func() { stop() })
+	return stop
 }
 
 func (w *world) open() {

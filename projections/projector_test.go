@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -58,9 +59,7 @@ func sessionsOf(t testing.TB, ctx context.Context, log *events.Log, prefix strin
 
 func TestRunFollowsTheStreamAndWaitForSeesWrites(t *testing.T) {
 	w := newWorld(t)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.store.Projector(w.log).Run(ctx) }()
+	stopRun := w.follow(w.store.Projector(w.log))
 
 	seq := sessionsOf(t, w.ctx, w.log, "live", 3)
 	if err := w.store.WaitFor(w.ctx, seq); err != nil {
@@ -79,8 +78,7 @@ func TestRunFollowsTheStreamAndWaitForSeesWrites(t *testing.T) {
 	if err := w.store.WaitFor(short, seq+1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitFor a sequence not yet appended = %v, want a deadline error", err)
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := stopRun(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
 }
@@ -88,10 +86,8 @@ func TestRunFollowsTheStreamAndWaitForSeesWrites(t *testing.T) {
 func TestRebuildWhileRunning(t *testing.T) {
 	w := newWorld(t)
 	seq := sessionsOf(t, w.ctx, w.log, "r", 20)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan error, 1)
 	p := w.store.Projector(w.log)
-	go func() { done <- p.Run(ctx) }()
+	w.follow(p)
 	if err := w.store.WaitFor(w.ctx, seq); err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +112,6 @@ func TestRebuildWhileRunning(t *testing.T) {
 	if _, err := w.store.Verify(w.ctx, w.log); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	<-done
 }
 
 func TestRebuildReportsProgress(t *testing.T) {
@@ -320,10 +314,8 @@ func TestOptionsValidate(t *testing.T) {
 // A rebuild of an empty stream finishes too.
 func TestRebuildOfAnEmptyStream(t *testing.T) {
 	w := newWorld(t)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan error, 1)
 	p := w.store.Projector(w.log)
-	go func() { done <- p.Run(ctx) }()
+	w.follow(p)
 	brokertest.Eventually(t, 10*time.Second, "ready", func() bool {
 		st, err := w.store.Status(w.ctx)
 		return err == nil && st.Ready
@@ -335,8 +327,6 @@ func TestRebuildOfAnEmptyStream(t *testing.T) {
 		st, err := w.store.Status(w.ctx)
 		return err == nil && st.Rebuild == nil
 	})
-	cancel()
-	<-done
 }
 
 // A store without a write-ahead log (a re-execution's disposable one) folds
@@ -357,12 +347,13 @@ func TestNoWALStoreFoldsAndWritesNoLog(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Projector(log).Run(rctx) }()
+	stopRun := sync.OnceValue(func() error { cancel(); return <-done })
+	defer stopRun() // before s.Close, however the test ends
 	seq := sessionsOf(t, ctx, log, "live", 3)
 	if err := s.WaitFor(ctx, seq); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := stopRun(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
 	if ss, err := s.Sessions(ctx, projections.SessionFilter{}); err != nil || len(ss) != 6 {
