@@ -71,22 +71,7 @@ func TestPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
 	if err := g.Observe(r.ctx, full); err != nil {
 		t.Fatal(err)
 	}
-	bg := r.submit("BG", `
-name: nightly
-nodes:
-  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
-`)
-	user := r.submit("U", `
-name: mine
-nodes:
-  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
-`, func(e *schemas.Envelope) { e.Priority = schemas.PriorityUserInteractive })
-	if dag := r.wait(user); dag.State != projections.DAGSucceeded {
-		t.Fatalf("the user's DAG under pressure: %s", dag.State)
-	}
-	if n := len(r.events(events.Filter{Session: "BG", Type: schemas.TypeTaskDispatch})); n != 0 {
-		t.Fatalf("the paused background session dispatched %d tasks", n)
-	}
+	bg := underPressure(t, r)
 	if n := len(signals()); n != 1 {
 		t.Fatalf("%d governor signals after a second reading, want 1", n)
 	}
@@ -133,6 +118,30 @@ nodes:
 	})
 }
 
+// underPressure submits a DAG to the paused BG and one to a session of the
+// user's own: the user's runs, BG's waits (no task dispatched). It returns
+// BG's DAG.
+func underPressure(t *testing.T, r *rig) string {
+	t.Helper()
+	bg := r.submit("BG", `
+name: nightly
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`)
+	user := r.submit("U", `
+name: mine
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`, func(e *schemas.Envelope) { e.Priority = schemas.PriorityUserInteractive })
+	if dag := r.wait(user); dag.State != projections.DAGSucceeded {
+		t.Fatalf("the user's DAG under pressure: %s", dag.State)
+	}
+	if n := len(r.events(events.Filter{Session: "BG", Type: schemas.TypeTaskDispatch})); n != 0 {
+		t.Fatalf("the paused background session dispatched %d tasks", n)
+	}
+	return bg
+}
+
 // governorSignals are the signals the governor appended, all to BG.
 func governorSignals(t *testing.T, r *rig) []schemas.Signal {
 	var out []schemas.Signal
@@ -164,19 +173,7 @@ func TestMemoryPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
 		!strings.Contains(s[0].Reason, "memory in use is 94% of the server's cgroup memory limit (1.9 GiB of 2.0 GiB)") {
 		t.Fatalf("signals after the memory pressure: %+v", s)
 	}
-	bg := r.submit("BG", `
-name: nightly
-nodes:
-  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
-`)
-	user := r.submit("U", `
-name: mine
-nodes:
-  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
-`, func(e *schemas.Envelope) { e.Priority = schemas.PriorityUserInteractive })
-	if dag := r.wait(user); dag.State != projections.DAGSucceeded {
-		t.Fatalf("the user's DAG under memory pressure: %s", dag.State)
-	}
+	bg := underPressure(t, r)
 	// The disk is fine, the memory still short, then only warned of.
 	for _, step := range []func() error{
 		func() error { return g.Observe(r.ctx, schemas.StreamQuota{Percent: 10, Bytes: 10, MaxBytes: 100}) },
@@ -192,7 +189,7 @@ nodes:
 		}
 	}
 	if n := len(r.events(events.Filter{Session: "BG", Type: schemas.TypeTaskDispatch})); n != 0 {
-		t.Fatalf("the paused background session dispatched %d tasks", n)
+		t.Fatalf("the paused background session dispatched %d tasks after the disk's reading", n)
 	}
 	if err := g.ObserveMemory(r.ctx, pressure.Memory{Source: pressure.MemoryMachine, Used: 40, Limit: 100, Percent: 40}); err != nil {
 		t.Fatal(err)
