@@ -1,11 +1,14 @@
 package pressure
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sylk/sylk/schemas"
 )
@@ -99,5 +102,38 @@ func TestReadMemoryHere(t *testing.T) {
 	}
 	if m.Limit == 0 || m.Used > m.Limit || m.Percent > 100 || (m.Source != MemoryCgroup && m.Source != MemoryMachine) {
 		t.Fatalf("read %+v", m)
+	}
+}
+
+// WatchMemory hands every reading on, goes on past a failed one, and
+// returns when its context ends.
+func TestWatchMemory(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := 0
+	var got []int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchMemory(ctx, time.Millisecond, func() (Memory, error) {
+			reads++
+			if reads == 2 {
+				return Memory{}, ErrNoMemoryReading
+			}
+			return Memory{Percent: reads}, nil
+		}, func(m Memory) {
+			got = append(got, m.Percent)
+			if len(got) == 3 {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchMemory did not return after its context ended")
+	}
+	if fmt.Sprint(got) != "[1 3 4]" {
+		t.Fatalf("readings handed on %v, want [1 3 4] (the second failed)", got)
 	}
 }
