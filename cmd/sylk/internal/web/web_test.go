@@ -331,3 +331,24 @@ func mustFrame(t *testing.T, ev *events.Event) *frame {
 	}
 	return f
 }
+
+// BenchmarkFrameOf is the hub's work per event a page watches: decode the
+// stream's bytes once and encode the server-sent event all pages share.
+func BenchmarkFrameOf(b *testing.B) {
+	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := schemas.Marshal(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := events.Subject(env)
+	b.ReportAllocs()
+	for b.Loop() {
+		ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
+		if _, err := frameOf(ev, subjectTokens(subject), decodeEvent(ev)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
