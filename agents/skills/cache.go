@@ -49,6 +49,12 @@ type cacheEntry struct {
 	// Skill is nil when a problem was fatal.
 	Skill *Skill
 	Probs []Problem
+
+	// compiled makes Skill's matcher once per entry (a gob-decoded entry
+	// has none; a parse's has one already): every agent loop's start uses
+	// the entries of every skill.
+	compiled   sync.Once
+	compileErr error
 }
 
 // cacheData is the file's content.
@@ -149,16 +155,21 @@ func (e *cacheEntry) fresh(fi fs.FileInfo, maxBody int) bool {
 	return e.Size == fi.Size() && e.ModTime == fi.ModTime().UnixNano() && e.MaxBody == maxBody
 }
 
-// use returns a copy of the cached parse, its matcher compiled and its
-// directory listed.
+// use returns a copy of the cached parse, its matcher compiled (once, and
+// shared: a matcher is read-only) and its directory listed.
 func (e *cacheEntry) use(fsys fs.FS, dir string) (*Skill, []Problem) {
 	probs := slices.Clone(e.Probs)
 	if e.Skill == nil {
 		return nil, probs
 	}
+	e.compiled.Do(func() {
+		if e.Skill.match == nil {
+			e.compileErr = e.Skill.compile()
+		}
+	})
 	s := *e.Skill
 	s.Metadata = maps.Clone(s.Metadata)
-	if err := s.compile(); err != nil {
+	if err := e.compileErr; err != nil {
 		// Compiled when it was parsed: a cache file that lies.
 		return nil, []Problem{{Path: dir + "/" + FileName, Field: "metadata.load-trigger", Msg: fmt.Sprintf("%q is not a valid pattern: %v", s.Trigger, err), Fatal: true}}
 	}
