@@ -88,11 +88,28 @@ func (c *Cache) load() {
 	}
 }
 
-// builtinParses are the built-in skills as parsed, by directory and body
-// cap (builtinKey -> *cacheEntry): they are compiled into the binary, so
-// each is parsed once per process, not at every discovery (every agent
-// loop's start).
+// builtinParses are the built-in skills as parsed, their directories
+// listed, by directory and body cap (builtinKey -> *builtinParse): they are
+// compiled into the binary, so each is parsed and listed once per process,
+// not at every discovery (every agent loop's start).
 var builtinParses sync.Map
+
+type builtinParse struct {
+	skill *Skill // nil when a problem was fatal
+	probs []Problem
+}
+
+// use returns a copy of the parse, for the caller to keep.
+func (b *builtinParse) use() (*Skill, []Problem) {
+	probs := slices.Clone(b.probs)
+	if b.skill == nil {
+		return nil, probs
+	}
+	s := *b.skill
+	s.Metadata = maps.Clone(s.Metadata)
+	s.References, s.Assets, s.Scripts = slices.Clone(s.References), slices.Clone(s.Assets), slices.Clone(s.Scripts)
+	return &s, probs
+}
 
 type builtinKey struct {
 	dir     string
@@ -104,12 +121,12 @@ type builtinKey struct {
 func (c *Cache) parse(loc *Location, dir string, maxBody int) (*Skill, []Problem) {
 	if loc.FS == Builtin() {
 		k := builtinKey{dir, maxBody}
-		if e, ok := builtinParses.Load(k); ok {
-			return e.(*cacheEntry).use(loc.FS, dir)
+		b, ok := builtinParses.Load(k)
+		if !ok {
+			s, probs := Parse(loc.FS, dir, maxBody)
+			b, _ = builtinParses.LoadOrStore(k, &builtinParse{skill: s, probs: probs})
 		}
-		s, probs := Parse(loc.FS, dir, maxBody)
-		builtinParses.Store(k, newEntry(s, probs, maxBody))
-		return s, probs
+		return b.(*builtinParse).use()
 	}
 	if c == nil || loc.Dir == "" {
 		return Parse(loc.FS, dir, maxBody)
