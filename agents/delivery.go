@@ -35,9 +35,6 @@ type Delivery struct {
 
 	mu      sync.Mutex
 	emitted []*schemas.Envelope
-	// soon are the records AppendSoon published whose acks no append of
-	// the delivery has waited for yet.
-	soon []events.PendingAppend
 }
 
 // Emit queues events the runner appends with the handler's outputs, before
@@ -101,41 +98,7 @@ func (d *Delivery) AppendNow(ctx context.Context, env *schemas.Envelope) (uint64
 // Their ids are derived, so after a failure part-way the redelivery appends
 // the missing ones. Errors are transient unless an event is invalid.
 func (d *Delivery) AppendAllNow(ctx context.Context, envs ...*schemas.Envelope) error {
-	_, err := d.appendAll(ctx, envs)
-	return err
-}
-
-// AppendSoon publishes envs at once, in order, without waiting for the
-// stream to store them: the record of something done (a model's answer)
-// that nothing needs stored before the delivery's next record. Every later
-// record of the delivery (AppendNow, AppendAllNow, a tool's call and
-// result, the handler's outputs) is published after them on the same
-// connection, which the stream keeps in order, and waits for their acks
-// with its own: a side effect recorded before it starts starts only once
-// they are stored, and the message is acked only once they are. They share
-// that round trip instead of costing one of their own. Errors are transient
-// unless an event is invalid.
-func (d *Delivery) AppendSoon(envs ...*schemas.Envelope) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, e := range envs {
-		p, err := d.runner.log.AppendAsync(e)
-		if err != nil {
-			return classifyAppend(err)
-		}
-		d.soon = append(d.soon, p)
-	}
-	return nil
-}
-
-// appendAll appends envs after what AppendSoon left unacknowledged, all
-// pipelined, and returns the sequence of the last of envs (0 without any).
-func (d *Delivery) appendAll(ctx context.Context, envs []*schemas.Envelope) (uint64, error) {
-	d.mu.Lock()
-	soon := d.soon
-	d.soon = nil
-	d.mu.Unlock()
-	return d.runner.appendOutputs(ctx, soon, envs)
+	return d.runner.appendOutputs(ctx, envs)
 }
 
 // Breaker is the process's circuit breaker for a resource ("llm",
@@ -149,16 +112,6 @@ func (d *Delivery) Stopping() bool { return d.runner.root != nil && d.runner.roo
 // appendNow appends one event at once (not with the handler's outputs): the
 // record that must be durable before a side effect starts.
 func (d *Delivery) appendNow(ctx context.Context, env *schemas.Envelope) (uint64, error) {
-	d.mu.Lock()
-	soon := len(d.soon) > 0
-	d.mu.Unlock()
-	if soon {
-		seq, err := d.appendAll(ctx, []*schemas.Envelope{env})
-		if err != nil {
-			return 0, fmt.Errorf("record %s: %w", env.Type, err)
-		}
-		return seq, nil
-	}
 	seq, err := d.runner.log.Append(ctx, env)
 	if err != nil {
 		return 0, classifyAppend(fmt.Errorf("record %s: %w", env.Type, err))

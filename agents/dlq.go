@@ -69,7 +69,7 @@ func (r *Runner) reportDeadLetter(ctx context.Context, d *Delivery, reason strin
 	}
 	outs, err := r.opts.OnDeadLetter(d, reason)
 	if err == nil {
-		_, err = r.appendOutputs(ctx, nil, outs)
+		err = r.appendOutputs(ctx, outs)
 	}
 	if err != nil {
 		r.opts.Logger.Error("dead letter not reported", "agent", r.opts.Agent, "seq", d.Seq, "err", err)

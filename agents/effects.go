@@ -152,10 +152,6 @@ func (d *Delivery) appendResult(ctx context.Context, envs []*schemas.Envelope) e
 		_, err := d.appendNow(ctx, envs[0])
 		return err
 	}
-	// What AppendSoon published is stored first: the batch is not pipelined.
-	if _, err := d.appendAll(ctx, nil); err != nil {
-		return err
-	}
 	_, err := d.runner.log.AppendBatch(ctx, envs)
 	if err != nil && !errors.Is(err, events.ErrDuplicate) {
 		return Transient(fmt.Errorf("record %s with its audit records: %w", envs[0].Type, err), 0)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -423,8 +422,7 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.appendAll(ctx, append(d.takeEmitted(), outs...))
-	return err
+	return r.appendOutputs(ctx, append(d.takeEmitted(), outs...))
 }
 
 // hooked runs the handler between the message hooks, if any.
@@ -486,35 +484,29 @@ func CatchUpFloor(ctx context.Context, d *Delivery, c Caught) error {
 }
 
 // appendOutputs appends a handler's events in order, pipelined: each is
-// published without waiting for the one before, then every ack is awaited,
-// those of soon (published before: see Delivery.AppendSoon) first. It
-// returns the sequence of the last of outs (0 without any). Not an atomic
-// batch, on purpose: JetStream stages each atomic batch of a file stream in
-// a store of its own, milliseconds for two events. Atomicity is not needed
-// for correctness: outputs have ids derived from their input, so after a
-// crash part-way the redelivery appends the missing ones and the stream
-// drops the rest as duplicates.
-func (r *Runner) appendOutputs(ctx context.Context, soon []events.PendingAppend, outs []*schemas.Envelope) (uint64, error) {
-	pending := slices.Grow(soon, len(outs))
+// published without waiting for the one before, then every ack is awaited. Not
+// an atomic batch, on purpose: JetStream stages each atomic batch of a file
+// stream in a store of its own, milliseconds for two events. Atomicity is not
+// needed for correctness: outputs have ids derived from their input, so after a
+// crash part-way the redelivery appends the missing ones and the stream drops
+// the rest as duplicates.
+func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) error {
+	pending := make([]events.PendingAppend, 0, len(outs))
 	for _, e := range outs {
 		p, err := r.log.AppendAsync(e)
 		if err != nil {
-			return 0, classifyAppend(err)
+			return classifyAppend(err)
 		}
 		pending = append(pending, p)
 	}
-	var seq uint64
 	for _, p := range pending {
-		var err error
-		if seq, err = p.Wait(ctx); err != nil {
-			return 0, classifyAppend(err)
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			return classifyAppend(err)
 		}
 		r.noteAppended(seq)
 	}
-	if len(outs) == 0 {
-		seq = 0
-	}
-	return seq, nil
+	return nil
 }
 
 // noteAppended raises the runner's highest appended sequence to seq.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -491,55 +490,5 @@ func TestLiveProcessKeepsItsWorkPastTheAckWait(t *testing.T) {
 	defer mu.Unlock()
 	if len(by) != 1 {
 		t.Fatalf("handled by %v: a live process's work was handed over", by)
-	}
-}
-
-// Records a handler appends soon are stored, in order, before its next
-// record's append returns, and with its outputs before the message is
-// acked: they share the round trip of what follows them.
-func TestAppendSoonIsStoredWithTheNextRecord(t *testing.T) {
-	h := newHarness(t)
-	notice := func(d *Delivery, key string) *schemas.Envelope {
-		e, err := d.Derive(schemas.TypeNotice, "user", key, schemas.Notice{Level: schemas.NoticeInfo, Text: key})
-		if err != nil {
-			t.Error(err)
-		}
-		return e
-	}
-	texts := func() []string {
-		var out []string
-		for _, e := range h.events(events.Filter{Type: schemas.TypeNotice}.Subject()) {
-			p, _ := schemas.PayloadAs[schemas.Notice](e.Env)
-			out = append(out, p.Text)
-		}
-		return out
-	}
-	var seen []string
-	h.run(HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
-		if err := d.AppendSoon(notice(d, "soon-1"), notice(d, "soon-2")); err != nil {
-			return nil, err
-		}
-		seq, err := d.AppendNow(ctx, notice(d, "now-3"))
-		if err != nil {
-			return nil, err
-		}
-		seen = texts()
-		if d.Floor() < seq {
-			t.Errorf("floor %d below the record appended at %d", d.Floor(), seq)
-		}
-		if err := d.AppendSoon(notice(d, "soon-4")); err != nil {
-			return nil, err
-		}
-		return []*schemas.Envelope{notice(d, "output-5")}, nil
-	}), Options{Agent: "soon"})
-	h.send("S1", "soon", "go")
-	brokertest.Eventually(t, 10*time.Second, "outputs appended and input acked", func() bool {
-		return h.consumerIdle("soon") && h.count(events.Filter{Type: schemas.TypeNotice}.Subject()) == 5
-	})
-	if want := []string{"soon-1", "soon-2", "now-3"}; !slices.Equal(seen, want) {
-		t.Fatalf("stored when AppendNow returned: %v, want %v", seen, want)
-	}
-	if got, want := texts(), []string{"soon-1", "soon-2", "now-3", "soon-4", "output-5"}; !slices.Equal(got, want) {
-		t.Fatalf("stream: %v, want %v", got, want)
 	}
 }

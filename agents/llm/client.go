@@ -332,29 +332,22 @@ func (c *Client) Complete(ctx context.Context, d *agents.Delivery, req Request) 
 	return resp, false, nil
 }
 
-// record records the response, then the usage. A refusal (no usage) is
-// appended at once: the delivery fails on it. An answer is published to be
-// stored with the delivery's next record (AppendSoon): the request for the
-// next call, the tool call it asks for, or the handler's outputs, each of
-// which waits for it, so the answer is stored before anything acts on it
-// without a round trip of its own.
+// record appends the response, then the usage.
 func (c *Client) record(ctx context.Context, d *agents.Delivery, callID string, resp schemas.LLMResponse, usage *schemas.LLMUsage) error {
 	env, err := d.Derive(schemas.TypeLLMResponse, "user", "llm_response/"+callID, resp)
 	if err != nil {
 		return agents.Permanent(err)
 	}
-	if usage == nil {
-		if err := d.AppendAllNow(ctx, env); err != nil {
-			return fmt.Errorf("record LLM call %s: %w", callID, err)
+	envs := []*schemas.Envelope{env}
+	if usage != nil {
+		u, err := d.Derive(schemas.TypeLLMUsage, "user", "llm_usage/"+callID, *usage)
+		if err != nil {
+			return agents.Permanent(err)
 		}
-		return nil
+		envs = append(envs, u)
 	}
-	u, err := d.Derive(schemas.TypeLLMUsage, "user", "llm_usage/"+callID, *usage)
-	if err != nil {
-		return agents.Permanent(err)
-	}
-	if err := d.AppendSoon(env, u); err != nil {
-		return fmt.Errorf("record LLM call %s: %w", callID, err)
+	if _, err := appendPipelined(ctx, d.Log(), envs); err != nil {
+		return agents.Transient(fmt.Errorf("record LLM call %s: %w", callID, err), 0)
 	}
 	return nil
 }

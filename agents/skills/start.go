@@ -84,8 +84,7 @@ func SelectionID(d *agents.Delivery, node *schemas.TaskDispatch) string {
 // (the node's work directory), the user's directories and the built-in skills
 // is read, Select chooses, the initial tools are the agent's core tools, those
 // the selected skills allow and those it loaded earlier in the session, and
-// the selection is recorded, stored with the loop's first record (see
-// appendNotes), before the model is asked anything. Then, on every delivery,
+// the selection is appended before anything uses it. Then, on every delivery,
 // the failures, truncations and the initial tool load are appended as events
 // with ids derived from the selection, so a redelivery repeats none of them.
 //
@@ -164,10 +163,8 @@ func (c Config) expire(loaded []projections.LoadedTool, want []string, now time.
 // appendNotes appends the events that explain the selection: one
 // skill_load_failed per failure, one skill_truncated per cut body, the
 // tools_unloaded of the expired tools and the tools_loaded of the initial
-// set, after the selection itself when it is new (selected, else nil). They
-// are published at once and stored with the loop's first record (its first
-// model call's request: AppendSoon), so they cost no round trip of their
-// own and are stored before the model is asked anything.
+// set, after the selection itself when it is new (selected, else nil), all
+// in one round trip before the loop's first model call.
 func (l *Loop) appendNotes(ctx context.Context, selected *schemas.Envelope) error {
 	sel := l.Selection
 	var envs []*schemas.Envelope
@@ -206,7 +203,7 @@ func (l *Loop) appendNotes(ctx context.Context, selected *schemas.Envelope) erro
 		DAGID: sel.DAGID, NodeID: sel.NodeID, Attempt: sel.Attempt, Via: "start", Loaded: sel.Tools, Rejected: sel.RefusedTools}); err != nil {
 		return err
 	}
-	return l.d.AppendSoon(envs...)
+	return l.d.AppendAllNow(ctx, envs...)
 }
 
 // RequestTools answers a request_tools call of the loop: run and recorded
