@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"slices"
@@ -13,8 +14,65 @@ import (
 // cpDAG is what the checkpoints projection knows of a DAG: its layer count and
 // the layers checkpointed so far.
 type cpDAG struct {
-	Layers int   `json:"layers"`
-	Done   []int `json:"done,omitempty"`
+	Layers int `json:"layers"`
+	// Done are the checkpointed layers as ascending, disjoint [first, last]
+	// ranges. The Orchestrator checkpoints layers in order, so they are one
+	// range: a checkpoint of a chain's 10,000th layer reads and writes as
+	// little as its first one's (a list of every layer made each checkpoint
+	// cost more than the one before).
+	Done [][2]int `json:"done_ranges,omitempty"`
+}
+
+// UnmarshalJSON reads a cpDAG, also as stores written before the ranges
+// kept it: every checkpointed layer listed under "done".
+func (d *cpDAG) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Layers int      `json:"layers"`
+		Done   [][2]int `json:"done_ranges"`
+		Listed []int    `json:"done"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	d.Layers, d.Done = v.Layers, v.Done
+	for _, l := range v.Listed {
+		d.add(l)
+	}
+	return nil
+}
+
+// search returns the index of the first range that ends at or after l.
+func (d *cpDAG) search(l int) int {
+	i, _ := slices.BinarySearchFunc(d.Done, l, func(r [2]int, l int) int { return cmp.Compare(r[1], l) })
+	return i
+}
+
+// has reports whether layer l is checkpointed.
+func (d *cpDAG) has(l int) bool {
+	i := d.search(l)
+	return i < len(d.Done) && d.Done[i][0] <= l
+}
+
+// add records layer l as checkpointed, merging it with the ranges it
+// touches.
+func (d *cpDAG) add(l int) {
+	i := d.search(l)
+	if i < len(d.Done) && d.Done[i][0] <= l {
+		return
+	}
+	joinsPrev := i > 0 && d.Done[i-1][1] == l-1
+	joinsNext := i < len(d.Done) && d.Done[i][0] == l+1
+	switch {
+	case joinsPrev && joinsNext:
+		d.Done[i-1][1] = d.Done[i][1]
+		d.Done = slices.Delete(d.Done, i, i+1)
+	case joinsPrev:
+		d.Done[i-1][1] = l
+	case joinsNext:
+		d.Done[i][0] = l
+	default:
+		d.Done = slices.Insert(d.Done, i, [2]int{l, l})
+	}
 }
 
 // applyCheckpoints records checkpoint events. A checkpoint must name a DAG the
@@ -57,10 +115,10 @@ func applyCheckpoints(t *tx, ev *event) error {
 			return t.reject(Checkpoints, ev, "dag %s is unknown in session %s", p.DAGID, env.SessionID)
 		case p.Layer < 0 || p.Layer >= d.Layers:
 			return t.reject(Checkpoints, ev, "layer %d: dag %s has layers 0 to %d", p.Layer, p.DAGID, d.Layers-1)
-		case slices.Contains(d.Done, p.Layer):
+		case d.has(p.Layer):
 			return t.reject(Checkpoints, ev, "layer %d of dag %s is already checkpointed", p.Layer, p.DAGID)
 		}
-		d.Done = append(d.Done, p.Layer)
+		d.add(p.Layer)
 		store(t, k, d)
 		c := Checkpoint{
 			Session: env.SessionID, DAG: p.DAGID, Layer: p.Layer, Seq: ev.seq, ID: env.ID, At: env.Timestamp,

@@ -485,3 +485,51 @@ func TestStoreOfNumberedCursorsIsReadAsItIs(t *testing.T) {
 		t.Fatalf("state dropped: %v", err)
 	}
 }
+
+// A DAG's checkpointed layers, kept as ranges, answer as the set of layers
+// added would, in any order; a store written before the ranges (every layer
+// listed under "done") reads as the same set.
+func TestCheckpointedLayerRanges(t *testing.T) {
+	for _, order := range [][]int{
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+		{9, 8, 7, 6, 5, 4, 3, 2, 1, 0},
+		{0, 2, 4, 6, 8, 1, 3, 5, 7, 9},
+		{5, 0, 9, 3, 3, 7, 1, 8, 2, 6, 4},
+	} {
+		d := &cpDAG{Layers: 10}
+		want := map[int]bool{}
+		for _, l := range order {
+			d.add(l)
+			want[l] = true
+			for x := -1; x <= 10; x++ {
+				if d.has(x) != want[x] {
+					t.Fatalf("order %v, after adding %d: has(%d) = %v, want %v (ranges %v)", order, l, x, d.has(x), want[x], d.Done)
+				}
+			}
+			for i := 1; i < len(d.Done); i++ {
+				if d.Done[i][0] <= d.Done[i-1][1]+1 {
+					t.Fatalf("order %v: ranges %v overlap or touch", order, d.Done)
+				}
+			}
+		}
+		if !reflect.DeepEqual(d.Done, [][2]int{{0, 9}}) {
+			t.Errorf("order %v: ranges %v, want one range [0 9]", order, d.Done)
+		}
+	}
+
+	var legacy cpDAG
+	if err := json.Unmarshal([]byte(`{"layers":6,"done":[0,1,4,2]}`), &legacy); err != nil {
+		t.Fatal(err)
+	}
+	if want := (cpDAG{Layers: 6, Done: [][2]int{{0, 2}, {4, 4}}}); !reflect.DeepEqual(legacy, want) {
+		t.Errorf("legacy record read as %+v, want %+v", legacy, want)
+	}
+	b, err := json.Marshal(&legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again cpDAG
+	if err := json.Unmarshal(b, &again); err != nil || !reflect.DeepEqual(again, legacy) {
+		t.Errorf("round trip of %s: %+v, %v", b, again, err)
+	}
+}
