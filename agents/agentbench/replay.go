@@ -180,7 +180,7 @@ func Reexecute(ctx context.Context, cfg ReexecuteConfig, progress func(string)) 
 
 	report(fmt.Sprintf("%d no-op nodes live, %d at a time", cfg.Nodes, cfg.MaxConcurrency))
 	cpu0 := eventbench.ProcessCPU()
-	wall, _, err := runDAG(ctx, log, "live", cfg.Nodes, cfg.MaxConcurrency, false, work)
+	wall, err := runDAG(ctx, log, "live", cfg.Nodes, cfg.MaxConcurrency, false, work)
 	if err != nil {
 		return nil, err
 	}
