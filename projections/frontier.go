@@ -30,7 +30,11 @@ type Frontier struct {
 	Nodes      int               `json:"nodes"`
 	Counts     map[NodeState]int `json:"counts"`
 	// Ready are the first ready nodes in dispatch order (by layer, then as the
-	// plan lists them), at most the policy's max_concurrency of them.
+	// plan lists them), as many as the policy's max_concurrency leaves room
+	// for beside the dispatched and running nodes: what a step can dispatch.
+	// (Ready nodes never have a dead dependency, so a step skips none of them.)
+	// A wide DAG at full concurrency lists one or none, so a step decodes a
+	// few bytes, not one entry per slot of max_concurrency.
 	Ready []FrontierNode `json:"ready,omitempty"`
 	// Failed are every failed node, in the same order: failed for good or
 	// waiting for the scheduler to retry them.
@@ -225,12 +229,13 @@ func (o *dagObj) frontier() *Frontier {
 		ID: d.ID, Session: d.Session, State: d.State, CreatedSeq: d.CreatedSeq, CreatedAt: d.CreatedAt,
 		Nodes: len(d.Nodes), Counts: f.counts, DoneLayers: f.doneLayers, Checkpointed: f.checkpointed,
 	}
-	window := readyWindow(d.Policy)
-	f.ready.each(func(p int) bool {
-		i := f.atPos[p]
-		out.Ready = append(out.Ready, FrontierNode{ID: d.Nodes[i].ID, Index: i, Attempt: d.Nodes[i].Attempt})
-		return len(out.Ready) < window
-	})
+	if room := readyWindow(d.Policy) - f.counts[NodeDispatched] - f.counts[NodeRunning]; room > 0 {
+		f.ready.each(func(p int) bool {
+			i := f.atPos[p]
+			out.Ready = append(out.Ready, FrontierNode{ID: d.Nodes[i].ID, Index: i, Attempt: d.Nodes[i].Attempt})
+			return len(out.Ready) < room
+		})
+	}
 	all := func(b *bitset) (out []FrontierNode) {
 		b.each(func(p int) bool {
 			i := f.atPos[p]
