@@ -49,6 +49,16 @@ func Wrap(ctx context.Context, exec *tools.Executor, state State, session string
 	return g, nil
 }
 
+// WrapCall is Wrap for one known call: a call that changes nothing runs in
+// any plan mode, so only a call that may change something reads the
+// session's plan mode (a DAG of read-only tool nodes reads it for none).
+func WrapCall(ctx context.Context, exec *tools.Executor, state State, session string, call tools.Call) (*Guarded, error) {
+	if ok, _ := exec.ReadOnlyCall(call); ok {
+		return &Guarded{exec: exec}, nil
+	}
+	return Wrap(ctx, exec, state, session)
+}
+
 // ReadOnly guards exec so that only calls that change nothing run, for why
 // ("answering a consultation").
 func ReadOnly(exec *tools.Executor, why string) *Guarded {

@@ -128,7 +128,7 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if w.Observe != nil {
 		obs = w.Observe(node)
 	}
-	guarded, err := planguard.Wrap(ctx, exec, w.Plans, d.Env.SessionID)
+	guarded, err := planguard.WrapCall(ctx, exec, w.Plans, d.Env.SessionID, call)
 	if err != nil {
 		return nil, agents.Transient(err, 0)
 	}
