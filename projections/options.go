@@ -63,12 +63,13 @@ const (
 	// live when it started (the embedded server's index of the stream,
 	// which the fold does not control). A rebuild of 1M generated events
 	// peaked near 550 MB live, so the default GOGC let the heap reach about
-	// 1 GB (a peak RSS of 1.3 GB); under this limit it peaked at 1.1 GB,
-	// with the collector at about a tenth of the CPU time either way. The
-	// limit is relative so that it stays well above the live heap: an
-	// absolute 700 MiB limit made the collector thrash at 5M events.
+	// 1 GB (a peak RSS of 1.23 GiB). Under a limit 768 MiB above the start
+	// it peaked at 1,030-1,070 MiB; 640 MiB above, at 924-935 MiB, for
+	// 5-10% more CPU time. The limit is relative so that it stays above the
+	// live heap: an absolute 700 MiB limit made the collector thrash at 5M
+	// events.
 	RebuildGCPercent = 200
-	RebuildHeapBytes = 768 << 20
+	RebuildHeapBytes = 640 << 20
 )
 
 // ForRebuild returns o as a store opened only to be rebuilt is opened: no
