@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -151,6 +155,7 @@ func (p *Projector) CatchUp(ctx context.Context) (uint64, error) {
 func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error {
 	if p.busy.TryLock() {
 		defer p.busy.Unlock()
+		defer p.s.tuneGC()()
 		if err := p.startRebuild(); err != nil {
 			return err
 		}
@@ -177,6 +182,49 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// tuneGC applies the store's rebuild collector settings (Options.GCPercent
+// and HeapBytes) and returns what puts the previous ones back. They are the
+// process's: while rebuilds overlap (tests), the first one's apply and the
+// last one's end puts back what was there before.
+func (s *Store) tuneGC() (restore func()) {
+	o := s.opts
+	if o.GCPercent == 0 {
+		return func() {}
+	}
+	gcTuning.Lock()
+	defer gcTuning.Unlock()
+	if gcTuning.rebuilds++; gcTuning.rebuilds == 1 {
+		gc := debug.SetGCPercent(o.GCPercent)
+		limit := debug.SetMemoryLimit(-1)
+		if limit == math.MaxInt64 && o.HeapBytes > 0 {
+			// What the process holds now (the embedded server's index of
+			// the stream, mostly) is not the fold's to bound.
+			runtime.GC()
+			live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+			metrics.Read(live)
+			debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + o.HeapBytes)
+		}
+		gcTuning.restore = func() {
+			debug.SetGCPercent(gc)
+			debug.SetMemoryLimit(limit)
+		}
+	}
+	return func() {
+		gcTuning.Lock()
+		defer gcTuning.Unlock()
+		if gcTuning.rebuilds--; gcTuning.rebuilds == 0 {
+			gcTuning.restore()
+		}
+	}
+}
+
+// gcTuning counts the rebuilds running with their collector settings.
+var gcTuning struct {
+	sync.Mutex
+	rebuilds int
+	restore  func()
 }
 
 // startRebuild drops everything and marks a rebuild under way.
@@ -340,6 +388,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		defer func() { p.c.written = nil }()
 	}
 	cm := newCommitter(p)
+	cm.full = !live && p.rebuilding()
 	defer cm.stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -596,6 +645,8 @@ type committer struct {
 	jobs chan commitJob
 	done chan error // one per job
 	busy bool
+	// full: the batches are filled to BatchBytes (a rebuild).
+	full bool
 	quit chan struct{}
 	wg   sync.WaitGroup
 }
@@ -621,14 +672,20 @@ func (c *committer) run() {
 
 // batch returns an empty batch, reusing a committed one's buffer: a catch-up
 // fills one batch after another, and growing each from nothing is most of
-// what it would allocate.
+// what it would allocate. A rebuild's batches start at their full size: a
+// batch cut once past BatchBytes grew by doubling to twice that, and the
+// two or three a rebuild keeps were a tenth of its heap.
 func (c *committer) batch() *pebble.Batch {
 	select {
 	case b := <-c.free:
 		return b
 	default:
 		o := c.p.s.opts
-		return c.p.s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(o.BatchBytes * 2))
+		opts := []pebble.BatchOption{pebble.WithMaxRetainedSizeBytes(o.BatchBytes * 2)}
+		if c.full {
+			opts = append(opts, pebble.WithInitialSizeBytes(o.BatchBytes+o.BatchBytes/4))
+		}
+		return c.p.s.db.NewBatch(opts...)
 	}
 }
 
