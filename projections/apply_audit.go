@@ -45,10 +45,7 @@ type AuditEntry struct {
 // their value. Four keys an entry made a third of a rebuild's keys.
 const auditSuffixLen = 12 + 8
 
-func auditSuffix(at time.Time, seq uint64) []byte {
-	return appendAuditSuffix(make([]byte, 0, auditSuffixLen), at, seq)
-}
-
+// appendAuditSuffix appends the suffix of the entry of seq at at to b.
 func appendAuditSuffix(b []byte, at time.Time, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendTime(b, at), seq)
 }
@@ -115,7 +112,8 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	suffix := auditSuffix(e.At, e.Seq)
+	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
+	suffix := appendAuditSuffix(buf[:0], e.At, e.Seq)
 	if env.Type == schemas.TypeToolCall {
 		if err := auditToolCall(t, &e); err != nil {
 			return err
@@ -314,7 +312,8 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	suffix := auditSuffix(e.At, e.Seq)
+	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
+	suffix := appendAuditSuffix(buf[:0], e.At, e.Seq)
 	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
 	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
 	if err := t.set(t.kbuf, t.vbuf); err != nil {
