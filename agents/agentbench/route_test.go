@@ -33,7 +33,7 @@ func TestRoute(t *testing.T) {
 		t.Errorf("ops: routed %d, chain %d, routed latencies %d, chain latencies %d; want 300, 300, 100, 100",
 			cs[0].Sylk.Ops, cs[1].Sylk.Ops, cs[3].Sylk.Ops, cs[5].Sylk.Ops)
 	}
-	// The auth comparison pairs its rounds: half the messages each, the side
+	// The auth comparison pairs its rounds: every message in each, the side
 	// going first alternating, and the ratio is a round's (the median).
 	auth := cs[7]
 	if !strings.Contains(auth.Name, "auth on") || len(auth.Rounds) != authRounds {
@@ -41,8 +41,8 @@ func TestRoute(t *testing.T) {
 	}
 	median := false
 	for i, r := range auth.Rounds {
-		if r.Sylk.Ops != 150 || r.Baseline.Ops != 150 || r.SylkFirst != (i%2 == 0) || r.Ratio <= 0 {
-			t.Errorf("auth round %d: %d and %d ops, sylk first %v, ratio %v; want 150 each, sylk first %v, a ratio", i, r.Sylk.Ops, r.Baseline.Ops, r.SylkFirst, r.Ratio, i%2 == 0)
+		if r.Sylk.Ops != 300 || r.Baseline.Ops != 300 || r.SylkFirst != (i%2 == 0) || r.Ratio <= 0 {
+			t.Errorf("auth round %d: %d and %d ops, sylk first %v, ratio %v; want 300 each, sylk first %v, a ratio", i, r.Sylk.Ops, r.Baseline.Ops, r.SylkFirst, r.Ratio, i%2 == 0)
 		}
 		median = median || r.Ratio == auth.Ratio
 	}

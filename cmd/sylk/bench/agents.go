@@ -42,7 +42,7 @@ included: when both cores are busy, that cost is what sets the rate.
 In each sync mode it also routes through agent credentials (the Guide's and the
 answering agent's own, their permissions checked on every publish, fetch and
 ack) on a server with authentication against the same on one without: 7 rounds
-of half --events, the two back to back in each (which goes first alternates),
+of --events, the two back to back in each (which goes first alternates),
 compared by the median of the rounds' ratios, target >= 0.9; --json lists every
 round.
 
