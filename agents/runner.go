@@ -187,6 +187,7 @@ type Runner struct {
 	handler Handler
 	signals *signalState
 	sched   *scheduler
+	outputs *groupCommit
 
 	// appended is the highest sequence the runner's handlers have had
 	// appended (outputs and AppendNow): see Delivery.Floor.
@@ -204,8 +205,9 @@ func NewRunner(js jetstream.JetStream, h Handler, opts Options) (*Runner, error)
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	log := events.New(js)
 	return &Runner{
-		opts: opts, js: js, log: events.New(js), handler: h,
+		opts: opts, js: js, log: log, handler: h, outputs: &groupCommit{log: log},
 		signals: newSignalState(),
 		sched:   newScheduler(opts.PerSession),
 	}, nil
@@ -483,29 +485,14 @@ func CatchUpFloor(ctx context.Context, d *Delivery, c Caught) error {
 	return nil
 }
 
-// appendOutputs appends a handler's events in order, pipelined: each is
-// published without waiting for the one before, then every ack is awaited. Not
-// an atomic batch, on purpose: JetStream stages each atomic batch of a file
-// stream in a store of its own, milliseconds for two events. Atomicity is not
-// needed for correctness: outputs have ids derived from their input, so after a
-// crash part-way the redelivery appends the missing ones and the stream drops
-// the rest as duplicates.
+// appendOutputs appends a handler's events in order, sharing the stream's
+// syncs with the other handlers' (groupCommit).
 func (r *Runner) appendOutputs(ctx context.Context, outs []*schemas.Envelope) error {
-	pending := make([]events.PendingAppend, 0, len(outs))
-	for _, e := range outs {
-		p, err := r.log.AppendAsync(e)
-		if err != nil {
-			return classifyAppend(err)
-		}
-		pending = append(pending, p)
+	seq, err := r.outputs.append(ctx, outs)
+	if err != nil {
+		return err
 	}
-	for _, p := range pending {
-		seq, err := p.Wait(ctx)
-		if err != nil {
-			return classifyAppend(err)
-		}
-		r.noteAppended(seq)
-	}
+	r.noteAppended(seq)
 	return nil
 }
 

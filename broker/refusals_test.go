@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/sylk/sylk/broker/internal/poll"
 )
 
 // watchRefusals runs b's refusal watch and hands over what it reports.
@@ -91,10 +93,8 @@ func TestPermissionRefusalsAreReportedAndRateLimited(t *testing.T) {
 		}
 	}
 	waitSuppressed(t, b, flood-(RefusalsPerMinute-1))
-	for deadline := time.Now().Add(20 * time.Second); refused.Load() < flood+2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the client was told of %d refusals, want %d", refused.Load(), flood+2)
-		}
+	if !poll.Until(20*time.Second, func() bool { return refused.Load() >= flood+2 }) {
+		t.Fatalf("the client was told of %d refusals, want %d", refused.Load(), flood+2)
 	}
 	for range RefusalsPerMinute - 1 {
 		if r := next(); r.Action != RefusedPublish || r.Username != "dash" {
@@ -151,19 +151,17 @@ func TestRefusedConnectionsAreRateLimited(t *testing.T) {
 func waitSuppressed(t *testing.T, b *Broker, n int) {
 	t.Helper()
 	l := b.log.limit
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	got := 0
+	if !poll.Until(20*time.Second, func() bool {
 		l.mu.Lock()
-		got := 0
+		defer l.mu.Unlock()
+		got = 0
 		for _, c := range l.clients {
 			got += c.suppressed
 		}
-		l.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d refusals suppressed, want %d", got, n)
-		}
+		return got == n
+	}) {
+		t.Fatalf("%d refusals suppressed, want %d", got, n)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/broker/internal/poll"
 )
 
 // Timeout bounds each test's broker operations.
@@ -57,17 +58,7 @@ func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool
 // whether it did within the time: for callers that are not a testing.TB (a
 // testscript command).
 func Poll(within time.Duration, cond func() bool) bool {
-	deadline := time.After(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
+	return poll.Until(within, cond)
 }
 
 // StartMutable starts an embedded broker, without authentication, whose SYLK

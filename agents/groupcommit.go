@@ -1,0 +1,157 @@
+package agents
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// groupCommit appends the outputs of a runner's concurrent handlers so that
+// they share the stream's syncs.
+//
+// In --sync always mode the stream syncs its file for every message stored
+// on its own, so handlers appending each for themselves pay a sync per
+// event, and the disk's sync rate, not the CPU, caps the runtime (the bare
+// two-hop chain of `sylk bench route` runs at about a third of raw async
+// publish). Here a handler whose outputs are ready while an append is in
+// flight queues them; the next append takes the whole queue as one atomic
+// batch, which the server stores under a single sync: group commit, as
+// databases do it. When the queue holds one handler's outputs alone they take
+// the pipelined path (AppendAsync, each acked): the server stages an atomic
+// batch in a store of its own, which costs more than it saves for one
+// handler's few events, and an idle runner keeps its latency.
+//
+// A batch is all or nothing, so one handler's failure (an event the server
+// refuses, or an id the stream holds already: a redelivery after a crash)
+// would fail the others': when a shared batch fails, each handler's outputs
+// are appended again on their own, and each handler sees its own outcome.
+type groupCommit struct {
+	log *events.Log
+
+	mu      sync.Mutex
+	queue   []*queuedOutputs
+	leading bool // an appender goroutine is draining the queue
+}
+
+// queuedOutputs is one handler's events waiting in the queue, with the
+// context of its append, and once done is closed, the highest sequence they
+// were stored at, or why not.
+type queuedOutputs struct {
+	ctx  context.Context
+	envs []*schemas.Envelope
+	last uint64
+	err  error
+	done chan struct{}
+}
+
+// append appends envs in order and returns the highest sequence they were
+// stored at. Its error is classified (Transient, Permanent).
+func (g *groupCommit) append(ctx context.Context, envs []*schemas.Envelope) (uint64, error) {
+	if len(envs) == 0 {
+		return 0, nil
+	}
+	q := &queuedOutputs{ctx: ctx, envs: envs, done: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, q)
+	if !g.leading {
+		g.leading = true
+		go g.drain()
+	}
+	g.mu.Unlock()
+	select {
+	case <-q.done:
+		return q.last, q.err
+	case <-ctx.Done():
+		// The events may still be stored: the redelivery this leads to
+		// finds them there (their ids derive from the input).
+		return 0, Transient(ctx.Err(), 0)
+	}
+}
+
+// drain appends what the queue holds until it is empty, taking at most
+// events.MaxBatch events at a time (and a longer list of one handler's alone).
+func (g *groupCommit) drain() {
+	for {
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.leading = false
+			g.mu.Unlock()
+			return
+		}
+		n, size := 1, len(g.queue[0].envs)
+		for n < len(g.queue) && size+len(g.queue[n].envs) <= events.MaxBatch {
+			size += len(g.queue[n].envs)
+			n++
+		}
+		batch := g.queue[:n:n]
+		g.queue = g.queue[n:]
+		g.mu.Unlock()
+		g.commit(batch)
+	}
+}
+
+// commit appends the batch's outputs, together when there are several, and
+// closes each one's done. A shared batch is not bound to any one handler's
+// context (a handler cancelled by a signal must not fail the others'
+// appends): it has sharedBatchWait, and a handler whose context ends
+// meanwhile stops waiting for it.
+func (g *groupCommit) commit(batch []*queuedOutputs) {
+	defer func() {
+		for _, q := range batch {
+			close(q.done)
+		}
+	}()
+	if len(batch) > 1 {
+		var all []*schemas.Envelope
+		for _, q := range batch {
+			all = append(all, q.envs...)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), sharedBatchWait)
+		seqs, err := g.log.AppendBatch(ctx, all)
+		cancel()
+		if err == nil {
+			i := 0
+			for _, q := range batch {
+				i += len(q.envs)
+				q.last = seqs[i-1]
+			}
+			return
+		}
+	}
+	for _, q := range batch {
+		q.last, q.err = g.pipelined(q.ctx, q.envs)
+	}
+}
+
+// sharedBatchWait bounds the wait for a shared batch's ack; past it, each
+// handler's outputs are appended again on their own (with the same ids, so
+// a batch stored after all is not stored twice).
+const sharedBatchWait = broker.AckWait
+
+// pipelined appends envs in order without an atomic batch: each is
+// published without waiting for the one before, then every ack is awaited.
+// Atomicity is not needed for correctness: outputs have ids derived from
+// their input, so after a crash part-way the redelivery appends the missing
+// ones and the stream drops the rest as duplicates.
+func (g *groupCommit) pipelined(ctx context.Context, envs []*schemas.Envelope) (uint64, error) {
+	pending := make([]events.PendingAppend, 0, len(envs))
+	for _, e := range envs {
+		p, err := g.log.AppendAsync(e)
+		if err != nil {
+			return 0, classifyAppend(err)
+		}
+		pending = append(pending, p)
+	}
+	var last uint64
+	for _, p := range pending {
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			return 0, classifyAppend(err)
+		}
+		last = max(last, seq)
+	}
+	return last, nil
+}
