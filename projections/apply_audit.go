@@ -72,24 +72,27 @@ func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte
 }
 func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
-// A tool call's entry waits for the call's result under the call's key
-// (audit/call/<id>), cached until then and stored, when a flush comes first,
-// in the entry's own form: written under its category too (where queries
-// see it), and read back from the call's key by the result. The object is
-// transient (it leaves the cache once committed): a call and its result
-// folded in the same batch, as a rebuild's mostly are, cost one cached object
-// and one write of the entry. A cached entry of its own, with the call's
-// record pointing at it, was half of the audit projection's fold.
-
-// encode writes a pending call's entry under its category and under the
-// call's key k.
+// encode writes a pending tool call's entry (see auditToolCall) under its
+// category and under the call's key k.
 func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
 	s.val = appendAuditEntry(s.val[:0], e)
-	s.key = appendAuditSuffix(appendAuditIndexKey(s.key[:0], 'c', e.Category, nil), e.At, e.Seq)
+	s.key = appendAuditEntryKey(s.key[:0], e)
 	if err := b.Set(s.key, s.val, nil); err != nil {
 		return err
 	}
 	return b.Set(k, s.val, nil)
+}
+
+// appendAuditEntryKey appends the key e is filed under to b.
+func appendAuditEntryKey(b []byte, e *AuditEntry) []byte {
+	return appendAuditSuffix(appendAuditIndexKey(b, 'c', e.Category, nil), e.At, e.Seq)
+}
+
+// fileAuditEntry writes e under its category.
+func fileAuditEntry(t *tx, e *AuditEntry) error {
+	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+	t.kbuf = appendAuditEntryKey(t.kbuf[:0], e)
+	return t.set(t.kbuf, t.vbuf)
 }
 
 // applyAudit files the events the audit categories cover. An entry is
@@ -112,24 +115,27 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
-	suffix := appendAuditSuffix(buf[:0], e.At, e.Seq)
+	var err error
 	if env.Type == schemas.TypeToolCall {
-		if err := auditToolCall(t, &e); err != nil {
-			return err
-		}
+		err = auditToolCall(t, &e)
 	} else {
-		t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
-		t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
-		if err := t.set(t.kbuf, t.vbuf); err != nil {
-			return err
-		}
+		err = fileAuditEntry(t, &e)
 	}
-	return auditIndex(t, &e, suffix, e.Outcome != schemas.OutcomeAllowed)
+	if err != nil {
+		return err
+	}
+	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
+	return auditIndex(t, &e, appendAuditSuffix(buf[:0], e.At, e.Seq), e.Outcome != schemas.OutcomeAllowed)
 }
 
-// auditToolCall keeps a tool call's entry under the call's key until its
-// result changes it.
+// auditToolCall keeps a tool call's entry under the call's key
+// (audit/call/<id>) until its result changes it: a transient cached object
+// (it leaves the cache once committed), stored when a flush comes first in the
+// entry's own form, under its category too (where queries see it), and read
+// back from the call's key by the result. A call and its result folded in the
+// same batch, as a rebuild's mostly are, cost one cached object and one write
+// of the entry; a cached entry of its own, with the call's record pointing at
+// it, was half of the audit projection's fold.
 //
 // A tool run cut off by a crash is called again under the same call id, and
 // the new call's entry replaces the old one there. The old entry must end up
@@ -139,9 +145,7 @@ func applyAudit(t *tx, ev *event) error {
 func auditToolCall(t *tx, e *AuditEntry) error {
 	entry := *e
 	if old, _ := t.cache.putTransient(auditCallKey(e.Details["call"]), &entry).(*AuditEntry); old != nil {
-		t.vbuf = appendAuditEntry(t.vbuf[:0], old)
-		t.kbuf = appendAuditSuffix(appendAuditIndexKey(t.kbuf[:0], 'c', old.Category, nil), old.At, old.Seq)
-		return t.set(t.kbuf, t.vbuf)
+		return fileAuditEntry(t, old)
 	}
 	return nil
 }
@@ -312,17 +316,11 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
-	suffix := appendAuditSuffix(buf[:0], e.At, e.Seq)
-	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
-	if err := t.set(t.kbuf, t.vbuf); err != nil {
+	if err := fileAuditEntry(t, e); err != nil || p.OK {
 		return err
 	}
-	if p.OK {
-		return nil
-	}
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, suffix)
+	var buf [auditSuffixLen]byte
+	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, appendAuditSuffix(buf[:0], e.At, e.Seq))
 	return t.set(t.kbuf, []byte(e.Category))
 }
 
