@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -102,4 +105,85 @@ func TestForgedSourceIsDeadLettered(t *testing.T) {
 	brokertest.Eventually(t, 10*time.Second, "a dead_letter event", func() bool {
 		return h.count(events.Filter{Type: schemas.TypeDeadLetter}.Subject()) == 1
 	})
+}
+
+// A message dead-lettered for a cause that is then fixed is handled once
+// resent (ResendDeadLetter, what `sylk dlq resend` and the web view's Resend
+// do): the projections hold the handler's answer to the resent copy, and
+// the message is not given up a second time.
+func TestResentDeadLetterIsHandledOnceTheCauseIsFixed(t *testing.T) {
+	h := newHarness(t)
+	store, err := projections.Open(h.ctx, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(h.ctx)
+	folded := make(chan struct{})
+	go func() { defer close(folded); store.Projector(h.log).Run(pctx) }()
+	t.Cleanup(func() { stop(); <-folded; store.Close() })
+
+	// The cause: the worker's workspace is not set up; a message that comes
+	// meanwhile cannot be handled, and is given up at once.
+	workspace := filepath.Join(t.TempDir(), "workspace")
+	h.run(HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
+		p, err := schemas.PayloadAs[schemas.UserInput](d.Env)
+		if err != nil {
+			return nil, Permanent(err)
+		}
+		if _, err := os.Stat(workspace); err != nil {
+			return nil, Permanent(fmt.Errorf("the workspace is not set up: %w", err))
+		}
+		out, err := d.Derive(schemas.TypeNotice, "user", "done", schemas.Notice{Level: schemas.NoticeInfo, Text: "built " + p.Text})
+		return []*schemas.Envelope{out}, err
+	}), Options{Agent: "worker"})
+
+	orig := h.send("S1", "worker", "the report")
+	dl := h.dlq(t, "agent-worker", 1)[0]
+	if reason := dl.Header.Get(HeaderDLQReason); !strings.Contains(reason, "the workspace is not set up") {
+		t.Fatalf("DLQ reason %q", reason)
+	}
+
+	// The cause fixed, the dead letter resent.
+	if err := os.Mkdir(workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resent, err := ResendDeadLetter(h.ctx, h.b.JetStream(), dl.Sequence, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resent.ID == "" || resent.ID == orig.ID {
+		t.Fatalf("resent as %+v, want a new envelope", resent)
+	}
+
+	// The projections: the session's log holds the answer to the resent
+	// copy, after it, and one dead letter, the original's.
+	var answer *schemas.Envelope
+	var deadLetters int
+	brokertest.Eventually(t, 10*time.Second, "the answer to the resent message in the session's log", func() bool {
+		page, err := store.SessionLog(h.ctx, projections.LogQuery{Session: "S1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, deadLetters = nil, 0
+		for _, e := range page.Entries {
+			env, err := schemas.Unmarshal(e.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case env.Type == schemas.TypeNotice && env.ParentID == resent.ID && e.Seq > resent.Seq:
+				answer = env
+			case env.Type == schemas.TypeDeadLetter:
+				deadLetters++
+			}
+		}
+		return answer != nil
+	})
+	if p, _ := schemas.PayloadAs[schemas.Notice](answer); p.Text != "built the report" {
+		t.Fatalf("the answer says %q", p.Text)
+	}
+	if deadLetters != 1 {
+		t.Fatalf("%d dead letters in the session's log, want the original's only", deadLetters)
+	}
+	h.dlq(t, "agent-worker", 1)
 }

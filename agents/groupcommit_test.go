@@ -91,7 +91,7 @@ func batchOf(t *testing.T, h *harness, seq uint64) string {
 // atomic batch (one sync), each handler told its own last sequence.
 func TestGroupCommitSharesABatch(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log}
+	g := &groupCommit{log: h.log, shared: true}
 	for i, err := range queued(t, h, g, h.ctx, notices(t, "a", 2), notices(t, "b", 1), notices(t, "c", 3)) {
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
@@ -125,7 +125,7 @@ func TestGroupCommitSharesABatch(t *testing.T) {
 // on their own, the duplicate dropped, nothing else lost.
 func TestGroupCommitFallsBackWhenTheBatchIsRefused(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log}
+	g := &groupCommit{log: h.log, shared: true}
 	again := notices(t, "a", 2)
 	if _, err := g.append(h.ctx, again[:1]); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestGroupCommitFallsBackWhenTheBatchIsRefused(t *testing.T) {
 // lead a shared batch does not take the others' append down with it.
 func TestGroupCommitOutlivesACancelledHandler(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log}
+	g := &groupCommit{log: h.log, shared: true}
 	ctx, cancel := context.WithCancel(h.ctx)
 	cancel()
 	mine, other := notices(t, "a", 1), notices(t, "b", 2)

@@ -82,7 +82,12 @@ type Options struct {
 	// MaxAckPending bounds the messages handed out and not yet acked across all
 	// processes of this kind: backpressure.
 	MaxAckPending int
-	AckWait       time.Duration
+	// GroupCommit appends the outputs of concurrent handlers together
+	// (groupCommit): for a stream that syncs every write (--sync always),
+	// where it saves a sync per event; on one that does not, the batches
+	// only cost.
+	GroupCommit bool
+	AckWait     time.Duration
 	// MaxDeliver is the last delivery: a transient failure on it dead-letters.
 	MaxDeliver int
 	// Backoff is the delay before retrying a transient failure.
@@ -207,7 +212,7 @@ func NewRunner(js jetstream.JetStream, h Handler, opts Options) (*Runner, error)
 	}
 	log := events.New(js)
 	return &Runner{
-		opts: opts, js: js, log: log, handler: h, outputs: &groupCommit{log: log},
+		opts: opts, js: js, log: log, handler: h, outputs: &groupCommit{log: log, shared: opts.GroupCommit},
 		signals: newSignalState(),
 		sched:   newScheduler(opts.PerSession),
 	}, nil

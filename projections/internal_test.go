@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,18 @@ func setup(t *testing.T) (context.Context, *events.Log, vfs.FS, *Store) {
 	return ctx, log, fs, s
 }
 
+// reopen closes s and opens the store in /p again, closed when the test ends.
+func reopen(t *testing.T, ctx context.Context, fs vfs.FS, s *Store) *Store {
+	t.Helper()
+	s.Close()
+	s, err := Open(ctx, Options{Dir: "/p", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A projection whose stored version is not the current one is dropped on
 // Open and rebuilt alone; the others keep their state and cursors.
 func TestChangedVersionRebuildsThatProjection(t *testing.T) {
@@ -61,12 +74,7 @@ func TestChangedVersionRebuildsThatProjection(t *testing.T) {
 	if err := s.db.Set(versionKey(DAGs), []byte("0"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s, err := Open(ctx, Options{Dir: "/p", FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, ctx, fs, s)
 	c := s.cursorsCopy()
 	if c[DAGs] != 0 || c[Sessions] != seq {
 		t.Fatalf("cursors after a version change of dags: %v; want dags 0, sessions %d", c, seq)
@@ -80,8 +88,14 @@ func TestChangedVersionRebuildsThatProjection(t *testing.T) {
 	if _, err := s.SessionDAG(ctx, "S1", "d"); err != nil {
 		t.Fatal(err)
 	}
-	// The sessions projection was not folded again: a second session_create
-	// would have been refused.
+	// The sessions projection was not folded again.
+	checkFoldedOnce(t, ctx, log, s)
+}
+
+// checkFoldedOnce checks that s refused no event (one folded twice, a second
+// session_create, would be) and matches a rebuild from log.
+func checkFoldedOnce(t *testing.T, ctx context.Context, log *events.Log, s *Store) {
+	t.Helper()
 	if rs, _ := s.Rejections(ctx, RejectionFilter{}); len(rs) != 0 {
 		t.Fatalf("rejections: %s", rs[0].Reason)
 	}
@@ -304,5 +318,170 @@ func TestTermCounter(t *testing.T) {
 	c.Count("config")
 	if got := c.Format(); got != "config 2 config_loader 1 loader 1 go 1" {
 		t.Errorf("a path counted once, then a word: %q", got)
+	}
+}
+
+// storedCursors reads every cursor key as stored: "head" for one that
+// follows the head, else its number.
+func storedCursors(t *testing.T, s *Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range projectionList {
+		v, err := s.get(cursorKey(p.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(v, followsHead) {
+			out[p.name] = "head"
+		} else {
+			out[p.name] = strconv.FormatUint(getUint64(v), 10)
+		}
+	}
+	return out
+}
+
+// Cursors at the head are stored as following it, so a batch that moves
+// every cursor with the head writes none; a cursor left behind is written as
+// its number once, and follows again once it is back at the head.
+func TestWriteCursorsWritesOnlyChangedForms(t *testing.T) {
+	_, _, _, s := setup(t)
+	all := func(seq uint64) map[string]uint64 {
+		c := map[string]uint64{}
+		for _, p := range projectionList {
+			c[p.name] = seq
+		}
+		return c
+	}
+	follows := map[string]bool{}
+	step := func(head uint64, cursors, moved map[string]uint64, want map[string]bool) {
+		t.Helper()
+		b := s.db.NewBatch()
+		defer b.Close()
+		got, err := writeCursors(b, head, cursors, moved, follows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || int(b.Count()) != len(want) {
+			t.Fatalf("head %d: %d cursors written, changed %v; want %v", head, b.Count(), got, want)
+		}
+	}
+	// A store of numbers (as an earlier binary wrote it) caught up: each
+	// cursor follows from now on.
+	want := map[string]bool{}
+	for _, p := range projectionList {
+		want[p.name] = true
+	}
+	step(5, all(5), all(5), want)
+	step(6, all(6), all(6), nil) // every cursor moves with the head
+	// Only sessions is folded on (the others are held): they are written
+	// as their numbers, once.
+	held := all(6)
+	held[Sessions] = 7
+	want = map[string]bool{}
+	for _, p := range projectionList[1:] {
+		want[p.name] = false
+	}
+	step(7, held, map[string]uint64{Sessions: 7}, want)
+	held[Sessions] = 8
+	step(8, held, map[string]uint64{Sessions: 8}, nil)
+	// All at the head again.
+	want = map[string]bool{}
+	for _, p := range projectionList[1:] {
+		want[p.name] = true
+	}
+	step(9, all(9), all(9), want)
+}
+
+// A projection rebuilt alone (its version changed) takes the head back over
+// what the others folded: their cursors are stored as numbers meanwhile, so
+// a store reopened part-way reads them as they are, and they follow the
+// head again once it has caught up. Each event is folded once into each.
+func TestCursorsAheadOfTheHeadKeepTheirNumbers(t *testing.T) {
+	ctx, log, fs, s := setup(t)
+	appendSession(t, ctx, log, "S1")
+	seq := appendSession(t, ctx, log, "S2")
+	if _, err := s.Projector(log).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(s *Store, name string) string {
+		t.Helper()
+		v, err := s.get(cursorKey(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(v, followsHead) {
+			return "head"
+		}
+		return strconv.FormatUint(getUint64(v), 10)
+	}
+	for _, p := range projectionList {
+		if got := stored(s, p.name); got != "head" {
+			t.Fatalf("cursor of %s stored as %s after a catch-up, want head", p.name, got)
+		}
+	}
+	if err := s.db.Set(versionKey(DAGs), []byte("0"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, ctx, fs, s)
+	p := s.Projector(log)
+	p.busy.Lock()
+	err := p.fold(ctx, false, 2)
+	p.busy.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := [2]string{stored(s, DAGs), stored(s, Sessions)}, [2]string{"head", strconv.FormatUint(seq, 10)}; got != want {
+		t.Fatalf("stored cursors of dags and sessions part-way: %v, want %v", got, want)
+	}
+	s = reopen(t, ctx, fs, s)
+	if c := s.cursorsCopy(); c[DAGs] != 2 || c[Sessions] != seq {
+		t.Fatalf("cursors reopened part-way: %v; want dags 2, sessions %d", c, seq)
+	}
+	if _, err := s.Projector(log).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range projectionList {
+		if got := stored(s, p.name); got != "head" {
+			t.Fatalf("cursor of %s stored as %s once caught up, want head", p.name, got)
+		}
+	}
+	checkFoldedOnce(t, ctx, log, s)
+}
+
+// A store an earlier binary wrote (every cursor a number, versions without
+// the cursor layout) is read as it is, not rebuilt, and its versions are
+// marked, so that such a binary, which would read a cursor following the
+// head as 0, rebuilds it rather than fold everything again onto it.
+func TestStoreOfNumberedCursorsIsReadAsItIs(t *testing.T) {
+	ctx, log, fs, s := setup(t)
+	seq := appendSession(t, ctx, log, "S1")
+	if _, err := s.Projector(log).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := s.db.NewBatch()
+	for _, p := range projectionList {
+		if err := errors.Join(b.Set(cursorKey(p.name), putUint64(seq), nil),
+			b.Set(versionKey(p.name), []byte(strconv.Itoa(p.version)), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, ctx, fs, s)
+	for _, p := range projectionList {
+		if c := s.cursorsCopy()[p.name]; c != seq {
+			t.Fatalf("cursor of %s = %d, want %d", p.name, c, seq)
+		}
+		v, err := s.get(versionKey(p.name))
+		if err != nil || string(v) != p.storedVersion() {
+			t.Fatalf("version of %s stored as %q (%v), want %q", p.name, v, err, p.storedVersion())
+		}
+		if n, err := strconv.Atoi(string(v)); err == nil && n == p.version {
+			t.Fatalf("version of %s reads as %d to an earlier binary", p.name, n)
+		}
+	}
+	if _, err := s.SessionDAG(ctx, "S1", "d"); err != nil {
+		t.Fatalf("state dropped: %v", err)
 	}
 }

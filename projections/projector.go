@@ -230,7 +230,7 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		if err != nil {
 			return &streamError{fmt.Errorf("read the stream's last sequence: %w", err)}
 		}
-		p.s.advanced(nil, last)
+		p.s.advanced(nil, nil, last, false)
 	}
 	from := p.s.Cursor() + 1
 	if p.until != nil {
@@ -328,7 +328,7 @@ func (e *streamError) Unwrap() error { return e.err }
 // writes batch N while this one folds batch N+1.
 func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, progress func(Progress)) error {
 	o := p.s.opts
-	cursors := p.s.cursorsCopy()
+	cursors, follows := p.s.cursorsCopy(), p.s.followsCopy()
 	var fresh [][]byte
 	for _, pr := range projectionList {
 		if cursors[pr.name] == 0 && o.folds(pr) {
@@ -371,7 +371,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		if e.isFork() {
 			// A fork reads the parent's state from Pebble: everything before
 			// it must be committed, objects held in the cache included.
-			if err := p.flushHeld(cm, prev, cursors); err != nil {
+			if err := p.flushHeld(cm, prev, cursors, follows); err != nil {
 				return fail(err)
 			}
 		}
@@ -458,7 +458,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		if writeObjects {
 			held = 0
 		}
-		b, advanced, err := p.prepare(cm, b, last, cursors, writeObjects)
+		b, advanced, marked, err := p.prepare(cm, b, last, cursors, follows, writeObjects)
 		if err != nil {
 			return fail(err)
 		}
@@ -470,7 +470,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			b.Close()
 			return fail(err)
 		}
-		cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, streamLast: last.seq + last.pending,
+		cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, follows: marked, streamLast: last.seq + last.pending,
 			sync: !live && (caughtUp || closed), caughtUp: caughtUp, progress: pr, report: progress})
 		if closed {
 			return cm.wait()
@@ -481,15 +481,17 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 // prepare encodes into b the changed objects (with writeObjects), the cursor
 // of every projection b brings up to date, and the head: one batch, so state
 // and cursors are never apart. Without writeObjects only the write-only
-// projections' cursors advance. It returns the batch to commit, b or, during
-// a rebuild, the last of the batches the objects were split into (the ones
-// before it are committed or in flight); on error it has closed it.
-func (p *Projector) prepare(cm *committer, b *pebble.Batch, last *event, cursors map[string]uint64, writeObjects bool) (*pebble.Batch, map[string]uint64, error) {
+// projections' cursors advance. A cursor is written only where its stored
+// form changes (see followsHead). It returns the batch to commit, b or,
+// during a rebuild, the last of the batches the objects were split into
+// (the ones before it are committed or in flight), the cursors it moves and
+// the stored forms it changes; on error it has closed it.
+func (p *Projector) prepare(cm *committer, b *pebble.Batch, last *event, cursors map[string]uint64, follows map[string]bool, writeObjects bool) (*pebble.Batch, map[string]uint64, map[string]bool, error) {
 	if writeObjects {
 		var err error
 		if b, err = p.c.flush(b, p.splitter(cm)); err != nil {
 			b.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		p.c.markClean()
 	}
@@ -505,17 +507,17 @@ func (p *Projector) prepare(cm *committer, b *pebble.Batch, last *event, cursors
 		if cursors[pr.name] < to {
 			advanced[pr.name] = to
 			cursors[pr.name] = to
-			if err := b.Set(cursorKey(pr.name), putUint64(to), nil); err != nil {
-				b.Close()
-				return nil, nil, err
-			}
 		}
 	}
-	if err := b.Set(headKey, encodeHead(last.seq, last.id), nil); err != nil {
-		b.Close()
-		return nil, nil, err
+	marked, err := writeCursors(b, last.seq, cursors, advanced, follows)
+	if err == nil {
+		err = b.Set(headKey, encodeHead(last.seq, last.id), nil)
 	}
-	return b, advanced, nil
+	if err != nil {
+		b.Close()
+		return nil, nil, nil, err
+	}
+	return b, advanced, marked, nil
 }
 
 // splitter returns how the objects a rebuild held are written: in batches
@@ -549,14 +551,14 @@ func (p *Projector) splitter(cm *committer) func(*pebble.Batch) (*pebble.Batch, 
 // flushHeld commits the objects a catch-up holds in the cache, with the
 // cursors of last, the last event folded, and waits until everything folded
 // so far is in Pebble.
-func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uint64) error {
+func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uint64, follows map[string]bool) error {
 	if err := cm.wait(); err != nil {
 		return err
 	}
 	if len(p.c.dirty) == 0 || last == nil {
 		return nil
 	}
-	b, advanced, err := p.prepare(cm, cm.batch(), last, cursors, true)
+	b, advanced, marked, err := p.prepare(cm, cm.batch(), last, cursors, follows, true)
 	if err != nil {
 		return err
 	}
@@ -564,7 +566,7 @@ func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uin
 		b.Close()
 		return err
 	}
-	cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, streamLast: last.seq + last.pending})
+	cm.send(commitJob{batch: b, last: last.seq, advanced: advanced, follows: marked, streamLast: last.seq + last.pending})
 	return cm.wait()
 }
 
@@ -573,6 +575,7 @@ type commitJob struct {
 	batch      *pebble.Batch
 	last       uint64
 	advanced   map[string]uint64
+	follows    map[string]bool // the cursors whose stored form changed
 	streamLast uint64
 	sync       bool
 	caughtUp   bool
@@ -654,10 +657,7 @@ func (c *committer) commit(j commitJob) error {
 		return nil
 	}
 	s := c.p.s
-	s.advanced(j.advanced, j.streamLast)
-	if j.caughtUp {
-		s.markReady()
-	}
+	s.advanced(j.advanced, j.follows, j.streamLast, j.caughtUp)
 	if j.report != nil || c.p.rebuilding() {
 		s.mu.Lock()
 		if j.progress.Finished {
@@ -789,6 +789,10 @@ func (s *Store) endRebuild() {
 func (s *Store) markReady() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.readyLocked()
+}
+
+func (s *Store) readyLocked() {
 	if !s.ready {
 		s.ready = true
 		s.startup = time.Since(s.openedAt)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"sync"
@@ -31,8 +32,11 @@ type Store struct {
 
 	openedAt time.Time
 
-	mu         sync.Mutex
-	cursors    map[string]uint64
+	mu      sync.Mutex
+	cursors map[string]uint64
+	// follows are the projections whose stored cursor follows the head
+	// (see followsHead).
+	follows    map[string]bool
 	changed    chan struct{} // closed and replaced at each commit
 	streamLast uint64
 	ready      bool
@@ -195,16 +199,9 @@ func moveAside(fs vfs.FS, dir string) (string, error) {
 // loadMeta reads every cursor; a store whose metadata does not read counts as
 // broken.
 func (s *Store) loadMeta() error {
-	s.cursors = map[string]uint64{}
-	for _, p := range projectionList {
-		v, err := s.get(cursorKey(p.name))
-		if err != nil {
-			return fmt.Errorf("read cursor of %s: %w", p.name, err)
-		}
-		s.cursors[p.name] = getUint64(v)
-	}
-	if _, err := s.get(headKey); err != nil {
-		return fmt.Errorf("read head: %w", err)
+	var err error
+	if s.cursors, s.follows, err = readCursors(s.db); err != nil {
+		return fmt.Errorf("read the cursors: %w", err)
 	}
 	v, err := s.get(rebuildKey)
 	if err != nil {
@@ -230,20 +227,25 @@ func (s *Store) checkVersions() error {
 		if err != nil {
 			return err
 		}
-		have := 0
-		if len(v) > 0 {
-			have, _ = strconv.Atoi(string(v))
-		}
-		if have == p.version {
+		switch string(v) {
+		case p.storedVersion():
+			continue
+		case strconv.Itoa(p.version):
+			// Written before cursors could follow the head: the same
+			// state, marked so that such a binary rebuilds it (see
+			// cursorLayout).
+			if err := b.Set(versionKey(p.name), []byte(p.storedVersion()), nil); err != nil {
+				return err
+			}
 			continue
 		}
-		if have != 0 || s.cursors[p.name] != 0 {
-			s.log.Info("projection version changed: rebuilding it", "projection", p.name, "from", have, "to", p.version)
+		if len(v) > 0 || s.cursors[p.name] != 0 {
+			s.log.Info("projection version changed: rebuilding it", "projection", p.name, "from", string(v), "to", p.storedVersion())
 		}
 		if err := dropProjection(b, p); err != nil {
 			return err
 		}
-		s.cursors[p.name] = 0
+		s.cursors[p.name], s.follows[p.name] = 0, false
 	}
 	if b.Empty() {
 		return nil
@@ -260,7 +262,7 @@ func dropProjection(b *pebble.Batch, p *projection) error {
 	if err := b.Delete(cursorKey(p.name), nil); err != nil {
 		return err
 	}
-	return b.Set(versionKey(p.name), []byte(strconv.Itoa(p.version)), nil)
+	return b.Set(versionKey(p.name), []byte(p.storedVersion()), nil)
 }
 
 // dropAll deletes every projection and the head, for a full rebuild, and
@@ -284,7 +286,7 @@ func (s *Store) dropAll() error {
 	}
 	s.mu.Lock()
 	for k := range s.cursors {
-		s.cursors[k] = 0
+		s.cursors[k], s.follows[k] = 0, false
 	}
 	s.incomplete = true
 	s.mu.Unlock()
@@ -380,19 +382,26 @@ func (s *Store) appliedLocked() uint64 {
 func (s *Store) cursorsCopy() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]uint64, len(s.cursors))
-	for k, v := range s.cursors {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.cursors)
 }
 
-// advanced records a commit and wakes WaitFor callers.
-func (s *Store) advanced(cursors map[string]uint64, streamLast uint64) {
+// followsCopy is a copy of follows.
+func (s *Store) followsCopy() map[string]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, v := range cursors {
-		s.cursors[k] = v
+	return maps.Clone(s.follows)
+}
+
+// advanced records a commit (the cursors it moved, those whose stored form
+// changed, and whether it caught up with the stream) and wakes WaitFor
+// callers: one who reads the status then sees the store ready.
+func (s *Store) advanced(cursors map[string]uint64, follows map[string]bool, streamLast uint64, caughtUp bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.cursors, cursors)
+	maps.Copy(s.follows, follows)
+	if caughtUp {
+		s.readyLocked()
 	}
 	s.streamLast = max(s.streamLast, streamLast)
 	s.served(s.appliedLocked())

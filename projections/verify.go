@@ -60,15 +60,13 @@ func (s *Store) Verify(ctx context.Context, src Source) (*VerifyReport, error) {
 	if v, err := getFrom(snap, rebuildKey); err != nil || v != nil {
 		return nil, errors.Join(err, fmt.Errorf("%w: a rebuild of the projections is under way or was interrupted; verify once it has finished", ErrVerify))
 	}
-	until := map[string]uint64{}
+	until, _, err := readCursors(snap)
+	if err != nil {
+		return nil, err
+	}
 	var to uint64
-	for _, p := range projectionList {
-		v, err := getFrom(snap, cursorKey(p.name))
-		if err != nil {
-			return nil, err
-		}
-		until[p.name] = getUint64(v)
-		to = max(to, until[p.name])
+	for _, c := range until {
+		to = max(to, c)
 	}
 	mem, err := openMem(ctx, s.log)
 	if err != nil {

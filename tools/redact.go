@@ -629,7 +629,7 @@ func (r *Redactor) keyValue(s string, at int, sp *spans) {
 		return
 	}
 	class := classifyKey(s[k:ke])
-	if class == keyPlain {
+	if class == keyPlain || testVerdict(s, k, ke) {
 		return
 	}
 	// The value.
@@ -684,6 +684,13 @@ func (r *Redactor) keyValue(s string, at int, sp *spans) {
 		return
 	}
 	sp.add(v, end)
+}
+
+// testVerdict reports whether the key s[k:ke] is the verdict of a Go test
+// result line, "--- PASS: TestLoad (0.01s)" (go test -v, and the Output of
+// go test -json): the test's name is no password.
+func testVerdict(s string, k, ke int) bool {
+	return s[k:ke] == "PASS" && strings.HasSuffix(s[:k], "--- ") && ke < len(s) && s[ke] == ':'
 }
 
 func lineEnd(s string, i int) int {

@@ -56,8 +56,17 @@ func TestRedactShapes(t *testing.T) {
 		{"client_secret='abcdefgh12345678'", "client_secret='" + R + "'"},
 		{"https://api.example.com/x?access_token=abc123def456&page=2", "https://api.example.com/x?access_token=" + R + "&page=2"},
 		{"my password is correct-horse-battery!", "my password is " + R + "!"},
+		// A password key that is not a Go test's verdict.
+		{"PASS: hunter22", "PASS: " + R},
+		{"db pass: hunter22", "db pass: " + R},
+		{"PASS=hunter22", "PASS=" + R},
+		{"--- PASS: TestLoad (0.00s)\npassword: hunter22", "--- PASS: TestLoad (0.00s)\npassword: " + R},
 		// Not secrets.
 		{"task-1234567890abcdefghij", "task-1234567890abcdefghij"},
+		// Go test verdicts: the test's name is no password.
+		{"=== RUN   TestLoad\n--- PASS: TestLoad (0.00s)\nPASS", "=== RUN   TestLoad\n--- PASS: TestLoad (0.00s)\nPASS"},
+		{"    --- PASS: TestLoad/empty_key (0.00s)", "    --- PASS: TestLoad/empty_key (0.00s)"},
+		{`{"Action":"output","Test":"TestLoad","Output":"--- PASS: TestLoad (0.01s)\n"}`, `{"Action":"output","Test":"TestLoad","Output":"--- PASS: TestLoad (0.01s)\n"}`},
 		{"sk-learn is a library", "sk-learn is a library"},
 		{"max_tokens: 2000", "max_tokens: 2000"},
 		{"if password == \"\" {", "if password == \"\" {"},

@@ -60,12 +60,12 @@ func routeAuthCost(ctx context.Context, cfg RouteConfig, mode string, progress f
 			return eventbench.Comparison{}, err
 		}
 	}
-	stopOn, err := startAgents(ctx, cfg, func(kind string) jetstream.JetStream { return conns[kind] })
+	stopOn, err := startAgents(ctx, cfg, mode, func(kind string) jetstream.JetStream { return conns[kind] })
 	if err != nil {
 		return eventbench.Comparison{}, err
 	}
 	defer stopOn()
-	stopOff, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return off.JetStream() })
+	stopOff, err := startAgents(ctx, cfg, mode, func(string) jetstream.JetStream { return off.JetStream() })
 	if err != nil {
 		return eventbench.Comparison{}, err
 	}

@@ -68,7 +68,7 @@ func RouteCluster(ctx context.Context, cfg RouteConfig, replicas int, progress f
 // routedRuns runs the Guide and the answering agent on b, then the routed
 // path as fast as it goes and, at cfg.LatencyRate, its latency.
 func routedRuns(ctx context.Context, cfg RouteConfig, b *broker.Broker) (eventbench.Measure, []time.Duration, error) {
-	stop, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return b.JetStream() })
+	stop, err := startAgents(ctx, cfg, b.Options().Sync, func(string) jetstream.JetStream { return b.JetStream() })
 	if err != nil {
 		return eventbench.Measure{}, nil, err
 	}
@@ -122,7 +122,7 @@ func startCluster(ctx context.Context, dir string, n int, mode string) ([]*broke
 // caller that measures it with and without something beside it.
 func RoutedPath(ctx context.Context, cfg RouteConfig, b *broker.Broker, n int) (eventbench.Measure, error) {
 	cfg.ensureDefaults()
-	stop, err := startAgents(ctx, cfg, func(string) jetstream.JetStream { return b.JetStream() })
+	stop, err := startAgents(ctx, cfg, b.Options().Sync, func(string) jetstream.JetStream { return b.JetStream() })
 	if err != nil {
 		return eventbench.Measure{}, err
 	}

@@ -136,8 +136,9 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 }
 
 // startAgents runs the Guide and the benchmark's Librarian, each on the
-// JetStream context js gives for its kind, until stop.
-func startAgents(ctx context.Context, cfg RouteConfig, js func(kind string) jetstream.JetStream) (stop func(), err error) {
+// JetStream context js gives for its kind, until stop; they group-commit
+// their outputs on a stream of syncMode always, as sylk serve has them do.
+func startAgents(ctx context.Context, cfg RouteConfig, syncMode string, js func(kind string) jetstream.JetStream) (stop func(), err error) {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	stop = func() { cancel(); wg.Wait() }
@@ -145,7 +146,8 @@ func startAgents(ctx context.Context, cfg RouteConfig, js func(kind string) jets
 		agent string
 		h     agents.Handler
 	}{{guide.Name, &guide.Guide{}}, {"librarian", agents.HandlerFunc(answer)}} {
-		runner, err := agents.NewRunner(js(r.agent), r.h, agents.Options{Agent: r.agent, Concurrency: cfg.Concurrency, PerSession: cfg.Concurrency, MaxAckPending: 4 * cfg.Concurrency})
+		runner, err := agents.NewRunner(js(r.agent), r.h, agents.Options{Agent: r.agent, Concurrency: cfg.Concurrency, PerSession: cfg.Concurrency, MaxAckPending: 4 * cfg.Concurrency,
+			GroupCommit: syncMode == broker.SyncAlways})
 		if err != nil {
 			stop()
 			return nil, err

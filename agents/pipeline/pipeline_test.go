@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,4 +374,46 @@ func TestTwoVariantsOneSelectedAndMerged(t *testing.T) {
 		t.Fatalf("group after selection %+v", g2)
 	}
 	f.replay()
+}
+
+// Two repositories whose DAGs have the same id (each its own Sylk, sharing
+// the directory of variants' worktrees) get a worktree each: a variant of
+// one does not take the other's.
+func TestVariantWorktreesAreApartAcrossRepositories(t *testing.T) {
+	shared := t.TempDir()
+	var v1s []string
+	var fs []*fixture
+	for i := range 2 {
+		f := newFixture(t, func(f *fixture, _ *llm.Config) { f.worktrees = shared })
+		fs = append(fs, f)
+		gate := filepath.Join(t.TempDir(), "go-on")
+		f.TwoVariants(gate)
+		t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) })
+		f.write("which.txt", fmt.Sprintf("repository %d\n", i))
+		f.git("add", "-A")
+		f.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "which")
+		f.submit(schemas.PipelineReview, "add Add(a, b int) int to package calc")
+		f.pipelineOf("add")
+		f.Send("S1", "user", pipeline.Name, schemas.TypeVariantRequest, schemas.VariantRequest{DAGID: "d1", NodeID: "add", Approach: scripted.Counting})
+		var v1 *projections.Variant
+		f.Eventually(30*time.Second, "the variant's worktree", func() bool {
+			gs, _ := f.Store.VariantGroups(f.Ctx, projections.PipelineFilter{Node: "add"})
+			if len(gs) == 1 {
+				v1 = gs[0].Variant("v1")
+			}
+			return v1 != nil && v1.Worktree != ""
+		})
+		v1s = append(v1s, v1.Worktree)
+	}
+	if v1s[0] == v1s[1] {
+		t.Fatalf("both repositories' variants in %s", v1s[0])
+	}
+	for i, f := range fs {
+		if got, want := f.read(v1s[i], "which.txt"), fmt.Sprintf("repository %d\n", i); got != want {
+			t.Fatalf("worktree %s holds %q, want %q", v1s[i], got, want)
+		}
+		if list := f.git("worktree", "list"); !strings.Contains(list, v1s[i]) || strings.Contains(list, v1s[1-i]) {
+			t.Fatalf("repository %d lists its worktrees as:\n%s", i, list)
+		}
+	}
 }

@@ -117,7 +117,7 @@ func (a *Agent) variant(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 		taken = len(g.Variants)
 	}
 	variantID := fmt.Sprintf("v%d", taken)
-	worktree := filepath.Join(a.WorktreeDir, groupID, variantID)
+	worktree := a.worktreePath(d.Env.SessionID, orig, groupID, variantID)
 	where := agents.ToolWhere{DAGID: orig.DAG, NodeID: orig.Node, Attempt: orig.Attempt}
 	script := fmt.Sprintf("set -e\n[ -e %[1]s/.git ] || git worktree add --detach %[1]s %[2]s >&2\n", shellQuote(worktree), shellQuote(orig.StartingCommit))
 	if _, err := a.git(ctx, d, orig.WorkDir, groupID+"/"+variantID+"/worktree", script, where); err != nil {
@@ -190,6 +190,16 @@ func (a *Agent) variantEnded(ctx context.Context, d *agents.Delivery, pl *projec
 		return nil, agents.Permanent(err)
 	}
 	return []*schemas.Envelope{tf}, a.removeWorktrees(ctx, d, g, pl)
+}
+
+// worktreePath is where a variant's worktree goes: under WorktreeDir, in a
+// directory of the repository (the original's work directory) and the
+// session, then of the group and the variant. A group's id comes from its
+// DAG's and node's ids alone, which another repository's session (another
+// Sylk sharing the temporary directory) may have too: without the first
+// part, its variants took these worktrees.
+func (a *Agent) worktreePath(session string, orig *projections.Pipeline, groupID, variantID string) string {
+	return filepath.Join(a.WorktreeDir, "r-"+tools.CallID(orig.WorkDir, session)[:12], groupID, variantID)
 }
 
 // removeWorktrees removes a group's worktrees (recorded, once).

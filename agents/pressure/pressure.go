@@ -3,13 +3,15 @@
 // when the pressure has passed; the user's own work is never touched.
 //
 // The pressure it watches is the event stream's disk quota (a
-// stream_quota reading, events.Log.WatchQuota). The work it pauses is
-// background work: the sessions a schedule started (their runs carry
-// schemas.PriorityBackground), newest first. It pauses them with ordinary
-// pause signals whose reason says why, so the runners hold their messages
-// as for any pause, and `sylk tail` or the web view show the reason; it
-// resumes the ones it paused, and only those, once the stream is back under
-// its warning level (hysteresis: pausing at 90%, resuming under 80%).
+// stream_quota reading, events.Log.WatchQuota) and the memory the server
+// may use (ReadMemory: its cgroup's limit, or the machine's memory). The
+// work it pauses is background work: the sessions a schedule started
+// (their runs carry schemas.PriorityBackground), newest first. It pauses
+// them with ordinary pause signals whose reason says why, so the runners
+// hold their messages as for any pause, and `sylk tail` or the web view
+// show the reason; it resumes the ones it paused, and only those, once
+// every resource is back under its warning level (hysteresis: pausing at
+// 90%, resuming under 80%).
 // What it paused is in the sessions projection (a session paused by its
 // signal has PausedBy Source): a governor started after a restart resumes
 // the sessions its predecessor paused once the pressure has passed.
@@ -50,6 +52,16 @@ type Governor struct {
 	loaded bool     // paused holds what the projection says was paused
 	under  bool     // under pressure
 	paused []string // the sessions it paused, in the order paused
+	// levels is each resource's last level read ("disk", "memory").
+	levels map[string]int
+}
+
+// reading is one resource's use, as the governor's reasons say it.
+type reading struct {
+	resource string
+	level    int
+	// use says it: "the event stream holds 93% of its disk quota (...)".
+	use string
 }
 
 // Background reports whether a session is background work the governor may
@@ -58,9 +70,26 @@ func Background(s *projections.Session) bool { return s.Metadata["schedule"] != 
 
 // Observe takes a reading of the stream's quota: at the critical level it
 // pauses every running background session not yet paused (newest first, so
-// that under a longer pressure the oldest work is the last held); back
-// under the warning level it resumes the sessions it paused.
+// that under a longer pressure the oldest work is the last held); once it
+// and every other resource read are back under the warning level it
+// resumes the sessions it paused.
 func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
+	return g.observe(ctx, reading{resource: "disk", level: q.Level,
+		use: fmt.Sprintf("the event stream holds %d%% of its disk quota (%s of %s)", q.Percent, tools.ByteSize(q.Bytes), tools.ByteSize(q.MaxBytes))})
+}
+
+// ObserveMemory takes a reading of the memory, as Observe does of the
+// stream's quota.
+func (g *Governor) ObserveMemory(ctx context.Context, m Memory) error {
+	of := "the machine's memory"
+	if m.Source == MemoryCgroup {
+		of = "the server's cgroup memory limit"
+	}
+	return g.observe(ctx, reading{resource: "memory", level: m.Level,
+		use: fmt.Sprintf("memory in use is %d%% of %s (%s of %s)", m.Percent, of, tools.ByteSize(m.Used), tools.ByteSize(m.Limit))})
+}
+
+func (g *Governor) observe(ctx context.Context, r reading) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.loaded {
@@ -68,15 +97,29 @@ func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
 			return err
 		}
 	}
+	if g.levels == nil {
+		g.levels = map[string]int{}
+	}
+	g.levels[r.resource] = r.level
 	switch {
-	case q.Level >= schemas.QuotaCritical:
+	case r.level >= schemas.QuotaCritical:
 		g.under = true
-		return g.pauseBackground(ctx, q)
-	case q.Level == 0 && g.under:
+		return g.pauseBackground(ctx, r)
+	case g.under && g.clear():
 		g.under = false
-		return g.resumePaused(ctx, q)
+		return g.resumePaused(ctx, r)
 	}
 	return nil
+}
+
+// clear reports whether every resource read is under its warning level.
+func (g *Governor) clear() bool {
+	for _, l := range g.levels {
+		if l > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // load takes up the sessions an earlier governor paused and nobody resumed,
@@ -96,7 +139,7 @@ func (g *Governor) load(ctx context.Context) error {
 	return nil
 }
 
-func (g *Governor) pauseBackground(ctx context.Context, q schemas.StreamQuota) error {
+func (g *Governor) pauseBackground(ctx context.Context, r reading) error {
 	all, err := g.Sessions.Sessions(ctx, projections.SessionFilter{})
 	if err != nil {
 		return fmt.Errorf("pressure: list the sessions: %w", err)
@@ -109,20 +152,20 @@ func (g *Governor) pauseBackground(ctx context.Context, q schemas.StreamQuota) e
 		}
 	}
 	slices.SortFunc(victims, func(a, b *projections.Session) int { return cmpDesc(a.CreatedSeq, b.CreatedSeq) })
-	why := fmt.Sprintf("resource pressure: the event stream holds %d%% of its disk quota (%s of %s); scheduled work pauses first, "+
-		"and resumes once it is back under %d%%; your own work goes on", q.Percent, tools.ByteSize(q.Bytes), tools.ByteSize(q.MaxBytes), schemas.QuotaWarn)
+	why := fmt.Sprintf("resource pressure: %s; scheduled work pauses first, "+
+		"and resumes once it is back under %d%%; your own work goes on", r.use, schemas.QuotaWarn)
 	for _, s := range victims {
 		if err := g.signal(ctx, s.ID, schemas.SignalPause, why); err != nil {
 			return err
 		}
 		g.paused = append(g.paused, s.ID)
-		slog.Warn("pressure: paused a background session", "session", s.ID, "name", s.Name, "percent", q.Percent)
+		slog.Warn("pressure: paused a background session", "session", s.ID, "name", s.Name, "resource", r.resource, "use", r.use)
 	}
 	return nil
 }
 
-func (g *Governor) resumePaused(ctx context.Context, q schemas.StreamQuota) error {
-	why := fmt.Sprintf("resource pressure passed: the event stream holds %d%% of its disk quota", q.Percent)
+func (g *Governor) resumePaused(ctx context.Context, r reading) error {
+	why := "resource pressure passed: " + r.use
 	for len(g.paused) > 0 {
 		id := g.paused[0]
 		if err := g.signal(ctx, id, schemas.SignalResume, why); err != nil {

@@ -105,7 +105,10 @@ type Config struct {
 	PipelineHandoffs int
 	// AckWait of the agents' consumers (default agents.DefaultAckWait).
 	AckWait time.Duration
-	Logger  *slog.Logger
+	// GroupCommit: the stream syncs every write, so the agents append
+	// their concurrent handlers' outputs together (agents.Options).
+	GroupCommit bool
+	Logger      *slog.Logger
 	// OnRunner, if set, sees each agent's runner before it starts (metrics
 	// read what it holds).
 	OnRunner func(*agents.Runner)
@@ -237,7 +240,7 @@ func (c *Config) agents(hp *hooks.Pipeline) []agent {
 	executors := &worker.Executors{Options: c.Tools, DefaultDir: c.DefaultWorkDir, StandIn: c.WorkDirStandIn}
 	c.withLLM(executors, hp)
 	base := func(name string) agents.Options {
-		o := agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait}
+		o := agents.Options{Agent: name, Caught: c.Store, Logger: c.Logger, AckWait: c.AckWait, GroupCommit: c.GroupCommit}
 		if hp != nil {
 			o.Hooks = hp
 		}

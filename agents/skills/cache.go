@@ -49,6 +49,12 @@ type cacheEntry struct {
 	// Skill is nil when a problem was fatal.
 	Skill *Skill
 	Probs []Problem
+
+	// compiled makes Skill's matcher once per entry (a gob-decoded entry
+	// has none; a parse's has one already): every agent loop's start uses
+	// the entries of every skill.
+	compiled   sync.Once
+	compileErr error
 }
 
 // cacheData is the file's content.
@@ -82,11 +88,28 @@ func (c *Cache) load() {
 	}
 }
 
-// builtinParses are the built-in skills as parsed, by directory and body
-// cap (builtinKey -> *cacheEntry): they are compiled into the binary, so
-// each is parsed once per process, not at every discovery (every agent
-// loop's start).
+// builtinParses are the built-in skills as parsed, their directories
+// listed, by directory and body cap (builtinKey -> *builtinParse): they are
+// compiled into the binary, so each is parsed and listed once per process,
+// not at every discovery (every agent loop's start).
 var builtinParses sync.Map
+
+type builtinParse struct {
+	skill *Skill // nil when a problem was fatal
+	probs []Problem
+}
+
+// use returns a copy of the parse, for the caller to keep.
+func (b *builtinParse) use() (*Skill, []Problem) {
+	probs := slices.Clone(b.probs)
+	if b.skill == nil {
+		return nil, probs
+	}
+	s := *b.skill
+	s.Metadata = maps.Clone(s.Metadata)
+	s.References, s.Assets, s.Scripts = slices.Clone(s.References), slices.Clone(s.Assets), slices.Clone(s.Scripts)
+	return &s, probs
+}
 
 type builtinKey struct {
 	dir     string
@@ -98,12 +121,12 @@ type builtinKey struct {
 func (c *Cache) parse(loc *Location, dir string, maxBody int) (*Skill, []Problem) {
 	if loc.FS == Builtin() {
 		k := builtinKey{dir, maxBody}
-		if e, ok := builtinParses.Load(k); ok {
-			return e.(*cacheEntry).use(loc.FS, dir)
+		b, ok := builtinParses.Load(k)
+		if !ok {
+			s, probs := Parse(loc.FS, dir, maxBody)
+			b, _ = builtinParses.LoadOrStore(k, &builtinParse{skill: s, probs: probs})
 		}
-		s, probs := Parse(loc.FS, dir, maxBody)
-		builtinParses.Store(k, newEntry(s, probs, maxBody))
-		return s, probs
+		return b.(*builtinParse).use()
 	}
 	if c == nil || loc.Dir == "" {
 		return Parse(loc.FS, dir, maxBody)
@@ -149,16 +172,21 @@ func (e *cacheEntry) fresh(fi fs.FileInfo, maxBody int) bool {
 	return e.Size == fi.Size() && e.ModTime == fi.ModTime().UnixNano() && e.MaxBody == maxBody
 }
 
-// use returns a copy of the cached parse, its matcher compiled and its
-// directory listed.
+// use returns a copy of the cached parse, its matcher compiled (once, and
+// shared: a matcher is read-only) and its directory listed.
 func (e *cacheEntry) use(fsys fs.FS, dir string) (*Skill, []Problem) {
 	probs := slices.Clone(e.Probs)
 	if e.Skill == nil {
 		return nil, probs
 	}
+	e.compiled.Do(func() {
+		if e.Skill.match == nil {
+			e.compileErr = e.Skill.compile()
+		}
+	})
 	s := *e.Skill
 	s.Metadata = maps.Clone(s.Metadata)
-	if err := s.compile(); err != nil {
+	if err := e.compileErr; err != nil {
 		// Compiled when it was parsed: a cache file that lies.
 		return nil, []Problem{{Path: dir + "/" + FileName, Field: "metadata.load-trigger", Msg: fmt.Sprintf("%q is not a valid pattern: %v", s.Trigger, err), Fatal: true}}
 	}

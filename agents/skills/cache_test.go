@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -137,4 +138,31 @@ func TestCacheBadFile(t *testing.T) {
 		t.Fatalf("unwritable cache: %v %v", c.Names, c.Warnings)
 	}
 	t.Log(c.Warnings[0])
+}
+
+// A cached skill's pattern trigger is compiled once per cache entry, not
+// at every discovery (every agent loop's start): two discoveries from the
+// cache file share one compiled pattern, which still matches.
+func TestCachedTriggerCompiledOnce(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), CacheFile)
+	locs := []Location{DirLocation("project", root)}
+	writeSkill(t, root, "flaky", skillText("flaky", "Chase flaky tests.", "  load-trigger: \"flak(y|iness) tests?\"\n", "Do it."))
+	OpenCache(file).Discover(locs, 0) // parsed, and the cache file written
+	c := OpenCache(file)
+	var res []*regexp.Regexp
+	for range 2 {
+		cat := c.Discover(locs, 0)
+		p, ok := cat.Skills["flaky"].match.(pattern)
+		if !ok {
+			t.Fatalf("matcher %T, want a pattern", cat.Skills["flaky"].match)
+		}
+		res = append(res, p.re)
+		if sel := Select(cat, Request{Agent: "engineer", Task: "find the flaky tests in ci"}); len(sel.Skills) != 1 {
+			t.Fatalf("selected %+v", sel.Skills)
+		}
+	}
+	if res[0] != res[1] {
+		t.Fatal("the trigger was compiled again at the second discovery")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -284,6 +285,29 @@ func TestBuiltinSkillsAreValid(t *testing.T) {
 	for _, n := range cat.Names {
 		if s := cat.Skills[n]; s.Dir != "builtin:"+n || s.Source != "builtin" {
 			t.Errorf("%s: dir %s source %s", n, s.Dir, s.Source)
+		}
+	}
+}
+
+// Built-in skills are parsed and listed once per process: each discovery
+// gets what a parse gives, as its own copy.
+func TestBuiltinSkillsParsedOncePerProcess(t *testing.T) {
+	locs := []Location{{Name: "builtin", FS: Builtin()}}
+	first := Discover(locs, 0)
+	for _, n := range first.Names {
+		s := first.Skills[n]
+		if s.Metadata == nil {
+			t.Fatalf("%s has no metadata", n)
+		}
+		s.Metadata["changed"] = "by the caller"
+	}
+	again := Discover(locs, 0)
+	for _, n := range again.Names {
+		parsed, _ := Parse(Builtin(), n, 0)
+		got := *again.Skills[n]
+		got.Dir, got.Source = parsed.Dir, parsed.Source // set by Discover
+		if !reflect.DeepEqual(&got, parsed) {
+			t.Errorf("%s from the process's parse:\n%+v\nparsed:\n%+v", n, &got, parsed)
 		}
 	}
 }

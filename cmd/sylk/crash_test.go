@@ -337,9 +337,10 @@ func verifyStore(t *testing.T, data string, log *events.Log) {
 // while a node's tool runs and starts it again: the interrupted node completes
 // within agentbench.ResumeBudget of the restart, not after a long ack wait.
 func TestPromptResume(t *testing.T) {
+	bin := sylkBinary(t) // built first: under load the build alone can take minutes
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := agentbench.Resume(ctx, agentbench.ResumeConfig{Bin: sylkBinary(t), DataDir: t.TempDir(), Kills: 1}, func(s string) { t.Log(s) })
+	rep, err := agentbench.Resume(ctx, agentbench.ResumeConfig{Bin: bin, DataDir: t.TempDir(), Kills: 1}, func(s string) { t.Log(s) })
 	if err != nil {
 		t.Fatal(err)
 	}

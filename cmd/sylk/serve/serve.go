@@ -204,6 +204,9 @@ func serveRun(ctx context.Context, f *cmdutil.Factory, opts *ServeOptions) error
 	bopts.Name = "sylk-serve"
 	rt := f.RuntimeConfig()
 	rt.Agents = opts.Agents
+	// An agents-only process takes --sync (or the config's sync) as the
+	// mode of the server it attaches to.
+	rt.GroupCommit = opts.Sync == broker.SyncAlways
 	if opts.AckWait > 0 {
 		rt.AckWait = opts.AckWait
 	}

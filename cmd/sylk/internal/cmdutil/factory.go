@@ -306,6 +306,7 @@ func (f *Factory) RuntimeConfig() runtime.Config {
 		PipelineLoops:    f.Cfg.Pipelines.MaxLoops,
 		PipelineHandoffs: f.Cfg.Pipelines.MaxHandoffs,
 		AckWait:          ackWait,
+		GroupCommit:      f.Cfg.Sync != broker.SyncInterval,
 		Logger:           slog.Default(),
 		LLMHint:          llm.Hint,
 		Skills:           skills.Config{UserDirs: skills.UserDirs(), Cache: f.SkillsCache()},

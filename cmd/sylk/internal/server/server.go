@@ -311,22 +311,28 @@ func components(o Options) []serverComponent {
 			})
 		}},
 		{"quota", func(ctx context.Context, s *Server) error {
-			// The stream's disk quota: warnings at 80% and 90%, and the
-			// governor pausing scheduled work under that pressure (with
-			// the projections in this process, which it reads).
+			// The stream's disk quota: warnings at 80% and 90%; and the
+			// governor pausing scheduled work under that pressure or the
+			// memory's (with the projections in this process, which it
+			// reads).
 			log := events.New(s.broker.JetStream())
-			var gov *pressure.Governor
-			if s.store != nil {
-				gov = &pressure.Governor{Log: log, Sessions: s.store}
+			if s.store == nil {
+				return log.WatchQuota(ctx, quotaInterval, nil)
 			}
-			return log.WatchQuota(ctx, quotaInterval, func(q schemas.StreamQuota) {
-				if gov == nil {
-					return
-				}
-				if err := gov.Observe(ctx, q); err != nil && ctx.Err() == nil {
+			gov := &pressure.Governor{Log: log, Sessions: s.store}
+			report := func(err error) {
+				if err != nil && ctx.Err() == nil {
 					slog.Error("pressure", "err", err)
 				}
-			})
+			}
+			memory := make(chan struct{})
+			go func() {
+				defer close(memory)
+				pressure.WatchMemory(ctx, quotaInterval, func() (pressure.Memory, error) { return pressure.ReadMemory("/") },
+					func(m pressure.Memory) { report(gov.ObserveMemory(ctx, m)) })
+			}()
+			defer func() { <-memory }()
+			return log.WatchQuota(ctx, quotaInterval, func(q schemas.StreamQuota) { report(gov.Observe(ctx, q)) })
 		}},
 		{"projector", func(ctx context.Context, s *Server) error {
 			return s.store.Projector(events.New(s.broker.JetStream())).Run(ctx)

@@ -210,12 +210,12 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !from.New {
 		err := w.opts.Log.Scan(ctx, f.Subject(), from, 0, func(ev *events.Event) error {
-			fr, err := frameOf(ev)
+			fr, err := frameOf(ev, subjectTokens(ev.Subject), decodeEvent(ev))
 			if err != nil {
 				return err
 			}
 			return out.send(fr)
-		})
+		}, events.Raw())
 		if err == nil {
 			err = out.flush()
 		}
@@ -239,17 +239,17 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 			if out.comment("keep-alive") != nil {
 				return
 			}
-		case fr := <-wt.queue:
+		case batch := <-wt.queue:
 			// Send what comes within a frame interval, then flush once: one
 			// write for a burst, however fast the stream runs.
-			if out.send(fr) != nil {
+			if w.sendBatch(out, wt, batch) != nil {
 				return
 			}
 			window := time.NewTimer(frameInterval)
 			for more := true; more; {
 				select {
-				case fr = <-wt.queue:
-					if out.send(fr) != nil {
+				case batch = <-wt.queue:
+					if w.sendBatch(out, wt, batch) != nil {
 						window.Stop()
 						return
 					}
@@ -267,6 +267,17 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sendBatch sends a batch the hub queued for wt.
+func (w *Web) sendBatch(out *sse, wt *watcher, batch []*frame) error {
+	w.hub.received(wt, len(batch))
+	for _, f := range batch {
+		if err := out.send(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sse writes server-sent events, skipping any at or before the last sent.
 type sse struct {
 	rw   http.ResponseWriter
@@ -280,11 +291,7 @@ func (s *sse) send(f *frame) error {
 		return nil
 	}
 	s.last = f.seq
-	s.buf.WriteString("id: ")
-	s.buf.WriteString(strconv.FormatUint(f.seq, 10))
-	s.buf.WriteString("\ndata: ")
-	s.buf.Write(f.data)
-	s.buf.WriteString("\n\n")
+	s.buf.Write(f.record)
 	if s.buf.Len() >= 64<<10 {
 		return s.flush()
 	}

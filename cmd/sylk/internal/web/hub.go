@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
 )
 
 // ClientBuffer is how many events a live view may have waiting to be sent
@@ -16,18 +18,26 @@ import (
 // and resumes after the last event it got (Last-Event-ID).
 const ClientBuffer = 1024
 
-// frame is one event, encoded once for every viewer it matches.
+// maxBatch bounds how many events the hub gathers before handing them over.
+const maxBatch = 256
+
+// frame is one event as the server-sent event every view it matches is
+// sent, encoded once for all of them.
 type frame struct {
 	seq  uint64
 	toks [4]string // session, source, target, type
-	data []byte    // the event as JSON (events.Line)
+	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
+	// LINE the event as JSON (events.Line).
+	record []byte
 }
 
-// watcher is one live view: its filter, its bounded queue, and dropped,
-// closed when the hub gave up on it.
+// watcher is one live view: its filter, its bounded queue of batches, and
+// dropped, closed when the hub gave up on it.
 type watcher struct {
 	filter  events.Filter
-	queue   chan *frame
+	all     bool // the filter lets every event through
+	queue   chan []*frame
+	queued  int // events in queue (under the hub's lock)
 	dropped chan struct{}
 }
 
@@ -44,11 +54,13 @@ func (w *watcher) matches(f *frame) bool {
 // hub follows the stream with one tail and hands each event to the views
 // watching it, never waiting for one.
 type hub struct {
-	// observe, if set, sees every event before the views do.
-	observe  func(*events.Event)
-	buffer   int
-	mu       sync.Mutex
-	watchers map[*watcher]struct{}
+	// observe, if set, sees the events of observeType, decoded, before the
+	// views do.
+	observe     func(*events.Event)
+	observeType schemas.Type
+	buffer      int
+	mu          sync.Mutex
+	watchers    map[*watcher]struct{}
 	// drops counts the views dropped for not reading (tests and benchmarks).
 	drops int
 }
@@ -63,7 +75,7 @@ func (h *hub) Watching() int {
 func newHub(buffer int) *hub { return &hub{buffer: buffer, watchers: map[*watcher]struct{}{}} }
 
 func (h *hub) watch(f events.Filter) *watcher {
-	w := &watcher{filter: f, queue: make(chan *frame, h.buffer), dropped: make(chan struct{})}
+	w := &watcher{filter: f, all: f == events.Filter{}, queue: make(chan []*frame, h.buffer), dropped: make(chan struct{})}
 	h.mu.Lock()
 	h.watchers[w] = struct{}{}
 	h.mu.Unlock()
@@ -76,6 +88,13 @@ func (h *hub) unwatch(w *watcher) {
 	h.mu.Unlock()
 }
 
+// received tells the hub a view took a batch of n events off its queue.
+func (h *hub) received(w *watcher, n int) {
+	h.mu.Lock()
+	w.queued -= n
+	h.mu.Unlock()
+}
+
 // Drops is how many views the hub dropped because they did not keep up.
 func (h *hub) Drops() int {
 	h.mu.Lock()
@@ -83,10 +102,14 @@ func (h *hub) Drops() int {
 	return h.drops
 }
 
-// run tails the stream from its end until ctx ends, encoding each event once
-// and only when someone watches.
+// run tails the stream (undecoded) from its end until ctx ends. An event is
+// decoded and encoded once, and only when a view watches or observe wants
+// it. Events that follow at once (the tail says how many are pending) are
+// handed to the views as one batch: a view wakes once per burst, not once
+// per event.
 func (h *hub) run(ctx context.Context, tail *events.Tail) {
 	defer tail.Stop()
+	var batch []*frame
 	for {
 		ev, err := tail.Next(ctx)
 		if err != nil {
@@ -95,48 +118,125 @@ func (h *hub) run(ctx context.Context, tail *events.Tail) {
 			}
 			return
 		}
-		if h.observe != nil {
+		toks := subjectTokens(ev.Subject)
+		watched := h.Watching() > 0
+		observed := h.observe != nil && schemas.Type(toks[3]) == h.observeType
+		if !watched && !observed {
+			batch = nil
+			continue
+		}
+		payload := decodeEvent(ev)
+		if observed && ev.Env != nil {
 			h.observe(ev)
 		}
-		h.publish(ev)
+		if watched {
+			f, err := frameOf(ev, toks, payload)
+			if err != nil {
+				slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
+			} else {
+				batch = append(batch, f)
+			}
+		}
+		// Pending events are stored already, so they come at once.
+		if len(batch) > 0 && (ev.Pending == 0 || len(batch) >= maxBatch) {
+			h.publish(batch)
+			batch = nil
+		}
 	}
 }
 
-func (h *hub) publish(ev *events.Event) {
+// publish hands a batch to every view it matches (the batch itself to a
+// view of every event, so it is shared), dropping a view whose queue would
+// hold more than its buffer.
+func (h *hub) publish(batch []*frame) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.watchers) == 0 {
-		return
-	}
-	f, err := frameOf(ev)
-	if err != nil {
-		slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
-		return
-	}
 	for w := range h.watchers {
-		if !w.matches(f) {
+		mine := batch
+		if !w.all {
+			mine = nil
+			for _, f := range batch {
+				if w.matches(f) {
+					mine = append(mine, f)
+				}
+			}
+			if len(mine) == 0 {
+				continue
+			}
+		}
+		if w.queued+len(mine) > h.buffer {
+			h.drop(w)
 			continue
 		}
 		select {
-		case w.queue <- f:
+		case w.queue <- mine:
+			w.queued += len(mine)
 		default:
-			delete(h.watchers, w)
-			close(w.dropped)
-			h.drops++
+			h.drop(w)
 		}
 	}
 }
 
-// frameOf encodes ev, its filter tokens read from its subject
+func (h *hub) drop(w *watcher) {
+	delete(h.watchers, w)
+	close(w.dropped)
+	h.drops++
+}
+
+// decodeEvent decodes ev's envelope into ev.Env (or says why not in ev.Err) and
+// returns its payload, decoded in the same pass.
+func decodeEvent(ev *events.Event) any {
+	env := &schemas.Envelope{}
+	p, err := schemas.UnmarshalPayloadInto(ev.Data, env)
+	if err != nil {
+		ev.Err = err
+		return nil
+	}
+	ev.Env = env
+	return p
+}
+
+// subjectTokens are the filter tokens of an event's subject
 // (sylk.v1.<session>.<source>.<target>.<type>).
-func frameOf(ev *events.Event) (*frame, error) {
-	data, err := json.Marshal(ev.Line())
+func subjectTokens(subject string) [4]string {
+	var toks [4]string
+	if t := strings.Split(subject, "."); len(t) == 6 {
+		copy(toks[:], t[2:])
+	}
+	return toks
+}
+
+// frameOf encodes a decoded event (payload its decoded payload, nil if it
+// has none) as its server-sent event. The line is json.Marshal(ev.Line())
+// byte for byte, without decoding the payload twice.
+func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
+	subject, err := json.Marshal(ev.Subject)
 	if err != nil {
 		return nil, err
 	}
-	f := &frame{seq: ev.Seq, data: data}
-	if toks := strings.Split(ev.Subject, "."); len(toks) == 6 {
-		copy(f.toks[:], toks[2:])
+	b := make([]byte, 0, 96+2*len(ev.Data))
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, "\ndata: {\"seq\":"...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, ",\"subject\":"...)
+	b = append(b, subject...)
+	switch {
+	case ev.Env != nil:
+		env, err := ev.Env.MarshalJSONWith(payload)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ",\"envelope\":"...)
+		b = append(b, env...)
+	case ev.Err != nil:
+		why, err := json.Marshal(ev.Err.Error())
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ",\"invalid\":"...)
+		b = append(b, why...)
 	}
-	return f, nil
+	b = append(b, "}\n\n"...)
+	return &frame{seq: ev.Seq, toks: toks, record: b}, nil
 }

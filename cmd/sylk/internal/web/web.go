@@ -140,7 +140,7 @@ func Start(ctx context.Context, o Options) (*Web, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: secret patterns: %w", err)
 	}
-	tail, err := o.Log.Tail(ctx, events.Prefix+".>", events.Cursor{New: true})
+	tail, err := o.Log.Tail(ctx, events.Prefix+".>", events.Cursor{New: true}, events.Raw())
 	if err != nil {
 		return nil, fmt.Errorf("web: follow the stream: %w", err)
 	}
@@ -157,8 +157,9 @@ func Start(ctx context.Context, o Options) (*Web, error) {
 		o.Buffer = ClientBuffer
 	}
 	w := &Web{opts: o, token: Token(o.Secret), hub: newHub(o.Buffer), redactor: red, ledger: ledger}
+	w.hub.observeType = schemas.TypeLLMUsage
 	w.hub.observe = func(ev *events.Event) {
-		if ev.Seq > counted && ev.Env != nil && ev.Env.Type == schemas.TypeLLMUsage {
+		if ev.Seq > counted {
 			ledger.Apply(ev.Env)
 		}
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -252,6 +253,102 @@ func TestLiveViews(t *testing.T) {
 				t.Errorf("resumed at %s, want %d", id, live[len(live)-1])
 			}
 			break
+		}
+	}
+}
+
+// TestFrameIsTheTailLine: the server-sent event the hub encodes once, from
+// the undecoded event, carries exactly the line `sylk tail --json` prints
+// (json.Marshal of the decoded event's Line), for events of several types,
+// with text JSON must escape, and for bytes that are no envelope.
+func TestFrameIsTheTailLine(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options(t))
+	log := events.New(b.JetStream())
+	ctx := brokertest.Context(t)
+	now := time.Date(2026, 11, 27, 17, 0, 0, 123456789, time.UTC)
+	var envs []*schemas.Envelope
+	add := func(env *schemas.Envelope, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+	}
+	add(schemas.New(schemas.TypeUserInput, "S1", "user", "", now, schemas.UserInput{Text: `<b>"quoted" & \ tab	newline
+ é \u2028`}))
+	add(schemas.New(schemas.TypeLLMUsage, "S1", "engineer", "", now, schemas.LLMUsage{CallID: "c1", Agent: "engineer", Model: "m", Usage: schemas.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, CostUSD: 0.25}))
+	withMeta, err := schemas.New(schemas.TypeUserInput, "S2", "user", "guide", now, schemas.UserInput{Text: "x"})
+	withMeta.Metadata = map[string]string{"k": "v<"}
+	withMeta.CorrelationID = "corr-1"
+	add(withMeta, err)
+	for _, env := range envs {
+		if _, err := log.Append(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.JetStream().Publish(ctx, "sylk.v1.S3.user.guide.user_input", []byte("not an envelope")); err != nil {
+		t.Fatal(err)
+	}
+
+	decoded, err := log.Read(ctx, events.Prefix+".>", events.Cursor{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := log.Read(ctx, events.Prefix+".>", events.Cursor{}, 0, events.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 4 || len(decoded) != 4 {
+		t.Fatalf("read %d and %d events, want 4", len(raw), len(decoded))
+	}
+	for i, ev := range raw {
+		want, err := json.Marshal(decoded[i].Line())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := frameOf(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRecord := fmt.Sprintf("id: %d\ndata: %s\n\n", ev.Seq, want)
+		if string(f.record) != wantRecord {
+			t.Errorf("event %d:\n got %q\nwant %q", ev.Seq, f.record, wantRecord)
+		}
+		if f.toks != [4]string(strings.Split(ev.Subject, ".")[2:]) {
+			t.Errorf("event %d: tokens %v of %s", ev.Seq, f.toks, ev.Subject)
+		}
+	}
+	if !strings.Contains(string(mustFrame(t, raw[3]).record), `"invalid":`) {
+		t.Errorf("the bytes that are no envelope are not marked invalid: %s", mustFrame(t, raw[3]).record)
+	}
+}
+
+func mustFrame(t *testing.T, ev *events.Event) *frame {
+	t.Helper()
+	f, err := frameOf(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// BenchmarkFrameOf is the hub's work per event a page watches: decode the
+// stream's bytes once and encode the server-sent event all pages share.
+func BenchmarkFrameOf(b *testing.B) {
+	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := schemas.Marshal(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := events.Subject(env)
+	b.ReportAllocs()
+	for b.Loop() {
+		ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
+		if _, err := frameOf(ev, subjectTokens(subject), decodeEvent(ev)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -239,33 +239,51 @@ async function loadUsage() {
 
 // --- live: one stream for the state shown, one for the event log
 let pending = null;
-// stale says which views the events since the last refresh changed.
-const stale = { dlq: true, usage: true };
-function refresh() {
+// stale says which views the events since the last refresh changed; each is
+// read again, once per burst, only when one did.
+const stale = { sessions: true, session: true, waiting: true, dlq: true, usage: true };
+const loaders = { sessions: () => loadSessions(), session: () => loadSession(), waiting: () => loadWaiting(), dlq: () => loadDLQ(), usage: () => loadUsage() };
+// The events the projections fold into the sessions list (apply_sessions.go)
+// and into what waits on the user (applyPending).
+const SESSION_TYPES = new Set(["session_create", "session_fork", "session_switch", "session_suspend", "session_resume", "session_complete",
+  "session_fail", "session_context_set", "dag_execute", "dag_rejected", "workflow_complete", "signal"]);
+const WAITING_TYPES = new Set(["session_fork", "clarification_request", "plan_response", "clarification_response", "user_response",
+  "plan_approved", "plan_modified"]);
+// changed names the views an event changes: the session shown by any event
+// of it; all of them for an event that is no envelope.
+function changed(e) {
+  if (!e) return Object.keys(stale);
+  const views = [];
+  if (SESSION_TYPES.has(e.type)) views.push("sessions");
+  if (WAITING_TYPES.has(e.type)) views.push("waiting");
+  if (e.session_id === session) views.push("session");
+  if (e.type === "dead_letter") views.push("dlq");
+  if (e.type === "llm_usage") views.push("usage");
+  return views;
+}
+// refresh reads the views named (all of them by default) again.
+function refresh(...views) {
+  for (const v of views.length ? views : Object.keys(stale)) stale[v] = true;
   // Events come in bursts: read the state once per burst.
   if (pending) return;
   pending = setTimeout(async () => {
     pending = null;
+    const due = Object.keys(stale).filter((v) => stale[v]);
+    for (const v of due) stale[v] = false;
     try {
-      const also = [];
-      if (stale.dlq) also.push(loadDLQ());
-      if (stale.usage) also.push(loadUsage());
-      stale.dlq = stale.usage = false;
-      await Promise.all([loadSessions(), loadSession(), loadWaiting(), ...also]);
+      await Promise.all(due.map((v) => loaders[v]()));
     } catch (e) { console.error(e); }
   }, 50);
 }
 
 function follow() {
   const es = new EventSource("/api/events");
-  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; stale.dlq = stale.usage = true; refresh(); };
+  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
   es.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
   es.onmessage = (m) => {
     seen = Math.max(seen, Number(m.lastEventId));
-    const e = JSON.parse(m.data).envelope;
-    if (e && e.type === "dead_letter") stale.dlq = true;
-    if (e && e.type === "llm_usage") stale.usage = true;
-    refresh();
+    const views = changed(JSON.parse(m.data).envelope);
+    if (views.length) refresh(...views);
   };
 }
 
