@@ -45,8 +45,9 @@ type AuditEntry struct {
 // their value. Four keys an entry made a third of a rebuild's keys.
 const auditSuffixLen = 12 + 8
 
-func auditSuffix(at time.Time, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendTime(make([]byte, 0, auditSuffixLen), at), seq)
+// appendAuditSuffix appends the suffix of the entry of seq at at to b.
+func appendAuditSuffix(b []byte, at time.Time, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendTime(b, at), seq)
 }
 
 // auditEntryKey is the key of the entry of category filed under suffix.
@@ -71,9 +72,27 @@ func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte
 }
 func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
-// auditCall is a tool call's entry waiting for the call's result.
-type auditCall struct {
-	Key []byte `json:"key"` // the entry's
+// encode writes a pending tool call's entry (see auditToolCall) under its
+// category and under the call's key k.
+func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditEntry(s.val[:0], e)
+	s.key = appendAuditEntryKey(s.key[:0], e)
+	if err := b.Set(s.key, s.val, nil); err != nil {
+		return err
+	}
+	return b.Set(k, s.val, nil)
+}
+
+// appendAuditEntryKey appends the key e is filed under to b.
+func appendAuditEntryKey(b []byte, e *AuditEntry) []byte {
+	return appendAuditSuffix(appendAuditIndexKey(b, 'c', e.Category, nil), e.At, e.Seq)
+}
+
+// fileAuditEntry writes e under its category.
+func fileAuditEntry(t *tx, e *AuditEntry) error {
+	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+	t.kbuf = appendAuditEntryKey(t.kbuf[:0], e)
+	return t.set(t.kbuf, t.vbuf)
 }
 
 // applyAudit files the events the audit categories cover. An entry is
@@ -88,46 +107,63 @@ func applyAudit(t *tx, ev *event) error {
 	if env.Type == schemas.TypeToolResult {
 		return auditToolResult(t, ev)
 	}
-	e, err := auditOf(t, ev)
-	if e == nil {
+	var e AuditEntry // on the stack unless it waits for a result
+	if ok, err := auditOf(t, ev, &e); !ok {
 		return err
 	}
 	e.Seq, e.ID, e.Type, e.At, e.Session = ev.seq, env.ID, env.Type, env.Timestamp, env.SessionID
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	suffix := auditSuffix(e.At, e.Seq)
+	var err error
 	if env.Type == schemas.TypeToolCall {
-		// Its result will change it: kept in the cache until then.
-		k := auditEntryKey(e.Category, suffix)
-		store(t, k, e)
-		store(t, auditCallKey(e.Details["call"]), &auditCall{Key: k})
+		err = auditToolCall(t, &e)
 	} else {
-		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-		t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'c', e.Category, suffix)
-		if err := t.set(t.kbuf, t.vbuf); err != nil {
-			return err
-		}
+		err = fileAuditEntry(t, &e)
 	}
-	return auditIndex(t, e, suffix, e.Outcome != schemas.OutcomeAllowed)
+	if err != nil {
+		return err
+	}
+	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
+	return auditIndex(t, &e, appendAuditSuffix(buf[:0], e.At, e.Seq), e.Outcome != schemas.OutcomeAllowed)
 }
 
-// encode writes a cached entry (a tool call's) in its stored form.
-func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendAuditEntry(s.val[:0], e)
-	return b.Set(k, s.val, nil)
+// auditToolCall keeps a tool call's entry under the call's key
+// (audit/call/<id>) until its result changes it: a transient cached object
+// (it leaves the cache once committed), stored when a flush comes first in the
+// entry's own form, under its category too (where queries see it), and read
+// back from the call's key by the result. A call and its result folded in the
+// same batch, as a rebuild's mostly are, cost one cached object and one write
+// of the entry; a cached entry of its own, with the call's record pointing at
+// it, was half of the audit projection's fold.
+//
+// A tool run cut off by a crash is called again under the same call id, and
+// the new call's entry replaces the old one there. The old entry must end up
+// written however the events were batched: a live fold flushed it long
+// before the new call, so when it is still only in memory (folded in the
+// same batch, as a rebuild does), it is written now.
+func auditToolCall(t *tx, e *AuditEntry) error {
+	entry := *e
+	if old, _ := t.cache.putTransient(auditCallKey(e.Details["call"]), &entry).(*AuditEntry); old != nil {
+		return fileAuditEntry(t, old)
+	}
+	return nil
 }
 
-// loadAuditEntry is load for an entry: cached, else decoded from its stored
-// form.
+// loadAuditEntry is load for a pending call's entry: cached, else decoded
+// from its stored form.
 func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
 	if c, ok := t.cache.get(k); ok {
 		e, _ := c.obj.(*AuditEntry)
 		return e, nil
 	}
 	raw, err := t.getRaw(k)
-	if err != nil || raw == nil {
+	if err != nil {
 		return nil, err
+	}
+	if raw == nil {
+		t.missing(k)
+		return nil, nil
 	}
 	e, err := decodeAuditEntry(raw)
 	if err != nil {
@@ -260,15 +296,11 @@ func auditToolResult(t *tx, ev *event) error {
 		return err
 	}
 	ck := auditCallKey(p.CallID)
-	c, err := load[auditCall](t, ck)
-	if err != nil || c == nil {
+	e, err := loadAuditEntry(t, ck)
+	if err != nil || e == nil {
 		return err // a result of a call from before the audit projection
 	}
-	store[auditCall](t, ck, nil)
-	e, err := loadAuditEntry(t, c.Key)
-	if err != nil || e == nil {
-		return err
-	}
+	store[AuditEntry](t, ck, nil)
 	if e.Details == nil {
 		e.Details = map[string]string{}
 	}
@@ -284,11 +316,11 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	store(t, c.Key, e)
-	if p.OK {
-		return nil
+	if err := fileAuditEntry(t, e); err != nil || p.OK {
+		return err
 	}
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, c.Key[len(c.Key)-auditSuffixLen:])
+	var buf [auditSuffixLen]byte
+	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, appendAuditSuffix(buf[:0], e.At, e.Seq))
 	return t.set(t.kbuf, []byte(e.Category))
 }
 
@@ -298,31 +330,30 @@ var fileTools = map[string]string{
 	"read_file": "read", "write_file": "write", "edit_file": "edit", "list": "list", "glob": "glob", "grep": "grep",
 }
 
-// auditOf is the entry an event makes (without the envelope's fields), or
-// nil when it is none of the audit's business.
-func auditOf(t *tx, ev *event) (*AuditEntry, error) {
+// auditOf fills e with the entry an event makes (without the envelope's
+// fields) and reports whether it makes one: most events are none of the
+// audit's business.
+func auditOf(t *tx, ev *event, e *AuditEntry) (bool, error) {
 	env := ev.env
-	// A value until the event turns out to be the audit's business: most
-	// events are not, and need no allocation.
-	e := AuditEntry{Outcome: schemas.OutcomeAllowed}
+	*e = AuditEntry{Outcome: schemas.OutcomeAllowed}
 	switch env.Type {
 	case schemas.TypeAuditRecord:
 		p, err := payloadOf[schemas.AuditRecord](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Details = p.Category, p.Action, p.Target, p.Outcome, p.Reason, p.Details
 	case schemas.TypePermissionRequest:
 		p, err := payloadOf[schemas.PermissionRequest](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "request", p.Target, schemas.OutcomeAsked, p.Reason, p.Agent
 		e.Details = map[string]string{"grant": p.Grant, "call": p.CallID}
 	case schemas.TypePermissionDecision:
 		p, err := payloadOf[schemas.PermissionDecision](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Reason = schemas.AuditPermission, p.Decision, p.RequestID, p.Reason
 		if p.Decision != schemas.DecisionAllow {
@@ -332,7 +363,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypePromptRejected:
 		p, err := payloadOf[schemas.PromptRejected](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		pats := make([]string, len(p.Findings))
 		for i, f := range p.Findings {
@@ -343,14 +374,14 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypeHookDecision:
 		p, err := payloadOf[schemas.HookDecision](t, Audit, ev)
 		if p == nil || p.Action != "block" {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "hook_block", p.Tool, schemas.OutcomeDenied, p.Reason, p.Agent
 		e.Details = map[string]string{"point": p.Point, "hook": p.By}
 	case schemas.TypeDeadLetter:
 		p, err := payloadOf[schemas.DeadLetter](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "dead_letter", p.Subject, schemas.OutcomeError, p.Reason
 		if strings.Contains(p.Reason, events.ErrForgedSource.Error()) {
@@ -360,7 +391,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypeToolCall:
 		p, err := payloadOf[schemas.ToolCall](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target = schemas.AuditProcess, p.Tool, schemas.ToolTarget(p.Args)
 		if _, ok := fileTools[p.Tool]; ok {
@@ -373,7 +404,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypeLLMUsage:
 		p, err := payloadOf[schemas.LLMUsage](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Agent = schemas.AuditLLM, "call", p.Model, p.Agent
 		e.Details = map[string]string{"call": p.CallID, "tokens": strconv.Itoa(p.Usage.TotalTokens),
@@ -389,7 +420,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 		// none.
 		p, err := payloadOf[schemas.LLMResponse](t, Audit, ev)
 		if p == nil || p.Error == "" {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditLLM, "call", p.Model, schemas.OutcomeError, p.Error
 		e.Details = map[string]string{"call": p.CallID}
@@ -398,7 +429,7 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 		if env.Type == schemas.TypeSessionFork {
 			p, err := payloadOf[schemas.SessionFork](t, Audit, ev)
 			if p == nil {
-				return nil, err
+				return false, err
 			}
 			e.Target, e.Reason = p.Parent, p.Reason
 			e.Details = map[string]string{"parent_seq": strconv.FormatUint(p.ParentSeq, 10)}
@@ -406,26 +437,26 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypeSessionFail:
 		p, err := payloadOf[schemas.SessionFail](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Outcome, e.Reason = schemas.AuditSession, "fail", schemas.OutcomeError, p.Reason
 	case schemas.TypeSignal:
 		p, err := payloadOf[schemas.Signal](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Reason = schemas.AuditSession, p.Action, p.Scope, p.Reason
 	case schemas.TypeDAGExecute:
 		p, err := payloadOf[schemas.DAGExecute](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_start", p.DAG.ID
 		e.Details = map[string]string{"nodes": strconv.Itoa(len(p.DAG.Nodes))}
 	case schemas.TypeWorkflowComplete:
 		p, err := payloadOf[schemas.WorkflowComplete](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_complete", p.DAGID
 		if p.Outcome != schemas.OutcomeSucceeded {
@@ -435,41 +466,40 @@ func auditOf(t *tx, ev *event) (*AuditEntry, error) {
 	case schemas.TypeTaskFailed:
 		p, err := payloadOf[schemas.TaskFailed](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "task_failed", p.DAGID+"/"+p.NodeID, schemas.OutcomeError, p.Error
 		e.Details = map[string]string{"attempt": strconv.Itoa(p.Attempt)}
 	case schemas.TypePipelineStage:
 		p, err := payloadOf[schemas.PipelineStage](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Agent = schemas.AuditSession, "pipeline_stage", p.PipelineID+"/"+p.Stage, p.Agent
 		e.Details = map[string]string{"loop": strconv.Itoa(p.Loop)}
 	case schemas.TypeAgentRestart:
 		p, err := payloadOf[schemas.AgentRestart](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "agent_restart", p.Agent, schemas.OutcomeError, p.Reason
 	case schemas.TypeScheduleAdd:
 		p, err := payloadOf[schemas.ScheduleAdd](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target = schemas.AuditConfig, "schedule_add", p.Name
 	case schemas.TypeSchedulePause, schemas.TypeScheduleResume, schemas.TypeScheduleRemove, schemas.TypeScheduleDisable:
 		p, err := payloadOf[schemas.ScheduleControl](t, Audit, ev)
 		if p == nil {
-			return nil, err
+			return false, err
 		}
 		e.Category, e.Action, e.Target, e.Reason = schemas.AuditConfig, string(env.Type), p.Name, p.Reason
 	default:
-		return nil, nil
+		return false, nil
 	}
 	if !schemas.IsAuditCategory(e.Category) {
-		return nil, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
+		return false, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
 	}
-	out := e
-	return &out, nil
+	return true, nil
 }

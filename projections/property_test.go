@@ -262,7 +262,11 @@ func (g *gen) progress(legal bool) {
 	case projections.NodeDispatched, projections.NodeRunning:
 		switch rapid.IntRange(0, 3).Draw(g.t, "what") {
 		case 0:
-			n.call = fmt.Sprintf("c-%s-%s-%d", d.id, n.id, len(g.envs))
+			// Now and then the same call again: a tool run cut off by a
+			// crash is called again under its call id.
+			if n.call == "" || rapid.IntRange(0, 3).Draw(g.t, "new call") > 0 {
+				n.call = fmt.Sprintf("c-%s-%s-%d", d.id, n.id, len(g.envs))
+			}
 			n.state = projections.NodeRunning
 			g.add(s, schemas.TypeToolCall, "engineer", schemas.ToolCall{CallID: n.call, Tool: "exec", DAGID: d.id, NodeID: n.id, Attempt: n.attempt})
 		case 1:

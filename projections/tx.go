@@ -198,13 +198,18 @@ func (c *cache) evict() {
 	}
 }
 
-// putTransient records a new transient object (see entry.transient).
-func (c *cache) putTransient(k []byte, obj any) {
+// putTransient records a new transient object (see entry.transient) and
+// returns the cached object it replaces, if any.
+func (c *cache) putTransient(k []byte, obj any) (old any) {
+	if e, ok := c.m[string(k)]; ok {
+		old = e.obj
+	}
 	e := c.put(k, obj, true)
 	if !e.transient {
 		e.transient = true
 		c.transients = append(c.transients, e)
 	}
+	return old
 }
 
 // reset forgets everything, dirty objects included (after a failed commit, or

@@ -33,8 +33,21 @@ func TestRoute(t *testing.T) {
 		t.Errorf("ops: routed %d, chain %d, routed latencies %d, chain latencies %d; want 300, 300, 100, 100",
 			cs[0].Sylk.Ops, cs[1].Sylk.Ops, cs[3].Sylk.Ops, cs[5].Sylk.Ops)
 	}
-	if !strings.Contains(cs[7].Name, "auth on") || cs[7].Sylk.Ops != 300 || cs[7].Baseline.Ops != 300 {
-		t.Errorf("auth comparison %s: %d and %d ops, want 300 each", cs[7].Name, cs[7].Sylk.Ops, cs[7].Baseline.Ops)
+	// The auth comparison pairs its rounds: every message in each, the side
+	// going first alternating, and the ratio is a round's (the median).
+	auth := cs[7]
+	if !strings.Contains(auth.Name, "auth on") || len(auth.Rounds) != authRounds {
+		t.Fatalf("auth comparison %s: %d rounds, want %d", auth.Name, len(auth.Rounds), authRounds)
+	}
+	median := false
+	for i, r := range auth.Rounds {
+		if r.Sylk.Ops != 300 || r.Baseline.Ops != 300 || r.SylkFirst != (i%2 == 0) || r.Ratio <= 0 {
+			t.Errorf("auth round %d: %d and %d ops, sylk first %v, ratio %v; want 300 each, sylk first %v, a ratio", i, r.Sylk.Ops, r.Baseline.Ops, r.SylkFirst, r.Ratio, i%2 == 0)
+		}
+		median = median || r.Ratio == auth.Ratio
+	}
+	if !median {
+		t.Errorf("auth ratio %v is none of the rounds' %v", auth.Ratio, auth.Rounds)
 	}
 	if cs[0].Sylk.CPUPerOp <= 0 {
 		t.Errorf("routed path: no CPU time per op measured")

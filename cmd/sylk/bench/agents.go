@@ -39,6 +39,13 @@ can reach on this machine; Sylk's own lines are also compared with them. Each
 measure prints the CPU time the process spent per op, the embedded server's
 included: when both cores are busy, that cost is what sets the rate.
 
+In each sync mode it also routes through agent credentials (the Guide's and the
+answering agent's own, their permissions checked on every publish, fetch and
+ack) on a server with authentication against the same on one without: 7 rounds
+of --events, the two back to back in each (which goes first alternates),
+compared by the median of the rounds' ratios, target >= 0.9; --json lists every
+round.
+
 Then a DAG of --nodes no-op tool nodes (as 'sylk bench dag'): the runtime's own
 overhead per node and nodes per second.
 
