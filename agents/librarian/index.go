@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -399,7 +398,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 // one indexes the file at rel; a zero change means it is unchanged.
 func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
-	fh, err := os.Open(full)
+	fh, err := openRaw(full)
 	if errors.Is(err, fs.ErrNotExist) {
 		if known.Hashes[rel] != "" || known.Skipped[rel] != "" {
 			return change{path: rel, removed: true} // vanished since the walk
@@ -409,13 +408,13 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	if err != nil {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
+	defer fh.close()
+	st, err := fh.stat()
 	if err != nil {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
-	if st.Size() > ix.maxSize() {
-		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.Size(), ix.maxSize())}
+	if st.size > ix.maxSize() {
+		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.size, ix.maxSize())}
 	}
 	// A file written while it is read is read again: what is indexed is a
 	// version the file held, never a mix of two. A read is taken when it
@@ -428,20 +427,20 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	hash, prev := "", ""
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		buf, err = readAll(fh, buf[:0], st.Size(), ix.maxSize())
+		buf, err = fh.readAll(buf[:0], st.size, ix.maxSize())
 		if err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		if int64(len(buf)) > ix.maxSize() {
 			return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
 		}
-		after, err := fh.Stat()
+		after, err := fh.stat()
 		if err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		hash = contentHash(buf)
-		if after.Size() == st.Size() && after.ModTime().Equal(st.ModTime()) && int64(len(buf)) == st.Size() {
-			if after.ModTime().Before(start.Add(-racyWindow)) || hash == prev {
+		if after == st && int64(len(buf)) == st.size {
+			if time.Unix(after.mtime.Unix()).Before(start.Add(-racyWindow)) || hash == prev {
 				break
 			}
 			prev = hash
@@ -451,7 +450,7 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		if attempt == maxReads {
 			return change{path: rel, skip: fmt.Sprintf("changing while read (%d reads): indexed once it settles", maxReads)}
 		}
-		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		if err := fh.rewind(); err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		st = after
@@ -472,26 +471,6 @@ const (
 	maxReads   = 5
 	racyWindow = 100 * time.Millisecond
 )
-
-// readAll appends what fh holds from where it is to buf, which it grows to
-// size (what the file's stat said) first; it stops after limit bytes.
-func readAll(fh *os.File, buf []byte, size, limit int64) ([]byte, error) {
-	buf = slices.Grow(buf, int(min(size, limit))+1)
-	for int64(len(buf)) <= limit {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
-		}
-		n, err := fh.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
-}
 
 // extract is what the index records of one file's content: a sensitive
 // file only by name; any other after its secrets are redacted.
