@@ -100,8 +100,10 @@ func applyCode(t *tx, ev *event) error {
 		return nil
 	}
 	// The segment: each term's postings (the file's index in the segment,
-	// its count, the file's length).
-	postings := map[string][]byte{}
+	// its count, the file's length), found by one map lookup per term.
+	slot := map[string]int32{}
+	var postings [][]byte
+	var terms []string
 	paths := make([]byte, 0, len(p.Files)*32)
 	type termCount struct {
 		term string
@@ -128,9 +130,15 @@ func applyCode(t *tx, ev *event) error {
 			return t.reject(Code, ev, "file %s: %v", quote(f.Path), err)
 		}
 		for _, tc := range counts {
-			v := binary.AppendUvarint(postings[tc.term], uint64(i))
+			k, ok := slot[tc.term]
+			if !ok {
+				k = int32(len(postings))
+				slot[tc.term] = k
+				postings, terms = append(postings, nil), append(terms, tc.term)
+			}
+			v := binary.AppendUvarint(postings[k], uint64(i))
 			v = binary.AppendUvarint(v, uint64(tc.n))
-			postings[tc.term] = binary.AppendUvarint(v, uint64(length))
+			postings[k] = binary.AppendUvarint(v, uint64(length))
 		}
 		if i > 0 {
 			paths = append(paths, '\n')
@@ -140,16 +148,13 @@ func applyCode(t *tx, ev *event) error {
 			return err
 		}
 	}
-	seg := &codeSegment{Terms: make([]string, 0, len(postings)), Live: len(p.Files)}
-	for term := range postings {
-		seg.Terms = append(seg.Terms, term)
-	}
-	slices.Sort(seg.Terms)
-	for _, term := range seg.Terms {
-		if err := t.set(codeTermKey(rid, term, ev.seq), postings[term]); err != nil {
+	for k, term := range terms {
+		if err := t.set(codeTermKey(rid, term, ev.seq), postings[k]); err != nil {
 			return err
 		}
 	}
+	slices.Sort(terms)
+	seg := &codeSegment{Terms: terms, Live: len(p.Files)}
 	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
 		return err
 	}
