@@ -416,6 +416,9 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	if err != nil {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
+	if !st.regular {
+		return change{path: rel, skip: "not a regular file"}
+	}
 	if st.size > ix.maxSize() {
 		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.size, ix.maxSize())}
 	}

@@ -578,6 +578,18 @@ func TestIndexSkipsWhatItCannotRead(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("indexing a FIFO named alone did not return: it waits on the open")
 	}
+	// Put where the walk saw a file, the FIFO is skipped by the read: its
+	// open does not wait for a writer either.
+	read := make(chan change, 1)
+	go func() { read <- ix.one("pipe", Known{}, new(extractState)) }()
+	select {
+	case c := <-read:
+		if c.skip != "not a regular file" {
+			t.Fatalf("the FIFO read as a file: %+v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO the walk took for a file did not return: it waits on the open")
+	}
 	// A file that vanishes between the walk and the read is removed.
 	known, _ := KnownFrom(r.ctx, r.store, ix.Root)
 	if err := os.Remove(filepath.Join(dir, "ok.go")); err != nil {

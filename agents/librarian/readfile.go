@@ -19,13 +19,17 @@ type rawFile struct {
 // fileStat is what a read is checked against: a file whose size or
 // modification time changed while it was read is read again.
 type fileStat struct {
-	size  int64
-	mtime unix.Timespec
+	size    int64
+	mtime   unix.Timespec
+	regular bool
 }
 
+// openRaw opens path without blocking: a FIFO put where the walk saw a
+// file opens at once (and its stat says what it is) instead of waiting for
+// a writer.
 func openRaw(path string) (rawFile, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -43,7 +47,7 @@ func (f rawFile) stat() (fileStat, error) {
 	if err := unix.Fstat(f.fd, &st); err != nil {
 		return fileStat{}, &fs.PathError{Op: "stat", Path: f.path, Err: err}
 	}
-	return fileStat{size: st.Size, mtime: st.Mtim}, nil
+	return fileStat{size: st.Size, mtime: st.Mtim, regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
 }
 
 func (f rawFile) rewind() error {
