@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,14 +40,15 @@ func embedStart(rel, redacted string) string {
 }
 
 // embedHash is schemas.TextHash(EmbedText(rel, redacted)) without making
-// the text (the indexer computes it for every file).
-func embedHash(rel, redacted string) string {
-	h := sha256.New()
-	io.WriteString(h, rel)
-	io.WriteString(h, "\n")
-	io.WriteString(h, embedStart(rel, redacted))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+// a new text (the indexer computes it for every file): the text is built
+// in buf, which is kept for the next file.
+func embedHash(rel, redacted string, buf *[]byte) string {
+	b := append((*buf)[:0], rel...)
+	b = append(b, '\n')
+	b = append(b, embedStart(rel, redacted)...)
+	*buf = b
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // EmbedReport is what an embedding pass did.

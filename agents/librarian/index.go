@@ -492,7 +492,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractSt
 	}
 	text, n := ix.redact(string(content))
 	f.Redactions = n
-	f.EmbedHash = embedHash(rel, text)
+	f.EmbedHash = embedHash(rel, text, &w.text)
 	f.Lines = countLines(text)
 	f.Debt = countDebt(text)
 	w.terms.Count(text)
@@ -505,6 +505,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractSt
 // extractState is what a worker reuses from one file to the next.
 type extractState struct {
 	buf   []byte // the file read
+	text  []byte // the text an embedding is made from
 	terms projections.TermCounter
 	lexer goLexer
 }
@@ -565,7 +566,12 @@ func (b *batcher) add(c change) error {
 // flush emits the current update, if it holds anything.
 func (b *batcher) flush() error {
 	u := b.cur
+	// The next update is likely to hold as many files: room for them is
+	// made once rather than grown by copying a file's whole record.
 	b.cur, b.size = schemas.IndexUpdate{Root: b.ix.Root}, 0
+	if n := len(u.Files); n > 0 {
+		b.cur.Files = make([]schemas.IndexedFile, 0, n)
+	}
 	if len(u.Files)+len(u.Removed)+len(u.Skipped) == 0 {
 		return nil
 	}
