@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -91,5 +92,16 @@ func TestIndexedFileCodecSkipsUnknownKeys(t *testing.T) {
 	}
 	if f.Path != "a.go" || f.Lines != 3 {
 		t.Fatalf("decoded %+v", f)
+	}
+}
+
+// A term's count reads as strconv.Atoi reads it, malformed ones included.
+func TestTermCountIsAtoi(t *testing.T) {
+	for _, c := range []string{"0", "7", "42", "000", "123456789", "1234567890", "99999999999999999999", "", "+5", "-0", "-3", "1a", "a", " 1", "１"} {
+		got, gotErr := termCount(c)
+		want, wantErr := strconv.Atoi(c)
+		if got != want || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("termCount(%q) = %d, %v; strconv.Atoi: %d, %v", c, got, gotErr, want, wantErr)
+		}
 	}
 }
