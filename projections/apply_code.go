@@ -383,56 +383,31 @@ func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
 	b = appendJSONString(b, f.Lang)
 	b = appendIntField(b, "lines", int64(f.Lines))
 	b = appendStringField(b, "package", f.Package)
-	if len(f.Imports) > 0 {
-		b = append(b, `,"imports":[`...)
-		for i, imp := range f.Imports {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, imp)
+	b = appendArrayField(b, "imports", f.Imports, appendJSONStringAt)
+	b = appendArrayField(b, "symbols", f.Symbols, func(b []byte, s *schemas.Symbol) []byte {
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, s.Name)
+		b = append(b, `,"kind":`...)
+		b = appendJSONString(b, s.Kind)
+		b = appendStringField(b, "recv", s.Recv)
+		b = appendIntField(b, "line", int64(s.Line))
+		if s.EndLine != 0 {
+			b = appendIntField(b, "end_line", int64(s.EndLine))
 		}
-		b = append(b, ']')
-	}
-	if len(f.Symbols) > 0 {
-		b = append(b, `,"symbols":[`...)
-		for i := range f.Symbols {
-			s := &f.Symbols[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = appendJSONString(b, s.Name)
-			b = append(b, `,"kind":`...)
-			b = appendJSONString(b, s.Kind)
-			b = appendStringField(b, "recv", s.Recv)
-			b = appendIntField(b, "line", int64(s.Line))
-			if s.EndLine != 0 {
-				b = appendIntField(b, "end_line", int64(s.EndLine))
-			}
-			b = appendStringField(b, "signature", s.Signature)
-			if s.Doc {
-				b = append(b, `,"doc":true`...)
-			}
-			b = append(b, '}')
+		b = appendStringField(b, "signature", s.Signature)
+		if s.Doc {
+			b = append(b, `,"doc":true`...)
 		}
-		b = append(b, ']')
-	}
-	if len(f.Calls) > 0 {
-		b = append(b, `,"calls":[`...)
-		for i := range f.Calls {
-			c := &f.Calls[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"from":`...)
-			b = appendJSONString(b, c.From)
-			b = append(b, `,"to":`...)
-			b = appendJSONString(b, c.To)
-			b = appendIntField(b, "line", int64(c.Line))
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+		return append(b, '}')
+	})
+	b = appendArrayField(b, "calls", f.Calls, func(b []byte, c *schemas.Call) []byte {
+		b = append(b, `{"from":`...)
+		b = appendJSONString(b, c.From)
+		b = append(b, `,"to":`...)
+		b = appendJSONString(b, c.To)
+		b = appendIntField(b, "line", int64(c.Line))
+		return append(b, '}')
+	})
 	b = appendStringField(b, "terms", f.Terms)
 	if f.Debt != 0 {
 		b = appendIntField(b, "debt", int64(f.Debt))
