@@ -1,0 +1,112 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// go-openai encodes a request's messages and tools through their own
+// MarshalJSON methods, each a json.Marshal inside the request's json.Marshal
+// whose output encoding/json scans again to compact it: a tool's schema is
+// scanned three times, a message's content encoded twice and scanned once.
+// For a system prompt and a dozen tool schemas that was about 120 µs per
+// call, on every call's critical path, and go-openai takes no other encoder.
+// So the provider encodes the messages and tools once itself, into the same
+// bytes, hands go-openai the request without them, and the HTTP doer splices
+// them into the body go-openai built (which carries everything else,
+// "stream" included).
+
+// wireMessage is a chat message as go-openai's ChatCompletionMessage
+// encodes one that has no parts, refusal, reasoning or function call (the
+// provider sets none): the same fields in the same order.
+type wireMessage struct {
+	Role       string            `json:"role"`
+	Content    string            `json:"content,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	ToolCalls  []openai.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string            `json:"tool_call_id,omitempty"`
+}
+
+// wireTool is a function tool as go-openai's Tool encodes one (a map, so
+// its keys in order).
+type wireTool struct {
+	Function *openai.FunctionDefinition `json:"function"`
+	Type     openai.ToolType            `json:"type"`
+}
+
+// wireRequest holds what the provider encodes of a request.
+type wireRequest struct {
+	Messages []wireMessage `json:"messages"`
+	Tools    []wireTool    `json:"tools,omitempty"`
+}
+
+// errNoMessagesKey: go-openai's body did not hold its encoding of a request
+// without messages.
+var errNoMessagesKey = errors.New("llm: the request body has no empty messages key to fill")
+
+// splitRequest returns req without its messages and tools, for go-openai to
+// encode, and the JSON object members ("messages":[...] and "tools":[...])
+// that splice puts back. ok is false for a request it cannot encode as
+// go-openai would (a message or tool of a kind the provider never builds,
+// a tool schema that is not JSON): go-openai then encodes the whole
+// request, and refuses it as it always did.
+func splitRequest(req openai.ChatCompletionRequest) (stub openai.ChatCompletionRequest, members []byte, ok bool) {
+	w := wireRequest{Messages: make([]wireMessage, len(req.Messages)), Tools: make([]wireTool, len(req.Tools))}
+	for i, m := range req.Messages {
+		if len(m.MultiContent) > 0 || m.Refusal != "" || m.ReasoningContent != "" || m.FunctionCall != nil {
+			return req, nil, false
+		}
+		w.Messages[i] = wireMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	}
+	for i, t := range req.Tools {
+		if t.Function == nil || len(t.Parameters) > 0 {
+			return req, nil, false
+		}
+		w.Tools[i] = wireTool{Function: t.Function, Type: t.Type}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return req, nil, false
+	}
+	req.Messages, req.Tools = nil, nil
+	return req, b[1 : len(b)-1], true
+}
+
+// splice puts members (from splitRequest) in place of the "messages":null
+// that go-openai's body of the stripped request holds right after its
+// model: no string can hold that sequence unescaped, so the first one is
+// the key.
+func splice(body, members []byte) ([]byte, error) {
+	const empty = `"messages":null`
+	i := bytes.Index(body, []byte(empty))
+	if i < 0 {
+		return nil, errNoMessagesKey
+	}
+	out := make([]byte, 0, len(body)-len(empty)+len(members))
+	out = append(out, body[:i]...)
+	out = append(out, members...)
+	return append(out, body[i+len(empty):]...), nil
+}
+
+// fill replaces req's body with the body spliced with members.
+func fill(req *http.Request, members []byte) error {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return err
+	}
+	if err := req.Body.Close(); err != nil {
+		return err
+	}
+	full, err := splice(body, members)
+	if err != nil {
+		return err
+	}
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(full)), int64(len(full))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(full)), nil }
+	return nil
+}
