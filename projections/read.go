@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -103,7 +104,20 @@ type RejectionFilter struct {
 	Limit int    `json:"limit,omitempty"`
 }
 
-func notFound(what, id string) error { return fmt.Errorf("%s %q: %w", what, id, ErrNotFound) }
+// notFound is ErrNotFound for the record what with id. Agents look up a
+// call's record before every side effect and nearly always miss, so the
+// message is formatted only when someone reads it.
+func notFound(what, id string) error { return &missing{what: what, id: id} }
+
+// missing is notFound's error: "what "id": not found", and ErrNotFound to
+// errors.Is.
+type missing struct{ what, id string }
+
+func (m *missing) Error() string {
+	return m.what + " " + strconv.Quote(m.id) + ": " + ErrNotFound.Error()
+}
+
+func (m *missing) Unwrap() error { return ErrNotFound }
 
 func (s *Store) snapshot() (*pebble.Snapshot, error) {
 	s.mu.Lock()
