@@ -613,6 +613,9 @@ func (s *Store) HookDecision(ctx context.Context, callID string) (*schemas.HookD
 }
 
 func (s *Store) call(k []byte, t schemas.Type, id string) (uint64, *schemas.Envelope, error) {
+	if s.calls.absent(k) {
+		return 0, nil, notFound(string(t)+" of call", id)
+	}
 	v, err := s.get(k)
 	if err != nil {
 		return 0, nil, err

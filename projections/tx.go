@@ -225,6 +225,7 @@ type tx struct {
 	db    pebble.Reader
 	batch *pebble.Batch
 	cache *cache
+	calls *callKeys // the store's (see callKeys)
 	kbuf  []byte
 	vbuf  []byte
 }

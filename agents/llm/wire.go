@@ -77,20 +77,17 @@ func splitRequest(req openai.ChatCompletionRequest) (stub openai.ChatCompletionR
 	return req, b[1 : len(b)-1], true
 }
 
-// splice puts members (from splitRequest) in place of the "messages":null
-// that go-openai's body of the stripped request holds right after its
-// model: no string can hold that sequence unescaped, so the first one is
-// the key.
-func splice(body, members []byte) ([]byte, error) {
+// splice returns the body with members (from splitRequest) in place of
+// the "messages":null that go-openai's body of the stripped request holds
+// right after its model (no string can hold that sequence unescaped, so
+// the first one is the key), as the parts to send one after another.
+func splice(body, members []byte) ([][]byte, error) {
 	const empty = `"messages":null`
 	i := bytes.Index(body, []byte(empty))
 	if i < 0 {
 		return nil, errNoMessagesKey
 	}
-	out := make([]byte, 0, len(body)-len(empty)+len(members))
-	out = append(out, body[:i]...)
-	out = append(out, members...)
-	return append(out, body[i+len(empty):]...), nil
+	return [][]byte{body[:i], members, body[i+len(empty):]}, nil
 }
 
 // fill replaces req's body with the body spliced with members.
@@ -102,11 +99,22 @@ func fill(req *http.Request, members []byte) error {
 	if err := req.Body.Close(); err != nil {
 		return err
 	}
-	full, err := splice(body, members)
+	parts, err := splice(body, members)
 	if err != nil {
 		return err
 	}
-	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(full)), int64(len(full))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(full)), nil }
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	req.GetBody = func() (io.ReadCloser, error) {
+		rs := make([]io.Reader, len(parts))
+		for i, p := range parts {
+			rs[i] = bytes.NewReader(p)
+		}
+		return io.NopCloser(io.MultiReader(rs...)), nil
+	}
+	req.Body, _ = req.GetBody()
+	req.ContentLength = int64(n)
 	return nil
 }
