@@ -51,9 +51,10 @@ type ireq = openai.ChatCompletionRequest
 
 // provider makes chat-completion calls over go-openai.
 type provider struct {
-	api *openai.Client
-	cfg *Config
-	now func() time.Time
+	api   *openai.Client
+	cfg   *Config
+	now   func() time.Time
+	tools toolJSON
 }
 
 func newProvider(cfg *Config, hc *http.Client, now func() time.Time) *provider {
@@ -67,7 +68,7 @@ func newProvider(cfg *Config, hc *http.Client, now func() time.Time) *provider {
 }
 
 // headerDoer completes the body of an attempt's request with the messages
-// and tools the provider encoded (see splitRequest), and reads Retry-After
+// and tools the provider encoded (see toolJSON.split), and reads Retry-After
 // from failed responses, which go-openai's errors do not carry, into the
 // attempt's box.
 type headerDoer struct {
@@ -130,7 +131,7 @@ type chunkFunc func(kind, text string)
 // it with ctx's error, classed by the caller.
 func (p *provider) call(ctx context.Context, req openai.ChatCompletionRequest, stream bool, onChunk chunkFunc) outcome {
 	box := &headerBox{}
-	if stub, members, ok := splitRequest(req); ok {
+	if stub, members, ok := p.tools.split(req); ok {
 		// go-openai checks the request it is handed against its model, one
 		// check by its tools, which the stub lacks: that check runs here.
 		if err := openai.NewReasoningValidator().Validate(req); err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -39,45 +41,95 @@ type wireTool struct {
 	Type     openai.ToolType            `json:"type"`
 }
 
-// wireRequest holds what the provider encodes of a request.
-type wireRequest struct {
-	Messages []wireMessage `json:"messages"`
-	Tools    []wireTool    `json:"tools,omitempty"`
-}
-
 // errNoMessagesKey: go-openai's body did not hold its encoding of a request
 // without messages.
 var errNoMessagesKey = errors.New("llm: the request body has no empty messages key to fill")
 
-// splitRequest returns req without its messages and tools, for go-openai to
+// toolJSON keeps the encoding of each tool: the same few schemas go out
+// call after call, and encoding one scans its schema to compact it.
+type toolJSON struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// maxToolJSON bounds the kept encodings; past it they are dropped and
+// encoded again (a process has a few dozen tools).
+const maxToolJSON = 512
+
+// encode returns t as go-openai encodes it.
+func (c *toolJSON) encode(t openai.Tool) ([]byte, error) {
+	fd := t.Function
+	params, ok := fd.Parameters.(json.RawMessage)
+	if !ok {
+		return json.Marshal(wireTool{Function: fd, Type: t.Type})
+	}
+	k := string(t.Type) + "\x00" + fd.Name + "\x00" + fd.Description + "\x00" + strconv.FormatBool(fd.Strict) + "\x00" + string(params)
+	c.mu.Lock()
+	b, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := json.Marshal(wireTool{Function: fd, Type: t.Type})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxToolJSON {
+		c.m = map[string][]byte{}
+	}
+	c.m[k] = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+// split returns req without its messages and tools, for go-openai to
 // encode, and the JSON object members ("messages":[...] and "tools":[...])
 // that splice puts back. ok is false for a request it cannot encode as
 // go-openai would (a message or tool of a kind the provider never builds,
 // a tool schema that is not JSON): go-openai then encodes the whole
 // request, and refuses it as it always did.
-func splitRequest(req openai.ChatCompletionRequest) (stub openai.ChatCompletionRequest, members []byte, ok bool) {
-	w := wireRequest{Messages: make([]wireMessage, len(req.Messages)), Tools: make([]wireTool, len(req.Tools))}
+func (c *toolJSON) split(req openai.ChatCompletionRequest) (stub openai.ChatCompletionRequest, members []byte, ok bool) {
+	msgs := make([]wireMessage, len(req.Messages))
 	for i, m := range req.Messages {
 		if len(m.MultiContent) > 0 || m.Refusal != "" || m.ReasoningContent != "" || m.FunctionCall != nil {
 			return req, nil, false
 		}
-		w.Messages[i] = wireMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+		msgs[i] = wireMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
 	}
+	tools := make([][]byte, len(req.Tools))
+	n := 0
 	for i, t := range req.Tools {
 		if t.Function == nil || len(t.Parameters) > 0 {
 			return req, nil, false
 		}
-		w.Tools[i] = wireTool{Function: t.Function, Type: t.Type}
+		b, err := c.encode(t)
+		if err != nil {
+			return req, nil, false
+		}
+		tools[i], n = b, n+len(b)+1
 	}
-	b, err := json.Marshal(w)
+	mb, err := json.Marshal(msgs)
 	if err != nil {
 		return req, nil, false
 	}
+	out := make([]byte, 0, len(`"messages":,"tools":[]`)+len(mb)+n)
+	out = append(append(out, `"messages":`...), mb...)
+	if len(tools) > 0 {
+		out = append(out, `,"tools":[`...)
+		for i, b := range tools {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, b...)
+		}
+		out = append(out, ']')
+	}
 	req.Messages, req.Tools = nil, nil
-	return req, b[1 : len(b)-1], true
+	return req, out, true
 }
 
-// splice returns the body with members (from splitRequest) in place of
+// splice returns the body with members (from toolJSON.split) in place of
 // the "messages":null that go-openai's body of the stripped request holds
 // right after its model (no string can hold that sequence unescaped, so
 // the first one is the key), as the parts to send one after another.

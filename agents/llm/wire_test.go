@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -56,9 +57,15 @@ func TestRequestBodyIsGoOpenAIs(t *testing.T) {
 			"properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}`)},
 		{Name: "read", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}
-	for _, stream := range []bool{false, true} {
+	// The same tools again (their encodings kept), then one of them changed.
+	changed := slices.Clone(specs)
+	changed[0].Description = "Run a command in the work directory."
+	for i, stream := range []bool{false, true, false, true} {
 		for _, jsonMode := range []bool{false, true} {
 			req := p.request("fake", msgs, specs, jsonMode, 100)
+			if i >= 2 {
+				req = p.request("fake", msgs, changed, jsonMode, 100)
+			}
 			if out := p.call(context.Background(), req, stream, func(string, string) {}); out.err != nil {
 				t.Fatalf("stream %v: %v", stream, out.err)
 			}
@@ -97,8 +104,8 @@ func TestRequestGoOpenAICannotEncodeIsNotSent(t *testing.T) {
 	p := newProvider(cfg, &http.Client{Transport: sent}, time.Now)
 	req := p.request("fake", []schemas.LLMMessage{{Role: "user", Content: "hi"}},
 		[]tools.ToolSpec{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}, false, 0)
-	if _, _, ok := splitRequest(req); ok {
-		t.Fatal("splitRequest encoded a tool schema that is not JSON")
+	if _, _, ok := p.tools.split(req); ok {
+		t.Fatal("split encoded a tool schema that is not JSON")
 	}
 	out := p.call(context.Background(), req, false, nil)
 	if out.err == nil {
