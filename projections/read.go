@@ -120,13 +120,16 @@ func (m *missing) Error() string {
 func (m *missing) Unwrap() error { return ErrNotFound }
 
 func (s *Store) snapshot() (*pebble.Snapshot, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.isClosed() {
 		return nil, ErrClosed
 	}
 	return s.db.NewSnapshot(), nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // scanPrefix calls fn for each key under prefix, in order. fn's key and value
