@@ -40,14 +40,7 @@ func newCallKeys() *callKeys {
 }
 
 func (f *callKeys) positions(k []byte, fn func(i uint64) bool) bool {
-	h := maphash.Bytes(f.seed, k)
-	h1, h2 := h, h>>32|1
-	for i := range uint64(callKeysHashes) {
-		if !fn((h1 + i*h2) % callKeysBits) {
-			return false
-		}
-	}
-	return true
+	return bloomPositions(f.seed, k, callKeysBits, callKeysHashes, fn)
 }
 
 // add records k, before the batch that writes it commits (a nil filter, a
