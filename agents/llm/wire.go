@@ -56,31 +56,35 @@ type toolJSON struct {
 // encoded again (a process has a few dozen tools).
 const maxToolJSON = 512
 
-// encode returns t as go-openai encodes it.
-func (c *toolJSON) encode(t openai.Tool) ([]byte, error) {
+// encode returns t as go-openai encodes it; kb is scratch space for the
+// key of its kept encoding (returned for reuse).
+func (c *toolJSON) encode(t openai.Tool, kb []byte) ([]byte, []byte, error) {
 	fd := t.Function
 	params, ok := fd.Parameters.(json.RawMessage)
 	if !ok {
-		return json.Marshal(wireTool{Function: fd, Type: t.Type})
+		b, err := json.Marshal(wireTool{Function: fd, Type: t.Type})
+		return b, kb, err
 	}
-	k := string(t.Type) + "\x00" + fd.Name + "\x00" + fd.Description + "\x00" + strconv.FormatBool(fd.Strict) + "\x00" + string(params)
+	kb = append(append(append(kb[:0], t.Type...), 0), fd.Name...)
+	kb = append(append(append(kb, 0), fd.Description...), 0)
+	kb = append(append(strconv.AppendBool(kb, fd.Strict), 0), params...)
 	c.mu.Lock()
-	b, ok := c.m[k]
+	b, ok := c.m[string(kb)]
 	c.mu.Unlock()
 	if ok {
-		return b, nil
+		return b, kb, nil
 	}
 	b, err := json.Marshal(wireTool{Function: fd, Type: t.Type})
 	if err != nil {
-		return nil, err
+		return nil, kb, err
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxToolJSON {
 		c.m = map[string][]byte{}
 	}
-	c.m[k] = b
+	c.m[string(kb)] = b
 	c.mu.Unlock()
-	return b, nil
+	return b, kb, nil
 }
 
 // split returns req without its messages and tools, for go-openai to
@@ -99,12 +103,13 @@ func (c *toolJSON) split(req openai.ChatCompletionRequest) (stub openai.ChatComp
 	}
 	tools := make([][]byte, len(req.Tools))
 	n := 0
+	var kb []byte
 	for i, t := range req.Tools {
 		if t.Function == nil || len(t.Parameters) > 0 {
 			return req, nil, false
 		}
-		b, err := c.encode(t)
-		if err != nil {
+		b, k, err := c.encode(t, kb)
+		if kb = k; err != nil {
 			return req, nil, false
 		}
 		tools[i], n = b, n+len(b)+1
