@@ -359,8 +359,10 @@ func (s *Store) Close() error {
 	unfinished := s.incomplete
 	s.mu.Unlock()
 	s.vectors.wait()
-	close(s.calls.stop)
-	<-s.calls.done
+	if s.calls != nil {
+		close(s.calls.stop)
+		<-s.calls.done
+	}
 	var ferr error
 	if s.db != nil && (s.opts.NoWAL && !unfinished || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
 		ferr = s.db.Flush()
