@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -567,5 +568,22 @@ func TestCodeFileJSONMatchesEncodingJSON(t *testing.T) {
 		if got := appendCodeFileJSON(nil, f); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
+	}
+}
+
+// A record that is not there reads as it always did (the kind, the quoted
+// id, "not found") and is ErrNotFound, though its message is formatted only
+// when read.
+func TestNotFoundNamesTheRecord(t *testing.T) {
+	_, _, _, s := setup(t)
+	_, _, err := s.ToolResult(context.Background(), `call "7"`)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a missing tool result: %v, want ErrNotFound", err)
+	}
+	if got, want := err.Error(), `tool_result of call "call \"7\"": not found`; got != want {
+		t.Fatalf("message %q, want %q", got, want)
+	}
+	if got, want := fmt.Errorf("look up: %w", err).Error(), "look up: "+fmt.Sprintf("%s %q: %v", "tool_result of call", `call "7"`, ErrNotFound); got != want {
+		t.Fatalf("wrapped message %q, want %q", got, want)
 	}
 }
