@@ -20,6 +20,7 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/internal/web"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/events/eventbench"
+	"github.com/sylk/sylk/projections"
 )
 
 // TargetWebCPU: the web view with its viewers adds at most 10% to the CPU
@@ -51,18 +52,21 @@ func newBenchWebCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "web",
 		Short: "The routed path with live web viewers attached vs without, CPU per message",
 		Long: `Runs the routed path of 'sylk bench route' (append -> Guide -> agent -> reply)
-on one embedded server, after a warm-up: without the web view; with the web
-view following the stream and --viewers clients reading its live stream
-(server-sent events, /api/events), each a separate curl process, as a
-browser's EventSource would; with the web view and no viewer; then without
-the web view again (the cheaper of the two runs without is the baseline, so
-that the order of the runs favours no side). The viewers' own reading is not
-this process's CPU; the server's tail of the stream, and the encoding and
-sending of every event to every viewer, is.
+on one embedded server with the projector folding the stream into a
+projections store, as 'sylk serve' runs them, after a warm-up: without the
+web view; with the web view fed by the projector and --viewers clients
+reading its live stream (server-sent events, /api/events), each a separate
+curl process, as a browser's EventSource would; with the web view and no
+viewer; then without the web view again (the cheaper of the two runs without
+is the baseline, so that the order of the runs favours no side). Each run
+ends once the projector has read the run's last event, so that its share
+(and the web view's, which it feeds) is inside the measure. The viewers' own
+reading is not this process's CPU; the encoding and sending of every event
+to every viewer is.
 
 The target ratio is the CPU per routed message without the web view over the
 one with it and its viewers (target >= 0.91: at most 10% more). Printed for
-information: the web view with no viewer (its tail of the stream alone)
+information: the web view with no viewer (only the usage figures it keeps)
 against no web view, the viewers against the web view with none, and the
 throughput. The live stream keeps up when every viewer received every event
 the run appended and the server dropped none; the command fails otherwise.
@@ -113,7 +117,18 @@ func benchWeb(ctx context.Context, dir, curl string, n, viewers int, mode string
 		return webReport{}, err
 	}
 	defer b.Close()
-	cfg := agentbench.RouteConfig{}
+	// The projector `sylk serve` runs, folding every run; the web view
+	// reads the stream through it.
+	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections")})
+	if err != nil {
+		return webReport{}, err
+	}
+	defer store.Close()
+	pctx, stopProjector := context.WithCancel(ctx)
+	projector := make(chan error, 1)
+	go func() { projector <- store.Projector(events.New(b.JetStream())).Run(pctx) }()
+	defer func() { stopProjector(); <-projector }()
+	cfg := agentbench.RouteConfig{Settle: store.WaitFor}
 	progress(fmt.Sprintf("warm-up: %d routed messages", n/2))
 	if _, err := agentbench.RoutedPath(ctx, cfg, b, n/2); err != nil {
 		return webReport{}, err
@@ -124,13 +139,13 @@ func benchWeb(ctx context.Context, dir, curl string, n, viewers int, mode string
 		return webReport{}, err
 	}
 
-	watched, live, err := routedWatched(ctx, b, cfg, dir, curl, n, viewers, progress)
+	watched, live, err := routedWatched(ctx, b, store, cfg, dir, curl, n, viewers, progress)
 	if err != nil {
 		return webReport{}, err
 	}
-	// The web view following the stream with no viewer: what its one tail
-	// costs, the floor under what the viewers add.
-	idle, _, err := routedWatched(ctx, b, cfg, dir, curl, n, 0, progress)
+	// The web view with no viewer: what it costs with no page open (the
+	// usage figures), the floor under what the viewers add.
+	idle, _, err := routedWatched(ctx, b, store, cfg, dir, curl, n, 0, progress)
 	if err != nil {
 		return webReport{}, err
 	}
@@ -154,14 +169,14 @@ func benchWeb(ctx context.Context, dir, curl string, n, viewers int, mode string
 	return webReport{newBenchReport("web", cs), live}, nil
 }
 
-// routedWatched measures the routed path on b with the web view following
-// the stream and viewers curl processes reading its live stream, and
+// routedWatched measures the routed path on b with the web view fed by
+// store's projector and viewers curl processes reading its live stream, and
 // whether every viewer got every event the run appended.
-func routedWatched(ctx context.Context, b *broker.Broker, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
 	log := events.New(b.JetStream())
-	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
 	if err != nil {
 		return none, live, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -37,8 +38,9 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// startWeb serves a web view on a fresh broker; before, if set, appends
-// what the stream holds when the view starts.
+// startWeb serves a web view on a fresh broker, fed by the projector of a
+// projections store as in `sylk serve`; before, if set, appends what the
+// stream holds when the view starts.
 func startWeb(t *testing.T, buffer int, before func(*events.Log)) (*Web, *events.Log, *httptest.Server) {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
@@ -47,7 +49,18 @@ func startWeb(t *testing.T, buffer int, before func(*events.Log)) (*Web, *events
 		before(log)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	store, err := projections.Open(ctx, projections.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projector := make(chan error, 1)
+	go func() { projector <- store.Projector(log).Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-projector
+		store.Close()
+	})
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
 	if err != nil {
 		t.Fatal(err)
 	}
