@@ -53,7 +53,7 @@ func line(ev *events.Event) string {
 func TestObserveHandsEachEventOnceDecoded(t *testing.T) {
 	w := newWorld(t)
 	first := sessionsOf(t, w.ctx, w.log, "old", 1) // seqs 1, 2: before the start
-	sessionsOf(t, w.ctx, w.log, "caught", 2)      // 3-6: read in the catch-up
+	sessionsOf(t, w.ctx, w.log, "caught", 2)       // 3-6: read in the catch-up
 	var o observed
 	start, stop := w.store.Observe(first, o.fn)
 	if start != first {
