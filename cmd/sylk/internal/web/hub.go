@@ -13,10 +13,14 @@ import (
 )
 
 // ClientBuffer is how many events a live view may have waiting to be sent
-// before it is dropped, by default: a browser that stops reading never holds up the
-// server or the other viewers. The browser's EventSource then reconnects
-// and resumes after the last event it got (Last-Event-ID).
-const ClientBuffer = 1024
+// before it is dropped, by default: a browser that stops reading never holds
+// up the server or the other viewers. The browser's EventSource then
+// reconnects and resumes after the last event it got (Last-Event-ID). The
+// events come as the projector reads them, in bursts of thousands when it
+// catches up: the buffer holds such a burst while a view waits for a CPU
+// (the frames are shared by the views, so it costs each view a pointer per
+// event).
+const ClientBuffer = 8192
 
 // maxBatch bounds how many events the hub gathers before handing them over.
 const maxBatch = 256
