@@ -19,8 +19,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sylk/sylk/broker/brokertest"
+	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/events"
-	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -43,24 +43,13 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // stream holds when the view starts.
 func startWeb(t *testing.T, buffer int, before func(*events.Log)) (*Web, *events.Log, *httptest.Server) {
 	t.Helper()
-	b := brokertest.Start(t, brokertest.Options(t))
-	log := events.New(b.JetStream())
+	st := llmtest.NewStack(t)
+	b, log := st.Broker, st.Log
 	if before != nil {
 		before(log)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	store, err := projections.Open(ctx, projections.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	projector := make(chan error, 1)
-	go func() { projector <- store.Projector(log).Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-projector
-		store.Close()
-	})
-	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Store: st.Store, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
 	if err != nil {
 		t.Fatal(err)
 	}
