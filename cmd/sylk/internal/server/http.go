@@ -46,7 +46,7 @@ func closeListener(ln net.Listener) error {
 func httpComponent(ln net.Listener) serverComponent {
 	return serverComponent{"http", func(ctx context.Context, s *Server) error {
 		m := s.metrics
-		stop, err := m.Follow(ctx)
+		stop, err := m.Follow(ctx, s.store)
 		if err != nil {
 			ln.Close()
 			return err
