@@ -18,8 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/agents/llm/llmtest"
+	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
