@@ -212,29 +212,31 @@ func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 96+2*len(ev.Data))
+	var key string
+	var value []byte
+	switch {
+	case ev.Env != nil:
+		key = ",\"envelope\":"
+		value, err = ev.Env.MarshalJSONWith(payload)
+	case ev.Err != nil:
+		key = ",\"invalid\":"
+		value, err = json.Marshal(ev.Err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	// One allocation of the record's size: the frames of every event a page
+	// watches are what the view adds to the garbage collector's work.
+	const fixed = len("id: \ndata: {\"seq\":,\"subject\":}\n\n") + 2*20 // two sequences of at most 20 digits
+	b := make([]byte, 0, fixed+len(subject)+len(key)+len(value))
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\ndata: {\"seq\":"...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, ",\"subject\":"...)
 	b = append(b, subject...)
-	switch {
-	case ev.Env != nil:
-		env, err := ev.Env.MarshalJSONWith(payload)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, ",\"envelope\":"...)
-		b = append(b, env...)
-	case ev.Err != nil:
-		why, err := json.Marshal(ev.Err.Error())
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, ",\"invalid\":"...)
-		b = append(b, why...)
-	}
+	b = append(b, key...)
+	b = append(b, value...)
 	b = append(b, "}\n\n"...)
 	return &frame{seq: ev.Seq, toks: toks, record: b}, nil
 }
