@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
@@ -32,6 +33,7 @@ type world struct {
 	t     testing.TB
 	ctx   context.Context
 	log   *events.Log
+	js    jetstream.JetStream
 	fs    vfs.FS
 	store *projections.Store
 	n     int // events built so far
@@ -39,7 +41,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	b := brokertest.Start(t, brokertest.Options(t))
-	w := &world{t: t, ctx: brokertest.Context(t), log: events.New(b.JetStream()), fs: vfs.NewMem()}
+	w := &world{t: t, ctx: brokertest.Context(t), log: events.New(b.JetStream()), js: b.JetStream(), fs: vfs.NewMem()}
 	w.open()
 	t.Cleanup(func() {
 		if w.store != nil {

@@ -311,6 +311,9 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 				}
 				e.subject = full.Subject
 			}
+			if err := p.observe(rctx, ev, e); err != nil {
+				return err
+			}
 			select {
 			case ch <- e:
 				return nil

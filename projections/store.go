@@ -55,6 +55,13 @@ type Store struct {
 	wanted atomic.Uint64
 	poke   chan struct{}
 
+	// observers see the events the projector reads (Observe); observedTo
+	// is the last event its reader handed on. The reader holds observeMu
+	// for each event, so that an observer starts exactly after one.
+	observeMu  sync.Mutex
+	observers  []*observer
+	observedTo uint64
+
 	// vectors are the nearest-neighbour indexes searches built, derived
 	// from the projections and kept up to date by the searches (trained in
 	// the background: Close waits for them).

@@ -184,7 +184,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if ln != nil {
 		s.httpURL = "http://" + ln.Addr().String()
 		s.metrics = metrics.New(b.JetStream(), s.store)
-		if s.web, err = startWeb(cctx, b, o.Runtime.Tools.Secrets); err != nil {
+		if s.web, err = startWeb(cctx, b, s.store, o.Runtime.Tools.Secrets); err != nil {
 			cancel()
 			return nil, errors.Join(err, s.api.Stop(), s.store.Close(), b.Close(), closeListener(ln))
 		}
