@@ -634,14 +634,21 @@ func bestOf[T any](items []T, n int, better func(a, b T) int) []T {
 }
 
 // hybrid fuses the lexical ranking with the vector ranking of the query's
-// embedding and the call-graph ranking around the best of both, keeping
-// what keep keeps, and says how many files have a vector.
+// embedding (of the files of the languages q keeps) and the call-graph
+// ranking around the best of both, keeping what keep keeps, and says how
+// many files have a vector.
 func (c *codeReader) hybrid(root *codeRoot, q *CodeQuery, lexical []CodeHit, depth int, keep func(string) (bool, error)) ([]CodeHit, int, error) {
-	near, n, err := c.vectors.nearest(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, depth)
+	var langs func(string) bool
+	if len(q.Langs) > 0 {
+		langs = func(lang string) bool { return slices.Contains(q.Langs, lang) }
+	}
+	near, n, err := c.vectors.nearest(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, depth, langs)
 	if err != nil {
 		return nil, n, err
 	}
-	if keep != nil {
+	// The language filter was applied inside the vector search; a type
+	// filter depends on the query's words, so it is applied to the hits.
+	if len(q.Types) > 0 {
 		kept := near[:0]
 		for _, h := range near {
 			ok, err := keep(h.path)
@@ -746,10 +753,13 @@ func queryTerms(what, text string) ([]string, error) {
 	return terms, nil
 }
 
-// posting is a term's count in a text (a file, a chunk) of length dl.
+// posting is a term's count in a text (a file, a chunk) of length dl; a
+// dropped one counts in the term's document frequency but its text is not
+// ranked (a filter leaves it out).
 type posting struct {
 	id     string
 	tf, dl int
+	drop   bool
 }
 
 // rankBM25 scores every text the terms' postings name by BM25 over n texts
@@ -768,7 +778,9 @@ func rankBM25(terms []string, n int, avgdl float64, postings func(term string, a
 			unknown = append(unknown, term)
 		}
 		for _, p := range ps {
-			scores[p.id] += bm25(p.tf, p.dl, len(ps), n, avgdl)
+			if !p.drop {
+				scores[p.id] += bm25(p.tf, p.dl, len(ps), n, avgdl)
+			}
 		}
 	}
 	hits = make([]CodeHit, 0, len(scores))
@@ -1080,7 +1092,11 @@ func (c *codeReader) status(root *codeRoot, limit int) (*CodeIndexStatus, error)
 
 // embeds is each file's embed hash.
 func (c *codeReader) embeds() (map[string]string, error) {
-	return readMap(c.r, codeEmbedsPrefix(c.rid))
+	m, err := readMap(c.r, codeEmbedsPrefix(c.rid))
+	for p, v := range m {
+		m[p], _ = splitListing(v)
+	}
+	return m, err
 }
 
 // readMap reads the keys under prefix as a map from the rest of the key to

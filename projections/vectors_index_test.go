@@ -28,11 +28,11 @@ func TestVectorIndexUsesTheIVFIndexWhenLarge(t *testing.T) {
 		t.Fatalf("2990 vectors, threshold 2000: training %v, index in use %v", v.training, v.ann)
 	}
 	// The training is held: this search would hang if it waited for it.
-	got, err := v.search(g.Queries[0], 10)
+	got, err := v.search(g.Queries[0], 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exact := scanNearest(v.vecs, g.Queries[0], 10); len(got) != 10 || got[0] != exact[0] || got[9] != exact[9] {
+	if exact := scanNearest(v.vecs, g.Queries[0], 10, nil); len(got) != 10 || got[0] != exact[0] || got[9] != exact[9] {
 		t.Fatalf("a search while training is not the exact scan: %v vs %v", got, exact)
 	}
 	// Changes while it trains: ten vectors added, the first ten removed.
@@ -62,11 +62,11 @@ func TestVectorIndexUsesTheIVFIndexWhenLarge(t *testing.T) {
 	}
 	sum := 0.0
 	for _, q := range g.Queries {
-		got, err := v.search(q, 10)
+		got, err := v.search(q, 10, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		exact := scanNearest(v.vecs, q, 10)
+		exact := scanNearest(v.vecs, q, 10, nil)
 		a, e := make([]ann.Hit, len(got)), make([]ann.Hit, len(exact))
 		for i := range got {
 			a[i] = ann.Hit{ID: got[i].path}
