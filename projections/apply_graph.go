@@ -13,7 +13,9 @@ import (
 // of the nodes by domain and type (graph/t), what a search reads of each
 // node (graph/w: its terms' postings, each with the node's label; graph/e:
 // the embed hash of its text and its label, the listing its vector is
-// found by) and the totals BM25 needs (graph/z). A node's label is its
+// found by), the nodes by the path they are in (graph/p: what a code
+// search joins its files to the graph by) and the totals BM25 needs
+// (graph/z). A node's label is its
 // domain and type, and whether it is superseded, so a search's filters are
 // applied inside the lexical and the vector search. A graph_update is
 // applied whole or refused whole: an edge to a node the graph does not
@@ -92,6 +94,11 @@ func putGraphText(t *tx, n *GraphNodeRec, tot *graphTotals) error {
 	}
 	tot.Nodes++
 	tot.Length += int64(length)
+	if n.Path != "" {
+		if err := t.set(graphPathKey(n.Path, n.ID), nil); err != nil {
+			return err
+		}
+	}
 	return t.set(graphEmbedKey(n.ID), vectorListing(schemas.TextHash(GraphEmbedText(&n.GraphNode)), label))
 }
 
@@ -105,6 +112,11 @@ func dropGraphText(t *tx, n *GraphNodeRec, tot *graphTotals) error {
 	}
 	tot.Nodes--
 	tot.Length -= int64(length)
+	if n.Path != "" {
+		if err := t.batch.Delete(graphPathKey(n.Path, n.ID), nil); err != nil {
+			return err
+		}
+	}
 	return t.batch.Delete(graphEmbedKey(n.ID), nil)
 }
 
@@ -112,6 +124,8 @@ func graphNodeKey(id string) []byte              { return key("graph/n/", id) }
 func graphTermPrefix(term string) []byte         { return under(key("graph/w/", term)) }
 func graphTermKey(term, id string) []byte        { return key("graph/w/", term, id) }
 func graphEmbedKey(id string) []byte             { return key("graph/e/", id) }
+func graphPathKey(pth, id string) []byte         { return key("graph/p/", pth, id) }
+func graphPathPrefix(pth string) []byte          { return under(key("graph/p/", pth)) }
 func graphEmbedsPrefix() []byte                  { return []byte("graph/e/") }
 func graphTotalsKey() []byte                     { return []byte("graph/z") }
 func graphOutKey(from, typ, to string) []byte    { return key("graph/o/", from, typ, to) }

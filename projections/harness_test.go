@@ -864,6 +864,9 @@ func (w *world) code(args map[string]string) string {
 		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
 		if res.Ranking == projections.RankHybrid {
 			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
+			if h.Graph > 0 {
+				fmt.Fprintf(&b, " graph=%.3f knowledge=%.3f", h.Graph, h.Knowledge)
+			}
 		}
 		for _, s := range h.Symbols {
 			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)

@@ -39,9 +39,10 @@ const (
 	RankLexical = "bm25"
 	// RankHybrid fuses rankings by reciprocal rank (each text scores the
 	// sum of 1/(60+rank) over them): of a code search, the BM25 ranking, the
-	// vector ranking and the call-graph ranking (the files that call, or are
-	// called by, the best of the other two); of a documents search, BM25 and
-	// vectors.
+	// vector ranking and the graph ranking (the files that call, or are
+	// called by, the best of the other two, and the files the knowledge
+	// graph joins to them); of a documents search, BM25 and vectors; of a
+	// graph search, BM25, vectors and the graph's neighbourhood.
 	RankHybrid = "hybrid"
 )
 
@@ -168,6 +169,10 @@ type CodeHit struct {
 	Lexical    float64 `json:"lexical,omitempty"`
 	Similarity float64 `json:"similarity,omitempty"`
 	Graph      float64 `json:"graph,omitempty"`
+	// Knowledge is the part of Graph the knowledge graph gave: the
+	// trust-weighted neighbourhood of the best files' nodes (those whose
+	// path is the file's), in files other nodes reached are in.
+	Knowledge float64 `json:"knowledge,omitempty"`
 }
 
 // CodeSymbolHit is a declaration and where it is.
@@ -239,7 +244,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
+	c := &codeReader{ctx: ctx, r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
@@ -278,6 +283,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 // codeReader reads one work directory's index from a snapshot, decoding
 // each file record once.
 type codeReader struct {
+	ctx      context.Context
 	r        pebble.Reader
 	rid      string
 	files    map[string]*CodeFile
@@ -672,7 +678,8 @@ func (c *codeReader) hybrid(root *codeRoot, q *CodeQuery, lexical []CodeHit, dep
 // graphRank ranks the files one link away from seeds (best first) in the
 // code's call graph, at most k: the files calling what a seed declares, and
 // the files declaring what it calls, each link scoring 1/(1+the seed's
-// rank). Calls of an unresolved method ("?.Name") link nothing.
+// rank); calls of an unresolved method ("?.Name") link nothing. To that it
+// adds the knowledge graph's score of each file (knowledgeRank).
 func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, error)) ([]CodeHit, error) {
 	score := map[string]float64{}
 	all := &CodeQuery{}
@@ -723,8 +730,21 @@ func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, 
 			score[p] += 1 / float64(1+rank)
 		}
 	}
+	knowledge, err := c.knowledgeRank(seeds)
+	if err != nil {
+		return nil, err
+	}
+	for p, sc := range knowledge {
+		score[p] += sc
+	}
 	hits := make([]CodeHit, 0, len(score))
 	for p, sc := range score {
+		if f, err := c.file(p); err != nil || f == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue // a path of the knowledge graph that is no file here
+		}
 		if keep != nil {
 			if ok, err := keep(p); err != nil || !ok {
 				if err != nil {
@@ -733,10 +753,49 @@ func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, 
 				continue
 			}
 		}
-		hits = append(hits, CodeHit{Path: p, Score: sc})
+		hits = append(hits, CodeHit{Path: p, Score: sc, Knowledge: knowledge[p]})
 	}
 	sortHits(hits)
 	return hits[:min(len(hits), k)], nil
+}
+
+// knowledgeRank scores the files the knowledge graph joins to seeds (best
+// first): from each node whose path is a seed's (not superseded), the
+// nodes within DefaultGraphDepth hops either way, through no superseded
+// node, each scoring its path's weight times its trust over 100 (as a
+// traversal does), divided by 1 + the seed's rank, for the file it is in.
+func (c *codeReader) knowledgeRank(seeds []CodeHit) (map[string]float64, error) {
+	score := map[string]float64{}
+	for rank, s := range seeds {
+		prefix := graphPathPrefix(s.Path)
+		var ids []string
+		if err := scanPrefix(c.r, prefix, func(k, _ []byte) error {
+			ids = append(ids, string(k[len(prefix):]))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			n, err := readJSON[GraphNodeRec](c.r, graphNodeKey(id))
+			if err != nil {
+				return nil, err
+			}
+			if n == nil || n.SupersededBy != "" {
+				continue
+			}
+			walk := GraphQuery{Kind: GraphTraverse, ID: id, Direction: GraphBoth, Depth: DefaultGraphDepth, Limit: MaxGraphLimit}
+			res := &GraphResult{}
+			if err := graphTraverse(c.ctx, c.r, &walk, res); err != nil {
+				return nil, err
+			}
+			for _, h := range res.Nodes {
+				if h.Node.Path != "" && h.Node.Path != s.Path {
+					score[h.Node.Path] += h.Score / float64(1+rank)
+				}
+			}
+		}
+	}
+	return score, nil
 }
 
 // queryTerms are the distinct search terms of text; none is an error.
@@ -826,7 +885,8 @@ func fuse(lexical []CodeHit, near []vectorHit, graph []CodeHit) []CodeHit {
 		hit(n.path, i).Similarity = float64(n.sim)
 	}
 	for i, g := range graph {
-		hit(g.Path, i).Graph = g.Score
+		h := hit(g.Path, i)
+		h.Graph, h.Knowledge = g.Score, g.Knowledge
 	}
 	sortHits(out)
 	return out
