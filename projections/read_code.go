@@ -821,6 +821,18 @@ type posting struct {
 	drop   bool
 }
 
+// decodePosting reads the posting at key k under prefix (the rest of the
+// key is the text's id): its value is the term's count and the text's
+// length (uvarints), then what follows them (a graph node's label).
+func decodePosting(prefix, k, v []byte) (posting, []byte, error) {
+	tf, n := binary.Uvarint(v)
+	dl, m := binary.Uvarint(v[max(n, 0):])
+	if n <= 0 || m <= 0 {
+		return posting{}, nil, fmt.Errorf("a corrupt posting at %q", k)
+	}
+	return posting{id: string(k[len(prefix):]), tf: int(tf), dl: int(dl)}, v[n+m:], nil
+}
+
 // rankBM25 scores every text the terms' postings name by BM25 over n texts
 // of mean length avgdl, best first; df is counted while the postings are
 // read, so it needs no counters of its own. unknown are the terms no text

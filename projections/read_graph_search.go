@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,13 +104,12 @@ func graphLexical(r pebble.Reader, terms []string, tot *graphTotals, keep func(s
 	return rankBM25(terms, tot.Nodes, avgdl, func(term string, add func(posting)) error {
 		prefix := graphTermPrefix(term)
 		return scanPrefix(r, prefix, func(k, v []byte) error {
-			tf, n := binary.Uvarint(v)
-			dl, m := binary.Uvarint(v[max(n, 0):])
-			if n <= 0 || m <= 0 {
-				return fmt.Errorf("graph: a corrupt posting at %q", k)
+			p, label, err := decodePosting(prefix, k, v)
+			if err == nil {
+				p.drop = !keep(string(label))
+				add(p)
 			}
-			add(posting{id: string(k[len(prefix):]), tf: int(tf), dl: int(dl), drop: !keep(string(v[n+m:]))})
-			return nil
+			return err
 		})
 	})
 }

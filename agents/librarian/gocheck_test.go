@@ -60,16 +60,14 @@ func TestGoParseErrorsAgreeWithGoParser(t *testing.T) {
 		"broken before unbalanced": "package p\n\nfunc F() {\n\tG(a b)\n\tif x {\n}\n",
 	} {
 		want := goParserLine(t, name, src)
-		f := &schemas.IndexedFile{Path: name}
-		var lx goLexer
-		extractGo(f, src, "example.com/p", &lx)
-		m := regexp.MustCompile(` at line (\d+)$`).FindStringSubmatch(f.ParseError)
+		got := tokenParseError(src)
+		m := regexp.MustCompile(` at line (\d+)$`).FindStringSubmatch(got)
 		if m == nil {
-			t.Errorf("%s: go/parser's first error is at line %d; the token reader says %q", name, want, f.ParseError)
+			t.Errorf("%s: go/parser's first error is at line %d; the token reader says %q", name, want, got)
 			continue
 		}
-		if got, _ := strconv.Atoi(m[1]); got != want {
-			t.Errorf("%s: the token reader's error %q, go/parser's first is at line %d", name, f.ParseError, want)
+		if line, _ := strconv.Atoi(m[1]); line != want {
+			t.Errorf("%s: the token reader's error %q, go/parser's first is at line %d", name, got, want)
 		}
 	}
 }
@@ -100,11 +98,16 @@ func TestGoParseErrorsOnlyWhereGoParserHasOne(t *testing.T) {
 		if _, err := parser.ParseFile(token.NewFileSet(), name, src, parser.SkipObjectResolution); err != nil {
 			t.Fatalf("%s: go/parser rejects it: %v", name, err)
 		}
-		f := &schemas.IndexedFile{Path: name}
-		var lx goLexer
-		extractGo(f, src, "example.com/p", &lx)
-		if f.ParseError != "" {
-			t.Errorf("%s: a parse error %q in a file go/parser reads", name, f.ParseError)
+		if got := tokenParseError(src); got != "" {
+			t.Errorf("%s: a parse error %q in a file go/parser reads", name, got)
 		}
 	}
+}
+
+// tokenParseError is the parse error the token reader gives src.
+func tokenParseError(src string) string {
+	f := &schemas.IndexedFile{}
+	var lx goLexer
+	extractGo(f, src, "example.com/p", &lx)
+	return f.ParseError
 }

@@ -422,19 +422,6 @@ func (x *goExtract) group(i int, spec func(a, b int, doc bool, kw string)) int {
 	return close
 }
 
-// specEnd is the index of the last token of the spec starting at a (before
-// a semicolon or limit).
-func (x *goExtract) specEnd(a, limit int) int {
-	k := a
-	for k < limit && !x.semi(k) {
-		if x.is(k, '(') || x.is(k, '[') || x.is(k, '{') {
-			k = int(x.match[k])
-		}
-		k++
-	}
-	return min(k, limit) - 1
-}
-
 func (x *goExtract) importSpec(a, b int, _ bool, _ string) {
 	if a > b {
 		return

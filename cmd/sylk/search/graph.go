@@ -3,11 +3,10 @@ package search
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sylk/sylk/agents/librarian"
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/projections"
@@ -87,39 +86,20 @@ func embedNodes(ctx context.Context, r *cmdutil.StateReader, e *llm.Embedder, re
 	if err != nil {
 		return err
 	}
-	ids := slices.Sorted(maps.Keys(all.Embeds))
-	for lo := 0; lo < len(ids); lo += projections.MaxEmbeddingKeys {
-		chunk := ids[lo:min(lo+projections.MaxEmbeddingKeys, len(ids))]
-		keys := make([]string, len(chunk))
-		for i, id := range chunk {
-			keys[i] = e.Key(all.Embeds[id])
+	missing, err := librarian.MissingVectors(ctx, r, e, all.Embeds)
+	for lo := 0; err == nil && lo < len(missing); lo += projections.MaxEmbeddingKeys {
+		ids := missing[lo:min(lo+projections.MaxEmbeddingKeys, len(missing))]
+		var res *projections.GraphResult
+		if res, err = r.Graph(ctx, projections.GraphQuery{Kind: projections.GraphEmbeds, IDs: ids}); err != nil {
+			break
 		}
-		have, err := r.Embeddings(ctx, keys)
-		if err != nil {
-			return err
-		}
-		var missing []string
-		for i, id := range chunk {
-			if have[keys[i]] == nil {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		res, err := r.Graph(ctx, projections.GraphQuery{Kind: projections.GraphEmbeds, IDs: missing})
-		if err != nil {
-			return err
-		}
-		texts := make([]string, 0, len(missing))
-		for _, id := range missing {
+		texts := make([]string, 0, len(ids))
+		for _, id := range ids {
 			if t, ok := res.Texts[id]; ok {
 				texts = append(texts, t)
 			}
 		}
-		if _, _, err := e.Embed(ctx, r, rec, texts); err != nil {
-			return err
-		}
+		_, _, err = e.Embed(ctx, r, rec, texts)
 	}
-	return nil
+	return err
 }
