@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -531,5 +532,22 @@ func TestCheckpointedLayerRanges(t *testing.T) {
 	var again cpDAG
 	if err := json.Unmarshal(b, &again); err != nil || !reflect.DeepEqual(again, legacy) {
 		t.Errorf("round trip of %s: %+v, %v", b, again, err)
+	}
+}
+
+// A record that is not there reads as it always did (the kind, the quoted
+// id, "not found") and is ErrNotFound, though its message is formatted only
+// when read.
+func TestNotFoundNamesTheRecord(t *testing.T) {
+	_, _, _, s := setup(t)
+	_, _, err := s.ToolResult(context.Background(), `call "7"`)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a missing tool result: %v, want ErrNotFound", err)
+	}
+	if got, want := err.Error(), `tool_result of call "call \"7\"": not found`; got != want {
+		t.Fatalf("message %q, want %q", got, want)
+	}
+	if got, want := fmt.Errorf("look up: %w", err).Error(), "look up: "+fmt.Sprintf("%s %q: %v", "tool_result of call", `call "7"`, ErrNotFound); got != want {
+		t.Fatalf("wrapped message %q, want %q", got, want)
 	}
 }

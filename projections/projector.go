@@ -428,7 +428,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			first = e.seq
 		}
 		b := cm.batch()
-		t := &tx{db: p.s.db, batch: b, cache: p.c}
+		t := &tx{db: p.s.db, batch: b, cache: p.c, calls: p.s.calls}
 		n := 0
 		var last *event
 		closed := false

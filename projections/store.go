@@ -62,6 +62,8 @@ type Store struct {
 	// codeSegments are the code index's segments searches read, kept
 	// while the index they are of is unchanged.
 	codeSegments segmentCache
+	// calls answers lookups of call records that are not there.
+	calls *callKeys
 }
 
 // Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open
@@ -103,6 +105,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.closePebble()
 		return nil, err
 	}
+	s.calls = newCallKeys()
+	go func() {
+		if err := s.calls.scan(s.db); err != nil {
+			s.log.Warn("cannot list the recorded calls; looking each one up in the store", "err", err)
+		}
+	}()
 	return s, nil
 }
 
@@ -351,6 +359,10 @@ func (s *Store) Close() error {
 	unfinished := s.incomplete
 	s.mu.Unlock()
 	s.vectors.wait()
+	if s.calls != nil {
+		close(s.calls.stop)
+		<-s.calls.done
+	}
 	var ferr error
 	if s.db != nil && (s.opts.NoWAL && !unfinished || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
 		ferr = s.db.Flush()

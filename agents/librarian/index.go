@@ -311,6 +311,9 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 			return nil, fmt.Errorf("%s is a directory: index it with Scan", rel)
 		case st.Mode()&fs.ModeSymlink != 0:
 			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
+		case !st.Mode().IsRegular():
+			// A FIFO's open would wait for a writer for ever.
+			changes = append(changes, change{path: rel, skip: "not a regular file"})
 		default:
 			read = append(read, rel)
 		}
