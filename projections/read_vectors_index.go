@@ -14,12 +14,16 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-// The vector side of a code search. The vectors are the vectors projection's
-// (each recorded embedding, by key) and which file has which is the code
-// projection's (code/e: a file's embed hash); the nearest-neighbour graph
-// over one work directory's vectors is derived from both at query time and
-// kept in memory, brought up to date with the files changed since, so a
-// server answers a second query without reading every vector again.
+// The vector side of a code, documents or graph search. The vectors are the
+// vectors projection's (each recorded embedding, by key) and which text has
+// which is the listing of the projection searched (code/e: a file's embed
+// hash and its language; docs/e: a chunk's; graph/e: a node's, with its
+// domain, type and supersession); the nearest-neighbour graph over them is
+// derived from both at query time and kept in memory, brought up to date
+// with the texts changed since, so a server answers a second query without
+// reading every vector again. Each vector carries its text's label, and a
+// search's filter is applied while the vectors are scanned, so a filter
+// that keeps few of them still gets k.
 //
 // The search is an exact scan over unit vectors (a dot product each) up to
 // annMinVectors vectors, where it takes milliseconds and its recall is 1;
