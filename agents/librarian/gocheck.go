@@ -14,7 +14,8 @@ import (
 // at the top level, a function's name and parameters, a semicolon after
 // each declaration), characters no token may hold, literals that are not
 // well formed, an operator with no operand after it, two operands with
-// nothing between them, and an else that follows no block. What is
+// nothing between them, a line that ends a list of parameters or
+// arguments without a comma, and an else that follows no block. What is
 // reported is go/parser's first error: the earliest, by line. A mistake
 // inside a statement that none of these catch (a misplaced keyword, a
 // malformed type) goes unreported: checking every production of the
@@ -232,14 +233,23 @@ var statementKeywords = map[string]bool{
 // token it is at and what is wrong ("" for none).
 func (c *goCode) tokenError() (int, string) {
 	// The brackets open around each token: 'b' a block or a composite
-	// literal, 't' the body of a struct or interface type, 'p' parameters
-	// or results, 'c' the arguments of a call (or a parenthesised
-	// expression), '['.
+	// literal, 't' the body of a struct or interface type, 'g' a group of
+	// declarations, 'p' parameters or results, 'c' the arguments of a call
+	// (or a parenthesised expression), '['.
 	var open []byte
 	ascii := isASCII(c.src)
 	for i := range c.toks {
 		t := &c.toks[i]
 		switch t.kind {
+		case tSemi:
+			// A line ends inside parameters, arguments or brackets: an
+			// element without the comma that would continue the list.
+			if len(open) > 0 && t.off == t.end {
+				switch open[len(open)-1] {
+				case 'p', 'c', '[':
+					return i, "missing ',' before newline"
+				}
+			}
 		case tOp:
 			s := c.text(i)
 			switch t.op {
@@ -251,7 +261,10 @@ func (c *goCode) tokenError() (int, string) {
 				open = append(open, kind)
 			case '(':
 				kind := byte('c') // a call's arguments, or an expression
-				if c.params(i, open) {
+				switch {
+				case c.keyword(i-1, "var"), c.keyword(i-1, "const"), c.keyword(i-1, "import"), c.keyword(i-1, "type"):
+					kind = 'g'
+				case c.params(i, open):
 					kind = 'p'
 				}
 				open = append(open, kind)
@@ -320,10 +333,9 @@ func (c *goCode) operand(i int) bool {
 }
 
 // params says whether the parenthesis at i (inside the brackets open)
-// opens parameters or results (or a group of declarations) rather than a
-// call's arguments: after func (a literal, a type, a receiver), after a
-// function's name (and its type parameters), after parameters, a method's
-// in an interface, or after var, const, import or type.
+// opens parameters or results rather than a call's arguments: after func
+// (a literal, a type, a receiver), after a function's name (and its type
+// parameters), after parameters, or a method's in an interface.
 func (c *goCode) params(i int, open []byte) bool {
 	p := i - 1
 	if c.is(p, ')') || c.is(p, ']') {
@@ -336,9 +348,8 @@ func (c *goCode) params(i int, open []byte) bool {
 	if p < 0 || c.toks[p].kind != tIdent {
 		return false
 	}
-	switch c.text(p) {
-	case "func", "var", "const", "import", "type":
-		return true // or a group of specs, which may start with a name and a type too
+	if c.text(p) == "func" {
+		return true
 	}
 	// Another keyword (if, return, ...) is followed by an expression: it
 	// follows neither func nor a receiver, nor is it a method's name.

@@ -58,6 +58,8 @@ func TestGoParseErrorsAgreeWithGoParser(t *testing.T) {
 		"a line starting with ==":  "package p\n\nfunc F() bool {\n\treturn a\n\t== b\n}\n",
 		"operand then return":      "package p\n\nfunc F() int {\n\tx :=\n\treturn 1\n}\n",
 		"broken before unbalanced": "package p\n\nfunc F() {\n\tG(a b)\n\tif x {\n}\n",
+		"a call without a comma":   "package p\n\nfunc F() {\n\tG(a,\n\t\tb\n\t)\n}\n",
+		"params without a comma":   "package p\n\nfunc F(\n\ta int\n) {\n}\n",
 	} {
 		want := goParserLine(t, name, src)
 		got := tokenParseError(src)
@@ -92,6 +94,7 @@ func TestGoParseErrorsOnlyWhereGoParserHasOne(t *testing.T) {
 		"numbers":            "package p\n\nvar a, b, c, d, e, f = 0x7E+1, 1e+3, 0x1p-2, 08i, 0o17, 1_000\n",
 		"functions":          "package p\n\nfunc (t *T) M(a, b int) (c int) { return a }\n\nfunc G[K comparable, V any](m map[K]V) (out []V) {\n\tf := func(a int) int { return a }\n\t_ = f\n\treturn nil\n}\n\nfunc H() struct{ a int } { return struct{ a int }{1} }\n",
 		"statements":         "package p\n\nfunc F(x any) {\nL:\n\tfor i := range 3 {\n\t\tif i > 1 {\n\t\t\tbreak L\n\t\t} else if i == 0 {\n\t\t\tcontinue\n\t\t}\n\t}\n\tswitch v := x.(type) {\n\tcase int, string:\n\t\t_ = v\n\t}\n\tvar a, b int\n\t_, _ = a, b\n\tG(a, -b, !true, <-ch, &T{a: 1}, []int{1, 2,}, 'x', \"\\n\")\n}\n",
+		"lists over lines":   "package p\n\nfunc F(\n\ta int,\n) {\n\tG(a,\n\t\tfunc() {\n\t\t\tH()\n\t\t},\n\t)\n\t_ = x[\n\t\t1]\n}\n",
 		"a method chain":     "package p\n\nfunc F() {\n\tt := T{}.\n\t\tM().\n\t\tN()\n\t_ = t\n}\n",
 		"a non-ASCII name":   "package p\n\nvar café = 1\n",
 	} {
