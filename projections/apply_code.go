@@ -306,7 +306,9 @@ func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint
 		return err
 	}
 	if f.EmbedHash != "" {
-		if err := t.set(codeEmbedKey(rid, f.Path), []byte(f.EmbedHash)); err != nil {
+		// Labelled with the language, so a search's language filter is
+		// applied inside the vector search.
+		if err := t.set(codeEmbedKey(rid, f.Path), vectorListing(f.EmbedHash, f.Lang)); err != nil {
 			return err
 		}
 	}
