@@ -720,9 +720,12 @@ func (c *committer) commit(j commitJob) error {
 	s.advanced(j.advanced, j.follows, j.streamLast, j.caughtUp)
 	if j.report != nil || c.p.rebuilding() {
 		s.mu.Lock()
-		if j.progress.Finished {
+		if j.progress.Finished && !s.incomplete {
 			s.rebuild = nil
 		} else {
+			// A rebuild's last batch is in, but the store is complete only
+			// once finishRebuild clears its mark: until then Status says a
+			// rebuild is under way, as Verify does.
 			pr := j.progress
 			s.rebuild = &pr
 		}

@@ -321,7 +321,7 @@ func (s *Store) finishRebuild() error {
 		return fmt.Errorf("mark the rebuild finished: %w", err)
 	}
 	s.mu.Lock()
-	s.incomplete = false
+	s.incomplete, s.rebuild = false, nil
 	s.mu.Unlock()
 	return nil
 }
