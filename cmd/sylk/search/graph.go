@@ -18,6 +18,8 @@ func graphRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, quer
 	switch {
 	case len(opts.Langs) > 0:
 		return cmdutil.Usagef("--lang filters code files; the graph's nodes are filtered by --domain and --type (node types: see 'sylk graph --help')")
+	case opts.Dir != "":
+		return cmdutil.Usagef("--dir %s: --dir picks a work directory's code index; the knowledge graph is the data directory's own, whatever the directory", opts.Dir)
 	case opts.Symbol || opts.Callers || opts.Callees || opts.Deps || opts.Dependents || opts.Health:
 		return cmdutil.Usagef("--graph searches the knowledge graph by text; --symbol, --callers, --callees, --deps, --dependents and --health ask the code index")
 	}

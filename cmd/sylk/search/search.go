@@ -3,6 +3,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -129,7 +130,7 @@ it modified.`,
 			return searchRun(cmd.Context(), f, opts, args[0])
 		},
 	}
-	cmd.Flags().StringVar(&opts.Dir, "dir", ".", "the work directory")
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "the work directory whose code index is searched (default: the current one)")
 	cmd.Flags().StringVar(&opts.Session, "session", "_", "the session an index update is recorded in")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 10, "at most N results")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the answer as one JSON object")
@@ -162,7 +163,7 @@ func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, que
 	if err != nil {
 		return err
 	}
-	ix, err := librarian.NewIndexer(opts.Dir)
+	ix, err := librarian.NewIndexer(cmp.Or(opts.Dir, "."))
 	if err != nil {
 		return cmdutil.UsageError{Err: err}
 	}
@@ -200,7 +201,7 @@ func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, que
 		fmt.Fprintln(f.IO.ErrOut, note)
 	}
 	if !res.Indexed {
-		fmt.Fprintf(f.IO.ErrOut, "%s has no index: 'sylk index update --dir %s' makes one\n", ix.Root, opts.Dir)
+		fmt.Fprintf(f.IO.ErrOut, "%s has no index: 'sylk index update --dir %s' makes one\n", ix.Root, ix.Root)
 		return nil
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
