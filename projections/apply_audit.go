@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,69 +37,230 @@ type AuditEntry struct {
 	Details  map[string]string `json:"details,omitempty"`
 }
 
-// Audit keys end in the entry's time (12 bytes, see appendTime) and stream
-// sequence, so every index lists entries in time order and a --since seeks.
+// The audit is stored in chunks, not a key per entry: a list (a category's
+// entries, or the postings of one session, agent or outcome) is a run of
+// chunks of up to auditChunkItems items, each under the list's prefix and the
+// position of its first item (audit/<dim>/<value>\0<position>); the chunk
+// still filling is under the prefix and auditOpenSuffix, after every other.
+// Three or four keys an entry (the entry and its index postings) were a
+// quarter of a rebuild's keys and cost it 12-19% of its speed; chunked, a
+// rebuild writes one key for a few dozen entries (and one for each session),
+// and a query reads a chunk with one seek.
 //
-// An entry is stored once, under its category (audit/c/<category>\0<suffix>):
-// every entry has exactly one, so the category's keys are both its index and
-// the entries. The session, agent and outcome indexes name the category in
-// their value. Four keys an entry made a third of a rebuild's keys.
-const auditSuffixLen = 12 + 8
+// A position is the stream sequence of the event that added the item, so a
+// list is in stream order. A category's items are its entries (position: the
+// entry's sequence); an index's are postings (the entry's sequence, time and
+// category). A tool call's entry is added at the call and completed in place
+// by its result, whose outcome posting (at the result's position) is the
+// only one behind an entry's own sequence: every item of a chunk at position
+// p is of an entry at or before p, which is what lets a query stop reading.
+var auditChunkItems = 32 // a variable for tests, which fold few events
 
-// appendAuditSuffix appends the suffix of the entry of seq at at to b.
-func appendAuditSuffix(b []byte, at time.Time, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendTime(b, at), seq)
+// auditOpenSuffix follows a list's prefix in the key of its open chunk: it
+// sorts after every chunk's position (eight bytes).
+const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+
+// auditChunkFormat is the first byte of a stored chunk.
+const auditChunkFormat = 2
+
+// auditItem is one item of a chunk: the sequence of the entry it is (or
+// posts) and its bytes (appendAuditEntry, or appendAuditPosting).
+type auditItem struct {
+	seq uint64
+	b   []byte
 }
 
-// auditEntryKey is the key of the entry of category filed under suffix.
-func auditEntryKey(category string, suffix []byte) []byte {
-	return appendAuditIndexKey(nil, 'c', category, suffix)
+// auditChunk is a run of a list's items, in position order.
+type auditChunk struct {
+	first uint64 // the position of the first item: the chunk's key, once sealed
+	// hw is the latest time of an item of this chunk or of any before it in
+	// the list (Unix nanoseconds): a --since query stops at the first chunk
+	// whose hw is before it, however unordered the clocks that stamped the
+	// entries were.
+	hw    int64
+	items []auditItem
 }
 
-// auditIndexPrefix is the prefix of index dim ('c' category: the entries,
-// 's' session, 'a' agent, 'o' outcome) for value.
-func auditIndexPrefix(dim byte, value string) []byte {
-	return appendAuditIndexKey(nil, dim, value, nil)
-}
-
-// appendAuditIndexKey appends the key of index dim for value and the entry
-// filed under suffix to b.
-func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte {
-	b = append(b, "audit/"...)
-	b = append(b, dim, '/')
-	b = append(b, value...)
-	b = append(b, sep)
-	return append(b, suffix...)
-}
-func auditCallKey(call string) []byte { return key("audit/call/", call) }
-
-// encode writes a pending tool call's entry (see auditToolCall) under its
-// category and under the call's key k.
-func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendAuditEntry(s.val[:0], e)
-	s.key = appendAuditEntryKey(s.key[:0], e)
-	if err := b.Set(s.key, s.val, nil); err != nil {
-		return err
-	}
+func (c *auditChunk) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditChunk(s.val[:0], c)
 	return b.Set(k, s.val, nil)
 }
 
-// appendAuditEntryKey appends the key e is filed under to b.
-func appendAuditEntryKey(b []byte, e *AuditEntry) []byte {
-	return appendAuditSuffix(appendAuditIndexKey(b, 'c', e.Category, nil), e.At, e.Seq)
+// appendAuditChunk appends c's stored form: the format, first, hw and the
+// item count, then each item's sequence and its bytes with their length.
+func appendAuditChunk(b []byte, c *auditChunk) []byte {
+	b = append(b, auditChunkFormat)
+	b = binary.AppendUvarint(b, c.first)
+	b = binary.AppendVarint(b, c.hw)
+	b = binary.AppendUvarint(b, uint64(len(c.items)))
+	for _, it := range c.items {
+		b = binary.AppendUvarint(b, it.seq)
+		b = append(binary.AppendUvarint(b, uint64(len(it.b))), it.b...)
+	}
+	return b
 }
 
-// fileAuditEntry writes e under its category.
-func fileAuditEntry(t *tx, e *AuditEntry) error {
-	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-	t.kbuf = appendAuditEntryKey(t.kbuf[:0], e)
-	return t.set(t.kbuf, t.vbuf)
+// auditChunkReader reads a stored chunk item by item, its bytes not copied.
+type auditChunkReader struct {
+	auditDecoder
+	first uint64
+	hw    int64
+	n     uint64
 }
 
-// applyAudit files the events the audit categories cover. An entry is
-// written once under its category and indexed by session, agent and, when
-// it is not allowed, outcome. A tool call's entry is completed by its result
-// (outcome, exit code), so each call is one entry.
+func newAuditChunkReader(v []byte) (*auditChunkReader, error) {
+	if len(v) == 0 || v[0] != auditChunkFormat {
+		return nil, fmt.Errorf("audit chunk: not format %d", auditChunkFormat)
+	}
+	r := &auditChunkReader{auditDecoder: auditDecoder{b: v[1:]}}
+	r.first = r.uvarint()
+	r.hw = r.varint()
+	r.n = r.uvarint()
+	return r, r.err
+}
+
+// next returns the next item (its bytes aliasing the chunk), false at the end.
+func (r *auditChunkReader) next() (auditItem, bool, error) {
+	if r.n == 0 || r.err != nil {
+		if r.err == nil && len(r.b) > 0 {
+			r.err = fmt.Errorf("%d bytes after the chunk", len(r.b))
+		}
+		return auditItem{}, false, r.err
+	}
+	r.n--
+	it := auditItem{seq: r.uvarint()}
+	it.b = r.bytes()
+	return it, r.err == nil, r.err
+}
+
+// find returns the index of the item of entry seq in c (nil: none).
+func (c *auditChunk) find(seq uint64) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(c.items, seq, func(it auditItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
+}
+
+// decodeAuditChunk reads a chunk appendAuditChunk stored, its items copied.
+func decodeAuditChunk(v []byte) (*auditChunk, error) {
+	r, err := newAuditChunkReader(v)
+	if err != nil {
+		return nil, err
+	}
+	c := &auditChunk{first: r.first, hw: r.hw, items: make([]auditItem, 0, min(r.n, uint64(auditChunkItems)))}
+	for {
+		it, ok, err := r.next()
+		if err != nil {
+			return nil, fmt.Errorf("audit chunk: %w", err)
+		}
+		if !ok {
+			return c, nil
+		}
+		it.b = slices.Clone(it.b)
+		c.items = append(c.items, it)
+	}
+}
+
+// auditListPrefix is the prefix of the list dim ('c' a category's entries,
+// 's' a session's, 'a' an agent's, 'o' an outcome's postings) for value.
+func auditListPrefix(dim byte, value string) []byte {
+	return appendAuditListPrefix(nil, dim, value)
+}
+
+func appendAuditListPrefix(b []byte, dim byte, value string) []byte {
+	b = append(b, "audit/"...)
+	b = append(b, dim, '/')
+	b = append(b, value...)
+	return append(b, sep)
+}
+
+// appendAuditChunkKey appends the key of the list's chunk at first to b.
+func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendAuditListPrefix(b, dim, value), first)
+}
+
+func auditCallKey(call string) []byte { return key("audit/call/", call) }
+
+// loadAuditChunk is load for a chunk: cached, else decoded from Pebble.
+func loadAuditChunk(t *tx, k []byte) (*auditChunk, error) {
+	if c, ok := t.cache.get(k); ok {
+		ch, _ := c.obj.(*auditChunk)
+		return ch, nil
+	}
+	raw, err := t.getRaw(k)
+	if err != nil || raw == nil {
+		if raw == nil && err == nil {
+			t.missing(k)
+		}
+		return nil, err
+	}
+	c, err := decodeAuditChunk(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode %q: %w", k, err)
+	}
+	t.cache.put(k, c, false)
+	return c, nil
+}
+
+// addAuditItem adds the item of entry seq at at, at position pos, to the
+// list dim/value, and returns the position of the chunk it is in. A full
+// open chunk is sealed first: stored under its own position, where little
+// reads it again (a tool result completing an entry).
+func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (uint64, error) {
+	t.kbuf = append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
+	c, err := loadAuditChunk(t, t.kbuf)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c == nil:
+		c = &auditChunk{first: pos, hw: at.UnixNano()}
+	case len(c.items) >= auditChunkItems:
+		sealed := appendAuditChunkKey(nil, dim, value, c.first)
+		t.cache.putTransient(sealed, c)
+		c = &auditChunk{first: pos, hw: c.hw}
+	}
+	c.hw = max(c.hw, at.UnixNano())
+	c.items = append(c.items, auditItem{seq: seq, b: b})
+	t.cache.put(t.kbuf, c, true)
+	return c.first, nil
+}
+
+// appendAuditPosting appends an index posting's bytes: the entry's time and
+// category.
+func appendAuditPosting(b []byte, at time.Time, category string) []byte {
+	return append(binary.AppendVarint(b, at.UnixNano()), category...)
+}
+
+// decodeAuditPosting reads appendAuditPosting's bytes.
+func decodeAuditPosting(b []byte) (time.Time, string, error) {
+	at, n := binary.Varint(b)
+	if n <= 0 {
+		return time.Time{}, "", errors.New("audit posting: truncated")
+	}
+	return time.Unix(0, at).UTC(), string(b[n:]), nil
+}
+
+// auditCall is a tool call's entry waiting for its result, under the call's
+// key (audit/call/<id>), with the position of the chunk of its category the
+// entry is in: a transient cached object (it leaves the cache once
+// committed), stored when a flush comes first, and read back by the result.
+// A call and its result folded in the same batch, as a rebuild's mostly are,
+// cost one cached object and no write.
+type auditCall struct {
+	chunk uint64
+	e     AuditEntry
+}
+
+func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditEntry(binary.AppendUvarint(s.val[:0], c.chunk), &c.e)
+	return b.Set(k, s.val, nil)
+}
+
+// applyAudit files the events the audit categories cover: an entry is added
+// to its category's list and posted to its session's, its agent's and, when
+// it is not allowed, its outcome's. A tool call's entry is completed by its
+// result (outcome, exit code), so each call is one entry.
 func applyAudit(t *tx, ev *event) error {
 	env := ev.env
 	if env == nil {
@@ -115,62 +277,77 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	var err error
-	if env.Type == schemas.TypeToolCall {
-		err = auditToolCall(t, &e)
-	} else {
-		err = fileAuditEntry(t, &e)
-	}
+	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, appendAuditEntry(nil, &e))
 	if err != nil {
 		return err
 	}
-	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
-	return auditIndex(t, &e, appendAuditSuffix(buf[:0], e.At, e.Seq), e.Outcome != schemas.OutcomeAllowed)
-}
-
-// auditToolCall keeps a tool call's entry under the call's key
-// (audit/call/<id>) until its result changes it: a transient cached object
-// (it leaves the cache once committed), stored when a flush comes first in the
-// entry's own form, under its category too (where queries see it), and read
-// back from the call's key by the result. A call and its result folded in the
-// same batch, as a rebuild's mostly are, cost one cached object and one write
-// of the entry; a cached entry of its own, with the call's record pointing at
-// it, was half of the audit projection's fold.
-//
-// A tool run cut off by a crash is called again under the same call id, and
-// the new call's entry replaces the old one there. The old entry must end up
-// written however the events were batched: a live fold flushed it long
-// before the new call, so when it is still only in memory (folded in the
-// same batch, as a rebuild does), it is written now.
-func auditToolCall(t *tx, e *AuditEntry) error {
-	entry := *e
-	if old, _ := t.cache.putTransient(auditCallKey(e.Details["call"]), &entry).(*AuditEntry); old != nil {
-		return fileAuditEntry(t, old)
+	if env.Type == schemas.TypeToolCall {
+		// A tool run cut off by a crash is called again under the same call
+		// id: the new call waits here instead, and the old one's entry stays
+		// as it is in its chunk, whatever the batches.
+		t.cache.putTransient(auditCallKey(e.Details["call"]), &auditCall{chunk: chunk, e: e})
+	}
+	posting := appendAuditPosting(nil, e.At, e.Category)
+	for _, i := range [...]struct {
+		dim   byte
+		value string
+	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}} {
+		if i.value == "" || i.dim == 'o' && i.value == schemas.OutcomeAllowed {
+			continue
+		}
+		if _, err := addAuditItem(t, i.dim, i.value, e.Seq, e.Seq, e.At, posting); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// loadAuditEntry is load for a pending call's entry: cached, else decoded
-// from its stored form.
-func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
+// loadAuditCall is load for a pending call: cached, else decoded from its
+// stored form.
+func loadAuditCall(t *tx, k []byte) (*auditCall, error) {
 	if c, ok := t.cache.get(k); ok {
-		e, _ := c.obj.(*AuditEntry)
-		return e, nil
+		call, _ := c.obj.(*auditCall)
+		return call, nil
 	}
 	raw, err := t.getRaw(k)
-	if err != nil {
+	if err != nil || raw == nil {
+		if raw == nil && err == nil {
+			t.missing(k)
+		}
 		return nil, err
 	}
-	if raw == nil {
-		t.missing(k)
-		return nil, nil
+	chunk, n := binary.Uvarint(raw)
+	if n <= 0 {
+		return nil, fmt.Errorf("decode %q: truncated", k)
 	}
-	e, err := decodeAuditEntry(raw)
+	e, err := decodeAuditEntry(raw[n:])
 	if err != nil {
 		return nil, fmt.Errorf("decode %q: %w", k, err)
 	}
-	t.cache.put(k, e, false)
-	return e, nil
+	call := &auditCall{chunk: chunk, e: *e}
+	t.cache.put(k, call, false)
+	return call, nil
+}
+
+// replaceAuditEntry stores e in place of the entry of its sequence in the
+// chunk of its category at position first (the open one, or sealed).
+func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
+	k := append(auditListPrefix('c', e.Category), auditOpenSuffix...)
+	c, err := loadAuditChunk(t, k)
+	if err == nil && (c == nil || c.first != first) {
+		k = appendAuditChunkKey(nil, 'c', e.Category, first)
+		c, err = loadAuditChunk(t, k)
+	}
+	if err != nil {
+		return err
+	}
+	i, found := c.find(e.Seq)
+	if !found {
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", e.Seq, k)
+	}
+	c.items[i].b = appendAuditEntry(nil, e)
+	t.cache.put(k, c, true)
+	return nil
 }
 
 // auditEntryFormat is the first byte of a stored entry. Entries are stored
@@ -251,43 +428,35 @@ func (d *auditDecoder) uvarint() uint64 {
 	return x
 }
 
-func (d *auditDecoder) str() string {
+func (d *auditDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+// bytes reads a length and that many bytes, not copied.
+func (d *auditDecoder) bytes() []byte {
 	n := d.uvarint()
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(d.b)) {
 		d.err = errors.New("truncated")
-		return ""
+		return nil
 	}
-	s := string(d.b[:n])
+	v := d.b[:n]
 	d.b = d.b[n:]
-	return s
+	return v
 }
 
-// auditIndex writes e's index keys, whose value is e's category (where the
-// entry is); withOutcome adds its outcome's.
-func auditIndex(t *tx, e *AuditEntry, suffix []byte, withOutcome bool) error {
-	idx := [...]struct {
-		dim   byte
-		value string
-	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}}
-	n := len(idx)
-	if !withOutcome {
-		n--
-	}
-	t.vbuf = append(t.vbuf[:0], e.Category...)
-	for _, i := range idx[:n] {
-		if i.value == "" {
-			continue
-		}
-		t.kbuf = appendAuditIndexKey(t.kbuf[:0], i.dim, i.value, suffix)
-		if err := t.set(t.kbuf, t.vbuf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (d *auditDecoder) str() string { return string(d.bytes()) }
 
 // auditToolResult completes the entry of the call the result is of.
 func auditToolResult(t *tx, ev *event) error {
@@ -296,11 +465,12 @@ func auditToolResult(t *tx, ev *event) error {
 		return err
 	}
 	ck := auditCallKey(p.CallID)
-	e, err := loadAuditEntry(t, ck)
-	if err != nil || e == nil {
+	call, err := loadAuditCall(t, ck)
+	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	store[AuditEntry](t, ck, nil)
+	store[auditCall](t, ck, nil)
+	e := &call.e
 	if e.Details == nil {
 		e.Details = map[string]string{}
 	}
@@ -316,12 +486,11 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	if err := fileAuditEntry(t, e); err != nil || p.OK {
+	if err := replaceAuditEntry(t, call.chunk, e); err != nil || p.OK {
 		return err
 	}
-	var buf [auditSuffixLen]byte
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, appendAuditSuffix(buf[:0], e.At, e.Seq))
-	return t.set(t.kbuf, []byte(e.Category))
+	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, appendAuditPosting(nil, e.At, e.Category))
+	return err
 }
 
 // fileTools are the tools whose calls are file operations; every other
