@@ -2,10 +2,10 @@ package projections
 
 import (
 	"cmp"
-	"encoding/binary"
-	"math"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
