@@ -179,7 +179,10 @@ func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte 
 	return binary.BigEndian.AppendUint64(appendAuditListPrefix(b, dim, value), first)
 }
 
-func auditCallKey(call string) []byte { return key("audit/call/", call) }
+// appendAuditCallKey appends the key of a pending tool call to b.
+func appendAuditCallKey(b []byte, call string) []byte {
+	return append(append(b, "audit/call/"...), call...)
+}
 
 // loadAuditChunk is load for a chunk: cached, else decoded from Pebble.
 func loadAuditChunk(t *tx, k []byte) (*auditChunk, error) {
@@ -218,12 +221,21 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 	case len(c.items) >= auditChunkItems:
 		sealed := appendAuditChunkKey(nil, dim, value, c.first)
 		t.cache.putTransient(sealed, c)
-		c = &auditChunk{first: pos, hw: c.hw}
+		// A list that fills a chunk fills the next: its items grow once.
+		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems)}
 	}
 	c.hw = max(c.hw, at.UnixNano())
 	c.items = append(c.items, auditItem{seq: seq, b: b})
 	t.cache.put(t.kbuf, c, true)
 	return c.first, nil
+}
+
+// auditBytes copies an item encoded into t.vbuf, which it keeps for the
+// next: one allocation of the item's size (an item appended to nil grew
+// five times).
+func (t *tx) auditBytes(b []byte) []byte {
+	t.vbuf = b
+	return slices.Clone(b)
 }
 
 // appendAuditPosting appends an index posting's bytes: the entry's time and
@@ -277,7 +289,7 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, appendAuditEntry(nil, &e))
+	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.auditBytes(appendAuditEntry(t.vbuf[:0], &e)))
 	if err != nil {
 		return err
 	}
@@ -285,9 +297,10 @@ func applyAudit(t *tx, ev *event) error {
 		// A tool run cut off by a crash is called again under the same call
 		// id: the new call waits here instead, and the old one's entry stays
 		// as it is in its chunk, whatever the batches.
-		t.cache.putTransient(auditCallKey(e.Details["call"]), &auditCall{chunk: chunk, e: e})
+		t.kbuf = appendAuditCallKey(t.kbuf[:0], e.Details["call"])
+		t.cache.putTransient(t.kbuf, &auditCall{chunk: chunk, e: e})
 	}
-	posting := appendAuditPosting(nil, e.At, e.Category)
+	posting := t.auditBytes(appendAuditPosting(t.vbuf[:0], e.At, e.Category)) // one for every index
 	for _, i := range [...]struct {
 		dim   byte
 		value string
@@ -332,12 +345,13 @@ func loadAuditCall(t *tx, k []byte) (*auditCall, error) {
 // replaceAuditEntry stores e in place of the entry of its sequence in the
 // chunk of its category at position first (the open one, or sealed).
 func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
-	k := append(auditListPrefix('c', e.Category), auditOpenSuffix...)
+	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', e.Category), auditOpenSuffix...)
 	c, err := loadAuditChunk(t, k)
 	if err == nil && (c == nil || c.first != first) {
-		k = appendAuditChunkKey(nil, 'c', e.Category, first)
+		k = appendAuditChunkKey(k[:0], 'c', e.Category, first)
 		c, err = loadAuditChunk(t, k)
 	}
+	t.kbuf = k
 	if err != nil {
 		return err
 	}
@@ -345,7 +359,7 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 	if !found {
 		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", e.Seq, k)
 	}
-	c.items[i].b = appendAuditEntry(nil, e)
+	c.items[i].b = t.auditBytes(appendAuditEntry(t.vbuf[:0], e))
 	t.cache.put(k, c, true)
 	return nil
 }
@@ -464,7 +478,7 @@ func auditToolResult(t *tx, ev *event) error {
 	if p == nil {
 		return err
 	}
-	ck := auditCallKey(p.CallID)
+	ck := appendAuditCallKey(nil, p.CallID) // kept: replaceAuditEntry uses t.kbuf
 	call, err := loadAuditCall(t, ck)
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
@@ -489,7 +503,7 @@ func auditToolResult(t *tx, ev *event) error {
 	if err := replaceAuditEntry(t, call.chunk, e); err != nil || p.OK {
 		return err
 	}
-	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, appendAuditPosting(nil, e.At, e.Category))
+	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.auditBytes(appendAuditPosting(t.vbuf[:0], e.At, e.Category)))
 	return err
 }
 
