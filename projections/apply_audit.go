@@ -64,13 +64,17 @@ const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
 const auditChunkFormat = 2
 
 // auditItem is one item of a chunk: the sequence of the entry it is (or
-// posts) and its bytes (appendAuditEntry, or appendAuditPosting).
+// posts) and where its bytes (appendAuditEntry, or appendAuditPosting) are
+// in the chunk's buffer.
 type auditItem struct {
-	seq uint64
-	b   []byte
+	seq    uint64
+	off, n uint32
 }
 
-// auditChunk is a run of a list's items, in position order.
+// auditChunk is a run of a list's items, in position order. Their bytes
+// share one buffer, so an item costs no allocation and the collector sees a
+// chunk as two pointers, not one an item: a rebuild holds every chunk it
+// fills until it writes them.
 type auditChunk struct {
 	first uint64 // the position of the first item: the chunk's key, once sealed
 	// hw is the latest time of an item of this chunk or of any before it in
@@ -78,7 +82,26 @@ type auditChunk struct {
 	// whose hw is before it, however unordered the clocks that stamped the
 	// entries were.
 	hw    int64
+	buf   []byte
 	items []auditItem
+}
+
+// add appends the item of entry seq, whose bytes are b.
+func (c *auditChunk) add(seq uint64, b []byte) {
+	c.items = append(c.items, auditItem{seq: seq, off: uint32(len(c.buf)), n: uint32(len(b))})
+	c.buf = append(c.buf, b...)
+}
+
+// set makes b the bytes of item i. Its old bytes stay in the buffer until
+// the chunk is stored, which leaves them out.
+func (c *auditChunk) set(i int, b []byte) {
+	c.items[i].off, c.items[i].n = uint32(len(c.buf)), uint32(len(b))
+	c.buf = append(c.buf, b...)
+}
+
+func (c *auditChunk) bytes(i int) []byte {
+	it := c.items[i]
+	return c.buf[it.off : it.off+it.n]
 }
 
 func (c *auditChunk) encode(b *pebble.Batch, k []byte, s *scratch) error {
@@ -93,9 +116,9 @@ func appendAuditChunk(b []byte, c *auditChunk) []byte {
 	b = binary.AppendUvarint(b, c.first)
 	b = binary.AppendVarint(b, c.hw)
 	b = binary.AppendUvarint(b, uint64(len(c.items)))
-	for _, it := range c.items {
+	for i, it := range c.items {
 		b = binary.AppendUvarint(b, it.seq)
-		b = append(binary.AppendUvarint(b, uint64(len(it.b))), it.b...)
+		b = append(binary.AppendUvarint(b, uint64(it.n)), c.bytes(i)...)
 	}
 	return b
 }
@@ -119,18 +142,19 @@ func newAuditChunkReader(v []byte) (*auditChunkReader, error) {
 	return r, r.err
 }
 
-// next returns the next item (its bytes aliasing the chunk), false at the end.
-func (r *auditChunkReader) next() (auditItem, bool, error) {
+// next returns the next item's entry sequence and bytes (aliasing the
+// chunk), false at the end.
+func (r *auditChunkReader) next() (uint64, []byte, bool, error) {
 	if r.n == 0 || r.err != nil {
 		if r.err == nil && len(r.b) > 0 {
 			r.err = fmt.Errorf("%d bytes after the chunk", len(r.b))
 		}
-		return auditItem{}, false, r.err
+		return 0, nil, false, r.err
 	}
 	r.n--
-	it := auditItem{seq: r.uvarint()}
-	it.b = r.bytes()
-	return it, r.err == nil, r.err
+	seq := r.uvarint()
+	b := r.bytes()
+	return seq, b, r.err == nil, r.err
 }
 
 // find returns the index of the item of entry seq in c (nil: none).
@@ -141,23 +165,26 @@ func (c *auditChunk) find(seq uint64) (int, bool) {
 	return slices.BinarySearchFunc(c.items, seq, func(it auditItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
 }
 
-// decodeAuditChunk reads a chunk appendAuditChunk stored, its items copied.
+// decodeAuditChunk reads a chunk appendAuditChunk stored into v, which
+// becomes its buffer: the caller gives it up.
 func decodeAuditChunk(v []byte) (*auditChunk, error) {
 	r, err := newAuditChunkReader(v)
 	if err != nil {
 		return nil, err
 	}
-	c := &auditChunk{first: r.first, hw: r.hw, items: make([]auditItem, 0, min(r.n, uint64(auditChunkItems)))}
+	c := &auditChunk{first: r.first, hw: r.hw, buf: v, items: make([]auditItem, 0, min(r.n, uint64(auditChunkItems)))}
 	for {
-		it, ok, err := r.next()
+		seq, b, ok, err := r.next()
 		if err != nil {
 			return nil, fmt.Errorf("audit chunk: %w", err)
 		}
 		if !ok {
+			// The buffer ends at the chunk's end: an item added later
+			// must not grow it over bytes some other slice holds.
+			c.buf = slices.Clip(c.buf)
 			return c, nil
 		}
-		it.b = slices.Clone(it.b)
-		c.items = append(c.items, it)
+		c.items = append(c.items, auditItem{seq: seq, off: uint32(len(v) - len(r.b) - len(b)), n: uint32(len(b))})
 	}
 }
 
@@ -210,8 +237,10 @@ func loadAuditChunk(t *tx, k []byte) (*auditChunk, error) {
 // open chunk is sealed first: stored under its own position, where little
 // reads it again (a tool result completing an entry).
 func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (uint64, error) {
-	t.kbuf = append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
-	c, err := loadAuditChunk(t, t.kbuf)
+	k := t.kbuf // b may be in t.vbuf
+	k = append(appendAuditListPrefix(k[:0], dim, value), auditOpenSuffix...)
+	t.kbuf = k
+	c, err := loadAuditChunk(t, k)
 	if err != nil {
 		return 0, err
 	}
@@ -222,20 +251,12 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 		sealed := appendAuditChunkKey(nil, dim, value, c.first)
 		t.cache.putTransient(sealed, c)
 		// A list that fills a chunk fills the next: its items grow once.
-		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems)}
+		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
 	}
 	c.hw = max(c.hw, at.UnixNano())
-	c.items = append(c.items, auditItem{seq: seq, b: b})
-	t.cache.put(t.kbuf, c, true)
+	c.add(seq, b)
+	t.cache.put(k, c, true)
 	return c.first, nil
-}
-
-// auditBytes copies an item encoded into t.vbuf, which it keeps for the
-// next: one allocation of the item's size (an item appended to nil grew
-// five times).
-func (t *tx) auditBytes(b []byte) []byte {
-	t.vbuf = b
-	return slices.Clone(b)
 }
 
 // appendAuditPosting appends an index posting's bytes: the entry's time and
@@ -289,7 +310,8 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.auditBytes(appendAuditEntry(t.vbuf[:0], &e)))
+	t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
+	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf)
 	if err != nil {
 		return err
 	}
@@ -300,7 +322,7 @@ func applyAudit(t *tx, ev *event) error {
 		t.kbuf = appendAuditCallKey(t.kbuf[:0], e.Details["call"])
 		t.cache.putTransient(t.kbuf, &auditCall{chunk: chunk, e: e})
 	}
-	posting := t.auditBytes(appendAuditPosting(t.vbuf[:0], e.At, e.Category)) // one for every index
+	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
 	for _, i := range [...]struct {
 		dim   byte
 		value string
@@ -308,7 +330,7 @@ func applyAudit(t *tx, ev *event) error {
 		if i.value == "" || i.dim == 'o' && i.value == schemas.OutcomeAllowed {
 			continue
 		}
-		if _, err := addAuditItem(t, i.dim, i.value, e.Seq, e.Seq, e.At, posting); err != nil {
+		if _, err := addAuditItem(t, i.dim, i.value, e.Seq, e.Seq, e.At, t.vbuf); err != nil {
 			return err
 		}
 	}
@@ -359,7 +381,8 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 	if !found {
 		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", e.Seq, k)
 	}
-	c.items[i].b = t.auditBytes(appendAuditEntry(t.vbuf[:0], e))
+	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+	c.set(i, t.vbuf)
 	t.cache.put(k, c, true)
 	return nil
 }
@@ -503,7 +526,8 @@ func auditToolResult(t *tx, ev *event) error {
 	if err := replaceAuditEntry(t, call.chunk, e); err != nil || p.OK {
 		return err
 	}
-	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.auditBytes(appendAuditPosting(t.vbuf[:0], e.At, e.Category)))
+	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
+	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.vbuf)
 	return err
 }
 

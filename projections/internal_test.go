@@ -294,6 +294,40 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 	}
 }
 
+// An audit chunk reads back as it was stored, item by item, and a damaged
+// one is an error, never a partial chunk.
+func TestAuditChunkRoundTrip(t *testing.T) {
+	c := &auditChunk{first: 7, hw: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano()}
+	c.add(7, []byte("entry"))
+	c.add(9, nil)
+	c.add(12, []byte("x"))
+	c.set(0, []byte("completed")) // its old bytes are left out
+	v := appendAuditChunk(nil, c)
+	got, err := decodeAuditChunk(slices.Clone(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := appendAuditChunk(nil, got); !bytes.Equal(again, v) || got.first != c.first || got.hw != c.hw {
+		t.Fatalf("decoded %+v, stored again as %q; want %q", got, again, v)
+	}
+	for i, want := range []string{"completed", "", "x"} {
+		if b := got.bytes(i); string(b) != want {
+			t.Fatalf("item %d: %q, want %q", i, b, want)
+		}
+	}
+	if i, ok := got.find(9); !ok || i != 1 {
+		t.Fatalf("find(9) = %d, %v; want 1, true", i, ok)
+	}
+	if _, ok := got.find(8); ok {
+		t.Fatal("find(8) found an item no entry has")
+	}
+	for _, bad := range [][]byte{nil, {auditEntryFormat}, v[:len(v)-1], append(slices.Clone(v), 7)} {
+		if got, err := decodeAuditChunk(bad); err == nil || got != nil {
+			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
+		}
+	}
+}
+
 // A TermCounter counts what TermCounts counts, text after text, and
 // CountOnce counts each distinct term of its text once.
 func TestTermCounter(t *testing.T) {

@@ -209,7 +209,7 @@ func (r *auditReader) read(l *auditList) error {
 		return nil
 	}
 	for {
-		it, ok, err := c.next()
+		seq, b, ok, err := c.next()
 		if err != nil {
 			return fmt.Errorf("audit chunk %q: %w", k, err)
 		}
@@ -218,17 +218,17 @@ func (r *auditReader) read(l *auditList) error {
 		}
 		var e *AuditEntry
 		if r.index {
-			at, category, err := decodeAuditPosting(it.b)
+			at, category, err := decodeAuditPosting(b)
 			if err != nil {
 				return fmt.Errorf("audit chunk %q: %w", k, err)
 			}
 			if !r.q.during(at) || r.q.Category != "" && category != r.q.Category {
 				continue
 			}
-			if e, err = r.entry(category, it.seq); err != nil {
+			if e, err = r.entry(category, seq); err != nil {
 				return err
 			}
-		} else if e, err = decodeAuditEntry(it.b); err != nil {
+		} else if e, err = decodeAuditEntry(b); err != nil {
 			return fmt.Errorf("audit chunk %q: %w", k, err)
 		}
 		if r.q.match(e) {
@@ -256,7 +256,7 @@ func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
 		r.entries[category] = es
 		v, err := getFrom(r.snap, append(prefix, auditOpenSuffix...))
 		if err == nil && v != nil {
-			es.open, err = decodeAuditChunk(v)
+			es.open, err = decodeAuditChunk(v) // getFrom copies
 		}
 		if err != nil {
 			return nil, fmt.Errorf("audit: the open chunk of %s: %w", category, err)
@@ -273,7 +273,7 @@ func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
 			return nil, fmt.Errorf("audit: a posting names seq %d, before every %s entry", seq, category)
 		}
 		var err error
-		if c, err = decodeAuditChunk(es.it.Value()); err != nil {
+		if c, err = decodeAuditChunk(slices.Clone(es.it.Value())); err != nil {
 			return nil, fmt.Errorf("audit chunk %q: %w", es.it.Key(), err)
 		}
 		es.chunk = c
@@ -282,5 +282,5 @@ func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
 	if !ok {
 		return nil, fmt.Errorf("audit: a posting names seq %d, not a %s entry", seq, category)
 	}
-	return decodeAuditEntry(c.items[i].b)
+	return decodeAuditEntry(c.bytes(i))
 }
