@@ -211,25 +211,26 @@ func appendAuditCallKey(b []byte, call string) []byte {
 	return append(append(b, "audit/call/"...), call...)
 }
 
-// loadAuditChunk is load for a chunk: cached, else decoded from Pebble.
-func loadAuditChunk(t *tx, k []byte) (*auditChunk, error) {
-	if c, ok := t.cache.get(k); ok {
-		ch, _ := c.obj.(*auditChunk)
-		return ch, nil
+// loadAuditChunk is load for a chunk: cached, else decoded from Pebble. It
+// returns the chunk's cache entry too (nil when there is no chunk), to store
+// a change with.
+func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
+	if e, ok := t.cache.get(k); ok {
+		c, _ := e.obj.(*auditChunk)
+		return c, e, nil
 	}
 	raw, err := t.getRaw(k)
 	if err != nil || raw == nil {
 		if raw == nil && err == nil {
 			t.missing(k)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := decodeAuditChunk(raw)
 	if err != nil {
-		return nil, fmt.Errorf("decode %q: %w", k, err)
+		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
-	t.cache.put(k, c, false)
-	return c, nil
+	return c, t.cache.put(k, c, false), nil
 }
 
 // addAuditItem adds the item of entry seq at at, at position pos, to the
@@ -240,7 +241,7 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 	k := t.kbuf // b may be in t.vbuf
 	k = append(appendAuditListPrefix(k[:0], dim, value), auditOpenSuffix...)
 	t.kbuf = k
-	c, err := loadAuditChunk(t, k)
+	c, e, err := loadAuditChunk(t, k)
 	if err != nil {
 		return 0, err
 	}
@@ -255,7 +256,11 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 	}
 	c.hw = max(c.hw, at.UnixNano())
 	c.add(seq, b)
-	t.cache.put(k, c, true)
+	if e != nil {
+		t.cache.update(e, k, c)
+	} else {
+		t.cache.put(k, c, true)
+	}
 	return c.first, nil
 }
 
@@ -338,40 +343,39 @@ func applyAudit(t *tx, ev *event) error {
 }
 
 // loadAuditCall is load for a pending call: cached, else decoded from its
-// stored form.
-func loadAuditCall(t *tx, k []byte) (*auditCall, error) {
+// stored form; with its cache entry, as loadAuditChunk.
+func loadAuditCall(t *tx, k []byte) (*auditCall, *entry, error) {
 	if c, ok := t.cache.get(k); ok {
 		call, _ := c.obj.(*auditCall)
-		return call, nil
+		return call, c, nil
 	}
 	raw, err := t.getRaw(k)
 	if err != nil || raw == nil {
 		if raw == nil && err == nil {
 			t.missing(k)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	chunk, n := binary.Uvarint(raw)
 	if n <= 0 {
-		return nil, fmt.Errorf("decode %q: truncated", k)
+		return nil, nil, fmt.Errorf("decode %q: truncated", k)
 	}
 	e, err := decodeAuditEntry(raw[n:])
 	if err != nil {
-		return nil, fmt.Errorf("decode %q: %w", k, err)
+		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
 	call := &auditCall{chunk: chunk, e: *e}
-	t.cache.put(k, call, false)
-	return call, nil
+	return call, t.cache.put(k, call, false), nil
 }
 
 // replaceAuditEntry stores e in place of the entry of its sequence in the
 // chunk of its category at position first (the open one, or sealed).
 func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', e.Category), auditOpenSuffix...)
-	c, err := loadAuditChunk(t, k)
+	c, ce, err := loadAuditChunk(t, k)
 	if err == nil && (c == nil || c.first != first) {
 		k = appendAuditChunkKey(k[:0], 'c', e.Category, first)
-		c, err = loadAuditChunk(t, k)
+		c, ce, err = loadAuditChunk(t, k)
 	}
 	t.kbuf = k
 	if err != nil {
@@ -383,7 +387,7 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 	}
 	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
 	c.set(i, t.vbuf)
-	t.cache.put(k, c, true)
+	t.cache.update(ce, k, c)
 	return nil
 }
 
@@ -502,11 +506,11 @@ func auditToolResult(t *tx, ev *event) error {
 		return err
 	}
 	ck := appendAuditCallKey(nil, p.CallID) // kept: replaceAuditEntry uses t.kbuf
-	call, err := loadAuditCall(t, ck)
+	call, ce, err := loadAuditCall(t, ck)
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	store[auditCall](t, ck, nil)
+	t.cache.update(ce, ck, nil)
 	e := &call.e
 	if e.Details == nil {
 		e.Details = map[string]string{}
