@@ -395,17 +395,17 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 // in this compact binary form, not JSON: one is written for about every
 // fourth event of a busy stream, and encoding/json was half of the audit
 // projection's cost to a rebuild.
-const auditEntryFormat = 1
+const auditEntryFormat = 3
 
 // appendAuditEntry appends e's stored form: the format, the sequence and
-// time (Unix nanoseconds) as uvarints, then its strings and its details (sorted by name), each
-// with its length.
+// time (Unix nanoseconds) as uvarints, then its strings and its details
+// (sorted by name), each as appendAuditWord writes it.
 func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	b = append(b, auditEntryFormat)
 	b = binary.AppendUvarint(b, e.Seq)
 	b = binary.AppendUvarint(b, uint64(e.At.UnixNano()))
 	for _, s := range [...]string{e.ID, string(e.Type), e.Category, e.Action, e.Session, e.Agent, e.Target, e.Outcome, e.Reason} {
-		b = appendAuditString(b, s)
+		b = appendAuditWord(b, s)
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Details)))
 	var names [8]string // entries have a few details: sorted without allocating
@@ -415,13 +415,116 @@ func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b = appendAuditString(appendAuditString(b, k), e.Details[k])
+		b = appendAuditWord(appendAuditWord(b, k), e.Details[k])
 	}
 	return b
 }
 
-func appendAuditString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+// auditWords are the words entries are mostly made of (event types,
+// categories, actions, agents, outcomes, detail names), stored as their
+// index: an entry's bytes were a tenth of a rebuild's, and Pebble's work
+// for them (its memtable, flushes, compression, compactions) a third of the
+// audit's cost. The list is part of the stored form: append only, and bump
+// the audit projection's version when it changes.
+var auditWords = []string{
+	// event types
+	"tool_call", "llm_usage", "llm_response", "audit_record", "permission_request", "permission_decision",
+	"prompt_rejected", "hook_decision", "dead_letter", "session_create", "session_complete", "session_suspend",
+	"session_resume", "session_fork", "session_fail", "signal", "dag_execute", "workflow_complete", "task_failed",
+	"pipeline_stage", "agent_restart", "schedule_add", "schedule_pause", "schedule_resume", "schedule_remove",
+	"schedule_disable",
+	// categories and outcomes
+	"permission", "file", "process", "network", "llm", "session", "config", "allowed", "denied", "error", "asked",
+	// actions
+	"exec", "read_file", "write_file", "edit_file", "list", "glob", "grep", "call", "request", "allow", "deny",
+	"create", "complete", "suspend", "resume", "fork", "fail", "pause", "cancel", "workflow_start", "hook_block",
+	"kill", "write", "edit", "read", "user_add", "user_revoke",
+	// agents
+	"user", "engineer", "architect", "orchestrator", "worker", "guide", "tester", "inspector", "librarian",
+	"designer", "academic", "system",
+	// detail names and common values
+	"node", "exit_code", "duration_ms", "result_seq", "tokens", "prompt_tokens", "completion_tokens",
+	"cost_usd", "provider", "grant", "scope", "findings", "patterns", "point", "hook", "consumer", "stream_seq",
+	"deliveries", "parent_seq", "nodes", "outcome", "succeeded", "failed", "skipped", "attempt", "loop", "size",
+	"sha256", "pid", "signals", "role", "once", "always", "0", "1", "2",
+}
+
+// auditWordIndex finds a word's index in auditWords.
+var auditWordIndex = func() map[string]uint64 {
+	m := make(map[string]uint64, len(auditWords))
+	for i, w := range auditWords {
+		if _, dup := m[w]; !dup {
+			m[w] = uint64(i)
+		}
+	}
+	return m
+}()
+
+// A stored string starts with a uvarint whose two low bits say what it is.
+const (
+	auditLiteral = 0 // the rest is the length; the bytes follow
+	auditWord    = 1 // the rest is an index in auditWords
+	auditUUID    = 2 // 16 bytes follow: a canonical lower-case UUID (event ids)
+)
+
+// appendAuditWord appends s: a known word as its index, an event id as its
+// 16 bytes, anything else as its length and bytes.
+func appendAuditWord(b []byte, s string) []byte {
+	if i, ok := auditWordIndex[s]; ok {
+		return binary.AppendUvarint(b, i<<2|auditWord)
+	}
+	if u, ok := parseUUID(s); ok {
+		return append(binary.AppendUvarint(b, auditUUID), u[:]...)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(s))<<2|auditLiteral), s...)
+}
+
+// parseUUID reads a canonical lower-case UUID (8-4-4-4-12 hex digits).
+func parseUUID(s string) (u [16]byte, ok bool) {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		hi, lo := unhex(s[i]), unhex(s[i+1])
+		if hi > 15 || lo > 15 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+	}
+	return u, true
+}
+
+// unhex is a lower-case hex digit's value, 255 for anything else.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}
+
+// formatUUID writes u in canonical form.
+func formatUUID(u []byte) string {
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = digits[x>>4], digits[x&15]
+		j += 2
+	}
+	return string(b[:])
 }
 
 // decodeAuditEntry reads an entry appendAuditEntry stored.
@@ -432,13 +535,13 @@ func decodeAuditEntry(v []byte) (*AuditEntry, error) {
 	d := auditDecoder{b: v[1:]}
 	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, int64(d.uvarint())).UTC()}
 	for _, s := range [...]*string{&e.ID, (*string)(&e.Type), &e.Category, &e.Action, &e.Session, &e.Agent, &e.Target, &e.Outcome, &e.Reason} {
-		*s = d.str()
+		*s = d.word()
 	}
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		e.Details = make(map[string]string, min(n, uint64(len(d.b))))
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			k := d.str()
-			e.Details[k] = d.str()
+			k := d.word()
+			e.Details[k] = d.word()
 		}
 	}
 	if d.err == nil && len(d.b) > 0 {
@@ -497,7 +600,39 @@ func (d *auditDecoder) bytes() []byte {
 	return v
 }
 
-func (d *auditDecoder) str() string { return string(d.bytes()) }
+// word reads a string appendAuditWord stored.
+func (d *auditDecoder) word() string {
+	x := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	switch x & 3 {
+	case auditLiteral:
+		if x>>2 > uint64(len(d.b)) {
+			d.err = errors.New("truncated")
+			return ""
+		}
+		s := string(d.b[:x>>2])
+		d.b = d.b[x>>2:]
+		return s
+	case auditWord:
+		if x>>2 >= uint64(len(auditWords)) {
+			d.err = fmt.Errorf("word %d of %d", x>>2, len(auditWords))
+			return ""
+		}
+		return auditWords[x>>2]
+	case auditUUID:
+		if x != auditUUID || len(d.b) < 16 {
+			d.err = errors.New("truncated id")
+			return ""
+		}
+		s := formatUUID(d.b[:16])
+		d.b = d.b[16:]
+		return s
+	}
+	d.err = fmt.Errorf("string kind %d", x&3)
+	return ""
+}
 
 // auditToolResult completes the entry of the call the result is of.
 func auditToolResult(t *tx, ev *event) error {

@@ -279,15 +279,29 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 	e := &AuditEntry{Seq: 42, ID: "e1", Type: schemas.TypeToolCall, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Category: schemas.AuditProcess, Action: "exec", Session: "S1", Agent: "engineer", Target: "go test ./...",
 		Outcome: schemas.OutcomeError, Reason: "exit status 1", Details: map[string]string{"call": "c1", "exit_code": "1", "node": "d/a"}}
+	// An event id is stored as its 16 bytes, known words as their index,
+	// anything else as it is (an id in upper case too).
+	uuid := &AuditEntry{Seq: 7, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeLLMUsage, At: e.At,
+		Category: schemas.AuditLLM, Action: "call", Session: "S1", Agent: "architect", Target: "01A21E97-9F0C-7EAD-8685-46AE2E8D899A",
+		Outcome: schemas.OutcomeAllowed, Details: map[string]string{"tokens": "1", "weird": "01a21e97-9f0c-7ead-8685-46ae2e8d899"}}
+	for _, e := range []*AuditEntry{e, uuid} {
+		v := appendAuditEntry(nil, e)
+		got, err := decodeAuditEntry(v)
+		if err != nil || !reflect.DeepEqual(got, e) {
+			t.Fatalf("decoded %+v, %v; want %+v", got, err, e)
+		}
+		if again := appendAuditEntry(nil, got); !bytes.Equal(again, v) {
+			t.Fatal("the same entry encodes to different bytes")
+		}
+	}
+	for s, want := range map[string]int{uuid.ID: 17, "tool_call": 1, uuid.Target: 38, "": 1} {
+		if n := len(appendAuditWord(nil, s)); n != want {
+			t.Errorf("%q stored in %d bytes, want %d", s, n, want)
+		}
+	}
 	v := appendAuditEntry(nil, e)
-	got, err := decodeAuditEntry(v)
-	if err != nil || !reflect.DeepEqual(got, e) {
-		t.Fatalf("decoded %+v, %v; want %+v", got, err, e)
-	}
-	if again := appendAuditEntry(nil, got); !bytes.Equal(again, v) {
-		t.Fatal("the same entry encodes to different bytes")
-	}
-	for _, bad := range [][]byte{nil, {0}, v[:len(v)-1], append(slices.Clone(v), 7), {auditEntryFormat, 1, 2, 0xff}} {
+	for _, bad := range [][]byte{nil, {0}, v[:len(v)-1], append(slices.Clone(v), 7), {auditEntryFormat, 1, 2, 0xff},
+		{auditEntryFormat, 1, 2, 0xfd, 0x7f}, {auditEntryFormat, 1, 2, auditUUID, 1, 2}, {auditEntryFormat, 1, 2, 3}} {
 		if got, err := decodeAuditEntry(bad); err == nil || got != nil {
 			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
 		}

@@ -200,7 +200,10 @@ func (c *cache) evict() {
 	for _, e := range c.transients {
 		switch {
 		case c.m[e.key] != e:
-		case e.dirty:
+		case e.dirty && (e.obj != nil || !e.absent):
+			// (One deleted before it was ever written, as a rebuild's tool
+			// calls mostly are, has nothing to write: it leaves now, not
+			// hundreds of thousands of events later with the objects held.)
 			held = append(held, e)
 		default:
 			c.lru.Remove(e.elem)
