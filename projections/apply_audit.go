@@ -404,9 +404,12 @@ func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	b = append(b, auditEntryFormat)
 	b = binary.AppendUvarint(b, e.Seq)
 	b = binary.AppendUvarint(b, uint64(e.At.UnixNano()))
-	for _, s := range [...]string{e.ID, string(e.Type), e.Category, e.Action, e.Session, e.Agent, e.Target, e.Outcome, e.Reason} {
-		b = appendAuditWord(b, s)
-	}
+	// Only the fields that are mostly words are looked up: a lookup for
+	// each string cost as much as the bytes it saved.
+	b = appendAuditWord(appendAuditText(b, e.ID), string(e.Type))
+	b = appendAuditWord(appendAuditWord(b, e.Category), e.Action)
+	b = appendAuditWord(appendAuditText(b, e.Session), e.Agent)
+	b = appendAuditText(appendAuditWord(appendAuditText(b, e.Target), e.Outcome), e.Reason)
 	b = binary.AppendUvarint(b, uint64(len(e.Details)))
 	var names [8]string // entries have a few details: sorted without allocating
 	keys := names[:0]
@@ -415,14 +418,14 @@ func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b = appendAuditWord(appendAuditWord(b, k), e.Details[k])
+		b = appendAuditText(appendAuditWord(b, k), e.Details[k])
 	}
 	return b
 }
 
 // auditWords are the words entries are mostly made of (event types,
 // categories, actions, agents, outcomes, detail names), stored as their
-// index: an entry's bytes were a tenth of a rebuild's, and Pebble's work
+// index in those fields: an entry's bytes were a tenth of a rebuild's, and Pebble's work
 // for them (its memtable, flushes, compression, compactions) a third of the
 // audit's cost. The list is part of the stored form: append only, and bump
 // the audit projection's version when it changes.
@@ -446,7 +449,7 @@ var auditWords = []string{
 	"node", "exit_code", "duration_ms", "result_seq", "tokens", "prompt_tokens", "completion_tokens",
 	"cost_usd", "provider", "grant", "scope", "findings", "patterns", "point", "hook", "consumer", "stream_seq",
 	"deliveries", "parent_seq", "nodes", "outcome", "succeeded", "failed", "skipped", "attempt", "loop", "size",
-	"sha256", "pid", "signals", "role", "once", "always", "0", "1", "2",
+	"sha256", "pid", "signals", "role",
 }
 
 // auditWordIndex finds a word's index in auditWords.
@@ -467,12 +470,18 @@ const (
 	auditUUID    = 2 // 16 bytes follow: a canonical lower-case UUID (event ids)
 )
 
-// appendAuditWord appends s: a known word as its index, an event id as its
-// 16 bytes, anything else as its length and bytes.
+// appendAuditWord appends s, a known word as its index, else as
+// appendAuditText does.
 func appendAuditWord(b []byte, s string) []byte {
 	if i, ok := auditWordIndex[s]; ok {
 		return binary.AppendUvarint(b, i<<2|auditWord)
 	}
+	return appendAuditText(b, s)
+}
+
+// appendAuditText appends s: an event id as its 16 bytes, anything else as
+// its length and bytes.
+func appendAuditText(b []byte, s string) []byte {
 	if u, ok := parseUUID(s); ok {
 		return append(binary.AppendUvarint(b, auditUUID), u[:]...)
 	}
