@@ -211,13 +211,14 @@ func appendAuditCallKey(b []byte, call string) []byte {
 	return append(append(b, "audit/call/"...), call...)
 }
 
-// loadAuditChunk is load for a chunk: cached, else decoded from Pebble. It
-// returns the chunk's cache entry too (nil when there is no chunk), to store
-// a change with.
-func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
+// loadAudit is load for an audit object stored in a form of its own (a
+// chunk, a pending call): cached, else decoded from Pebble. It returns the
+// object's cache entry too (nil when there is no object), to store a change
+// with.
+func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *entry, error) {
 	if e, ok := t.cache.get(k); ok {
-		c, _ := e.obj.(*auditChunk)
-		return c, e, nil
+		o, _ := e.obj.(*T)
+		return o, e, nil
 	}
 	raw, err := t.getRaw(k)
 	if err != nil || raw == nil {
@@ -226,11 +227,15 @@ func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
 		}
 		return nil, nil, err
 	}
-	c, err := decodeAuditChunk(raw)
+	o, err := decode(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
-	return c, t.cache.put(k, c, false), nil
+	return o, t.cache.put(k, o, false), nil
+}
+
+func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
+	return loadAudit(t, k, decodeAuditChunk)
 }
 
 // addAuditItem adds the item of entry seq at at, at position pos, to the
@@ -342,30 +347,17 @@ func applyAudit(t *tx, ev *event) error {
 	return nil
 }
 
-// loadAuditCall is load for a pending call: cached, else decoded from its
-// stored form; with its cache entry, as loadAuditChunk.
-func loadAuditCall(t *tx, k []byte) (*auditCall, *entry, error) {
-	if c, ok := t.cache.get(k); ok {
-		call, _ := c.obj.(*auditCall)
-		return call, c, nil
-	}
-	raw, err := t.getRaw(k)
-	if err != nil || raw == nil {
-		if raw == nil && err == nil {
-			t.missing(k)
-		}
-		return nil, nil, err
-	}
+// decodeAuditCall reads a pending call's stored form.
+func decodeAuditCall(raw []byte) (*auditCall, error) {
 	chunk, n := binary.Uvarint(raw)
 	if n <= 0 {
-		return nil, nil, fmt.Errorf("decode %q: truncated", k)
+		return nil, errors.New("audit call: truncated")
 	}
 	e, err := decodeAuditEntry(raw[n:])
 	if err != nil {
-		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
+		return nil, err
 	}
-	call := &auditCall{chunk: chunk, e: *e}
-	return call, t.cache.put(k, call, false), nil
+	return &auditCall{chunk: chunk, e: *e}, nil
 }
 
 // replaceAuditEntry stores e in place of the entry of its sequence in the
@@ -568,24 +560,16 @@ type auditDecoder struct {
 	err error
 }
 
-func (d *auditDecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	x, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errors.New("truncated")
-		return 0
-	}
-	d.b = d.b[n:]
-	return x
-}
+func (d *auditDecoder) uvarint() uint64 { return auditVarint(d, binary.Uvarint) }
 
-func (d *auditDecoder) varint() int64 {
+func (d *auditDecoder) varint() int64 { return auditVarint(d, binary.Varint) }
+
+// auditVarint reads one varint with read (binary.Uvarint or binary.Varint).
+func auditVarint[T uint64 | int64](d *auditDecoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	x, n := binary.Varint(d.b)
+	x, n := read(d.b)
 	if n <= 0 {
 		d.err = errors.New("truncated")
 		return 0
@@ -650,7 +634,7 @@ func auditToolResult(t *tx, ev *event) error {
 		return err
 	}
 	ck := appendAuditCallKey(nil, p.CallID) // kept: replaceAuditEntry uses t.kbuf
-	call, ce, err := loadAuditCall(t, ck)
+	call, ce, err := loadAudit(t, ck, decodeAuditCall)
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
