@@ -105,6 +105,15 @@ func TestForgedSourceIsDeadLettered(t *testing.T) {
 	brokertest.Eventually(t, 10*time.Second, "a dead_letter event", func() bool {
 		return h.count(events.Filter{Type: schemas.TypeDeadLetter}.Subject()) == 1
 	})
+
+	// Resending runs with the operator's credential, which may publish as
+	// anyone: the forgery is refused, not stored under the orchestrator.
+	if _, err := ResendDeadLetter(h.ctx, h.b.JetStream(), m.Sequence, time.Now()); !errors.Is(err, events.ErrForgedSource) {
+		t.Fatalf("resending the forged event: err %v, want %v", err, events.ErrForgedSource)
+	}
+	if n := h.count(events.Filter{Source: "orchestrator"}.Subject()); n != 0 {
+		t.Fatalf("%d events stored as the orchestrator's", n)
+	}
 }
 
 // A message dead-lettered for a cause that is then fixed is handled once

@@ -226,6 +226,11 @@ type Resent struct {
 // a copy of the envelope with a new id, parent_id = the original and one
 // more attempt, on the original subject; bytes that were never an envelope
 // are republished as they are. The dead letter stays in SYLK_DLQ.
+//
+// An envelope that claims another sender than the subject it was published
+// on is refused (events.ErrForgedSource): resending runs with the operator's
+// credential, which may publish as anyone, so it would store the forgery
+// under the sender it names.
 func ResendDeadLetter(ctx context.Context, js jetstream.JetStream, id uint64, now time.Time) (Resent, error) {
 	m, err := GetDeadLetter(ctx, js, id)
 	if err != nil {
@@ -233,7 +238,11 @@ func ResendDeadLetter(ctx context.Context, js jetstream.JetStream, id uint64, no
 	}
 	out := Resent{Subject: m.Header.Get(HeaderDLQSubject)}
 	env, err := schemas.Unmarshal(m.Data)
-	if err != nil {
+	if err == nil {
+		if err := events.CheckSource(out.Subject, env); err != nil {
+			return Resent{}, fmt.Errorf("dead letter %d not resent: %w", id, err)
+		}
+	} else {
 		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: out.Subject, Data: m.Data})
 		if err != nil {
 			return Resent{}, err

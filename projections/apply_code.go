@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sylk/sylk/schemas"
 )
@@ -100,8 +103,10 @@ func applyCode(t *tx, ev *event) error {
 		return nil
 	}
 	// The segment: each term's postings (the file's index in the segment,
-	// its count, the file's length).
-	postings := map[string][]byte{}
+	// its count, the file's length), found by one map lookup per term.
+	slot := map[string]int32{}
+	var postings [][]byte
+	var terms []string
 	paths := make([]byte, 0, len(p.Files)*32)
 	type termCount struct {
 		term string
@@ -128,9 +133,15 @@ func applyCode(t *tx, ev *event) error {
 			return t.reject(Code, ev, "file %s: %v", quote(f.Path), err)
 		}
 		for _, tc := range counts {
-			v := binary.AppendUvarint(postings[tc.term], uint64(i))
+			k, ok := slot[tc.term]
+			if !ok {
+				k = int32(len(postings))
+				slot[tc.term] = k
+				postings, terms = append(postings, nil), append(terms, tc.term)
+			}
+			v := binary.AppendUvarint(postings[k], uint64(i))
 			v = binary.AppendUvarint(v, uint64(tc.n))
-			postings[tc.term] = binary.AppendUvarint(v, uint64(length))
+			postings[k] = binary.AppendUvarint(v, uint64(length))
 		}
 		if i > 0 {
 			paths = append(paths, '\n')
@@ -140,16 +151,13 @@ func applyCode(t *tx, ev *event) error {
 			return err
 		}
 	}
-	seg := &codeSegment{Terms: make([]string, 0, len(postings)), Live: len(p.Files)}
-	for term := range postings {
-		seg.Terms = append(seg.Terms, term)
-	}
-	slices.Sort(seg.Terms)
-	for _, term := range seg.Terms {
-		if err := t.set(codeTermKey(rid, term, ev.seq), postings[term]); err != nil {
+	for k, term := range terms {
+		if err := t.set(codeTermKey(rid, term, ev.seq), postings[k]); err != nil {
 			return err
 		}
 	}
+	slices.Sort(terms)
+	seg := &codeSegment{Terms: terms, Live: len(p.Files)}
 	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
 		return err
 	}
@@ -298,7 +306,9 @@ func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint
 		return err
 	}
 	if f.EmbedHash != "" {
-		if err := t.set(codeEmbedKey(rid, f.Path), []byte(f.EmbedHash)); err != nil {
+		// Labelled with the language, so a search's language filter is
+		// applied inside the vector search.
+		if err := t.set(codeEmbedKey(rid, f.Path), vectorListing(f.EmbedHash, f.Lang)); err != nil {
 			return err
 		}
 	}
@@ -356,3 +366,74 @@ func codeImportPrefix(rid, imp string) []byte    { return under(key("code/i/", r
 func codeImportKey(rid, imp, pth string) []byte  { return key("code/i/", rid, imp, pth) }
 func codePackagePrefix(rid, pkg string) []byte   { return under(key("code/p/", rid, pkg)) }
 func codePackageKey(rid, pkg, pth string) []byte { return key("code/p/", rid, pkg, pth) }
+
+// encode writes f as encoding/json would (TestCodeFileJSONMatchesEncodingJSON
+// keeps the two in step): a fold writes one record per indexed file, and
+// encoding them by reflection was a twentieth of indexing a tree.
+func (f *CodeFile) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendCodeFileJSON(s.val[:0], f)
+	return b.Set(k, s.val, nil)
+}
+
+func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
+	b = append(b, `{"path":`...)
+	b = appendJSONString(b, f.Path)
+	b = append(b, `,"hash":`...)
+	b = appendJSONString(b, f.Hash)
+	b = appendIntField(b, "size", f.Size)
+	b = append(b, `,"lang":`...)
+	b = appendJSONString(b, f.Lang)
+	b = appendIntField(b, "lines", int64(f.Lines))
+	b = appendStringField(b, "package", f.Package)
+	b = appendArrayField(b, "imports", f.Imports, appendJSONStringAt)
+	b = appendArrayField(b, "symbols", f.Symbols, func(b []byte, s *schemas.Symbol) []byte {
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, s.Name)
+		b = append(b, `,"kind":`...)
+		b = appendJSONString(b, s.Kind)
+		b = appendStringField(b, "recv", s.Recv)
+		b = appendIntField(b, "line", int64(s.Line))
+		if s.EndLine != 0 {
+			b = appendIntField(b, "end_line", int64(s.EndLine))
+		}
+		b = appendStringField(b, "signature", s.Signature)
+		if s.Doc {
+			b = append(b, `,"doc":true`...)
+		}
+		return append(b, '}')
+	})
+	b = appendArrayField(b, "calls", f.Calls, func(b []byte, c *schemas.Call) []byte {
+		b = append(b, `{"from":`...)
+		b = appendJSONString(b, c.From)
+		b = append(b, `,"to":`...)
+		b = appendJSONString(b, c.To)
+		b = appendIntField(b, "line", int64(c.Line))
+		return append(b, '}')
+	})
+	b = appendStringField(b, "terms", f.Terms)
+	if f.Debt != 0 {
+		b = appendIntField(b, "debt", int64(f.Debt))
+	}
+	if f.Test {
+		b = append(b, `,"test":true`...)
+	}
+	if f.Stubbed {
+		b = append(b, `,"stubbed":true`...)
+	}
+	if f.Redactions != 0 {
+		b = appendIntField(b, "redactions", int64(f.Redactions))
+	}
+	b = appendStringField(b, "embed_hash", f.EmbedHash)
+	b = appendStringField(b, "parse_error", f.ParseError)
+	b = appendIntField(b, "length", int64(f.Length))
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, f.Seq, 10)
+	return append(b, '}')
+}
+
+func appendIntField(b []byte, k string, v int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
+}

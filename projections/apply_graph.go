@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/sylk/sylk/schemas"
@@ -8,8 +9,15 @@ import (
 
 // The knowledge graph projection: graph_update events folded into nodes
 // (graph/n), each edge under its source (graph/o, the edge's record) and
-// its target (graph/i, empty: the record is read from graph/o), and an
-// index of the nodes by domain and type (graph/t). A graph_update is
+// its target (graph/i, empty: the record is read from graph/o), an index
+// of the nodes by domain and type (graph/t), what a search reads of each
+// node (graph/w: its terms' postings, each with the node's label; graph/e:
+// the embed hash of its text and its label, the listing its vector is
+// found by), the nodes by the path they are in (graph/p: what a code
+// search joins its files to the graph by) and the totals BM25 needs
+// (graph/z). A node's label is its
+// domain and type, and whether it is superseded, so a search's filters are
+// applied inside the lexical and the vector search. A graph_update is
 // applied whole or refused whole: an edge to a node the graph does not
 // hold, a supersession of a node already superseded, refuse it.
 
@@ -34,7 +42,92 @@ type GraphEdgeRec struct {
 	Seq   uint64 `json:"seq"`
 }
 
+// graphTotals are what BM25 needs of all the nodes, and the last update
+// applied (what an in-memory vector index is up to date with).
+type graphTotals struct {
+	Nodes  int    `json:"nodes"`
+	Length int64  `json:"length"`
+	Seq    uint64 `json:"seq"`
+}
+
+// GraphEmbedText is the text a node's vector is made from (seed L29185:
+// its name and content).
+func GraphEmbedText(n *schemas.GraphNode) string { return n.Name + "\n" + n.Content }
+
+// graphLabel is the label of n's postings and vector: its domain and type,
+// and "/superseded" when it is.
+func graphLabel(n *GraphNodeRec) string {
+	l := n.Domain + "/" + n.Type
+	if n.SupersededBy != "" {
+		l += graphSupersededLabel
+	}
+	return l
+}
+
+const graphSupersededLabel = "/superseded"
+
+// graphTermCounts are the search terms of n: its name, path and content.
+func graphTermCounts(n *GraphNodeRec) (map[string]int, int) {
+	counts := TermCounts(n.Name + "\n" + n.Path + "\n" + n.Content)
+	length := 0
+	for term, c := range counts {
+		if validTerm(term) {
+			length += c
+		} else {
+			delete(counts, term)
+		}
+	}
+	return counts, length
+}
+
+// putGraphText writes what a search reads of n: its postings and its
+// vector's listing.
+func putGraphText(t *tx, n *GraphNodeRec, tot *graphTotals) error {
+	counts, length := graphTermCounts(n)
+	label := graphLabel(n)
+	for term, c := range counts {
+		v := binary.AppendUvarint(nil, uint64(c))
+		v = binary.AppendUvarint(v, uint64(length))
+		if err := t.set(graphTermKey(term, n.ID), append(v, label...)); err != nil {
+			return err
+		}
+	}
+	tot.Nodes++
+	tot.Length += int64(length)
+	if n.Path != "" {
+		if err := t.set(graphPathKey(n.Path, n.ID), nil); err != nil {
+			return err
+		}
+	}
+	return t.set(graphEmbedKey(n.ID), vectorListing(schemas.TextHash(GraphEmbedText(&n.GraphNode)), label))
+}
+
+// dropGraphText deletes what putGraphText wrote of n.
+func dropGraphText(t *tx, n *GraphNodeRec, tot *graphTotals) error {
+	counts, length := graphTermCounts(n)
+	for term := range counts {
+		if err := t.batch.Delete(graphTermKey(term, n.ID), nil); err != nil {
+			return err
+		}
+	}
+	tot.Nodes--
+	tot.Length -= int64(length)
+	if n.Path != "" {
+		if err := t.batch.Delete(graphPathKey(n.Path, n.ID), nil); err != nil {
+			return err
+		}
+	}
+	return t.batch.Delete(graphEmbedKey(n.ID), nil)
+}
+
 func graphNodeKey(id string) []byte              { return key("graph/n/", id) }
+func graphTermPrefix(term string) []byte         { return under(key("graph/w/", term)) }
+func graphTermKey(term, id string) []byte        { return key("graph/w/", term, id) }
+func graphEmbedKey(id string) []byte             { return key("graph/e/", id) }
+func graphPathKey(pth, id string) []byte         { return key("graph/p/", pth, id) }
+func graphPathPrefix(pth string) []byte          { return under(key("graph/p/", pth)) }
+func graphEmbedsPrefix() []byte                  { return []byte("graph/e/") }
+func graphTotalsKey() []byte                     { return []byte("graph/z") }
 func graphOutKey(from, typ, to string) []byte    { return key("graph/o/", from, typ, to) }
 func graphInKey(to, typ, from string) []byte     { return key("graph/i/", to, typ, from) }
 func graphTypeKey(domain, typ, id string) []byte { return key("graph/t/", domain, typ, id) }
@@ -58,6 +151,15 @@ func applyGraph(t *tx, ev *event) error {
 	if reason != "" {
 		return t.reject(Graph, ev, "%s", reason)
 	}
+	tot, err := load[graphTotals](t, graphTotalsKey())
+	if err != nil {
+		return err
+	}
+	if tot == nil {
+		tot = &graphTotals{}
+	}
+	tot.Seq = ev.seq
+	store(t, graphTotalsKey(), tot)
 	for _, n := range u.Nodes {
 		old, err := load[GraphNodeRec](t, graphNodeKey(n.ID))
 		if err != nil {
@@ -71,6 +173,12 @@ func applyGraph(t *tx, ev *event) error {
 			if err := t.batch.Delete(graphTypeKey(old.Domain, old.Type, n.ID), nil); err != nil {
 				return err
 			}
+			if err := dropGraphText(t, old, tot); err != nil {
+				return err
+			}
+		}
+		if err := putGraphText(t, rec, tot); err != nil {
+			return err
 		}
 		store(t, graphNodeKey(n.ID), rec)
 		if err := t.set(graphTypeKey(n.Domain, n.Type, n.ID), nil); err != nil {
@@ -100,6 +208,13 @@ func applyGraph(t *tx, ev *event) error {
 		}
 		cp := *old
 		cp.SupersededBy, cp.SupersedeReason, cp.SupersededSeq = s.New, s.Reason, ev.seq
+		// Its label changes: its postings and listing are written again.
+		if err := dropGraphText(t, old, tot); err != nil {
+			return err
+		}
+		if err := putGraphText(t, &cp, tot); err != nil {
+			return err
+		}
 		store(t, graphNodeKey(s.Old), &cp)
 		e := &GraphEdgeRec{Agent: env.Source, Seq: ev.seq}
 		e.From, e.Type, e.To, e.Weight = s.New, schemas.EdgeSupersedes, s.Old, 1

@@ -357,6 +357,10 @@ func loadCall(t *tx, k []byte) (*callRec, error) {
 		}
 		return e.obj.(*callRec), nil
 	}
+	if t.calls.absent(k) {
+		t.missing(k)
+		return nil, nil
+	}
 	raw, err := t.getRaw(k)
 	if err != nil {
 		return nil, err
@@ -419,6 +423,7 @@ func applyCalls(t *tx, ev *event) error {
 	if old != nil {
 		return t.reject(Calls, ev, "%s of call %s already recorded at seq %d", env.Type, call, old.seq)
 	}
+	t.calls.add(k)
 	t.cache.putTransient(k, &callRec{seq: ev.seq, payload: env.Payload})
 	return nil
 }

@@ -19,16 +19,7 @@ func appendNodeJSON(b []byte, n *Node) []byte {
 	b = appendStringField(b, "agent", n.Agent)
 	b = appendStringField(b, "tool", n.Tool)
 	b = appendStringField(b, "prompt", n.Prompt)
-	if len(n.DependsOn) > 0 {
-		b = append(b, `,"depends_on":[`...)
-		for i, d := range n.DependsOn {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, d)
-		}
-		b = append(b, ']')
-	}
+	b = appendArrayField(b, "depends_on", n.DependsOn, appendJSONStringAt)
 	b = append(b, `,"layer":`...)
 	b = strconv.AppendInt(b, int64(n.Layer), 10)
 	b = append(b, `,"state":`...)
@@ -97,6 +88,26 @@ func appendNodeJSON(b []byte, n *Node) []byte {
 	b = appendTimeField(b, "finished_at", n.FinishedAt)
 	return append(b, '}')
 }
+
+// appendArrayField appends the field k, an array of items each appended by
+// elem, unless there are none (omitempty).
+func appendArrayField[T any](b []byte, k string, items []T, elem func([]byte, *T) []byte) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':', '[')
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, &items[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONStringAt(b []byte, s *string) []byte { return appendJSONString(b, *s) }
 
 func appendStringField(b []byte, k, v string) []byte {
 	if v == "" {

@@ -9,7 +9,10 @@
 // Pebble batch, so a crash at any moment leaves state and cursor consistent and
 // the projector resumes at cursor+1. Apply is a pure function of (state, event):
 // timestamps come from the events, never the wall clock, and a projection reads
-// only its own keys, so each can be dropped and rebuilt alone.
+// only its own keys, so each can be dropped and rebuilt alone. What else in the
+// process follows the stream live (the web view of `sylk serve --http`) is
+// handed each event by the projector's reader ([Store.Observe]), decoded once
+// for both, instead of reading the stream a second time.
 //
 // An event that breaks a rule (an illegal session transition, a task event for
 // an unknown DAG node, an answer to a question nobody asked) is recorded as a

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
@@ -32,6 +33,7 @@ type world struct {
 	t     testing.TB
 	ctx   context.Context
 	log   *events.Log
+	js    jetstream.JetStream
 	fs    vfs.FS
 	store *projections.Store
 	n     int // events built so far
@@ -39,7 +41,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	b := brokertest.Start(t, brokertest.Options(t))
-	w := &world{t: t, ctx: brokertest.Context(t), log: events.New(b.JetStream()), fs: vfs.NewMem()}
+	w := &world{t: t, ctx: brokertest.Context(t), log: events.New(b.JetStream()), js: b.JetStream(), fs: vfs.NewMem()}
 	w.open()
 	t.Cleanup(func() {
 		if w.store != nil {
@@ -864,6 +866,9 @@ func (w *world) code(args map[string]string) string {
 		fmt.Fprintf(&b, "%.3f %s %s", h.Score, h.Path, h.Lang)
 		if res.Ranking == projections.RankHybrid {
 			fmt.Fprintf(&b, " lex=%.3f cos=%.3f", h.Lexical, h.Similarity)
+			if h.Graph > 0 {
+				fmt.Fprintf(&b, " graph=%.3f knowledge=%.3f", h.Graph, h.Knowledge)
+			}
 		}
 		for _, s := range h.Symbols {
 			fmt.Fprintf(&b, " %s:%d", s.Name, s.Line)
@@ -962,6 +967,14 @@ func (w *world) graph(args map[string]string) string {
 	q.Depth, _ = strconv.Atoi(args["depth"])
 	q.Limit, _ = strconv.Atoi(args["limit"])
 	q.MinWeight, _ = strconv.ParseFloat(args["min"], 64)
+	q.Text, q.IDs = strings.ReplaceAll(args["text"], "+", " "), split(args["ids"])
+	if m := args["model"]; m != "" {
+		q.Embedding = &projections.CodeEmbedding{Model: m}
+		for _, x := range split(args["vector"]) {
+			f, _ := strconv.ParseFloat(x, 32)
+			q.Embedding.Vector = append(q.Embedding.Vector, float32(f))
+		}
+	}
 	res, err := w.store.Graph(w.ctx, q)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
@@ -985,6 +998,26 @@ func (w *world) graph(args map[string]string) string {
 			fmt.Fprintf(&b, "%.3f d=%d %s via %s: ", h.Score, h.Depth, strings.Join(h.Path, ">"), strings.Join(h.Via, ","))
 		}
 		b.WriteString(node(&h.Node) + "\n")
+	}
+	if q.Kind == projections.GraphSearch {
+		fmt.Fprintf(&b, "%s over %d vectors\n", res.Ranking, res.Vectors)
+	}
+	for _, h := range res.Hits {
+		fmt.Fprintf(&b, "%.4f %s lex=%.3f cos=%.3f graph=%.3f", h.Score, h.Node.ID, h.Lexical, h.Similarity, h.Graph)
+		if len(h.Path) > 0 {
+			fmt.Fprintf(&b, " via %s (%s)", strings.Join(h.Path, ">"), strings.Join(h.Via, ","))
+		}
+		b.WriteString("\n")
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(&b, "unknown terms: %s\n", strings.Join(res.Unknown, ","))
+	}
+	for _, id := range slices.Sorted(maps.Keys(res.Embeds)) {
+		fmt.Fprintf(&b, "embed %s %s", id, res.Embeds[id])
+		if t, ok := res.Texts[id]; ok {
+			fmt.Fprintf(&b, " %q", t)
+		}
+		b.WriteString("\n")
 	}
 	if b.Len() == 0 {
 		return "(nothing)\n"

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -579,5 +581,57 @@ func TestCheckpointedLayerRanges(t *testing.T) {
 	var again cpDAG
 	if err := json.Unmarshal(b, &again); err != nil || !reflect.DeepEqual(again, legacy) {
 		t.Errorf("round trip of %s: %+v, %v", b, again, err)
+	}
+}
+
+// A code file's record is written as encoding/json writes it, whatever
+// its fields hold (empty ones, negative numbers, characters to escape).
+func TestCodeFileJSONMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	str := func(s string) string {
+		if rng.IntN(3) == 0 {
+			return ""
+		}
+		return s + []string{"", "<&>", "\"q\"\\", "\n\t\x01", "é\xff"}[rng.IntN(5)]
+	}
+	num := func() int { return []int{0, 1, -1, 1 << 40}[rng.IntN(4)] }
+	for range 1000 {
+		f := &CodeFile{Length: num(), Seq: uint64(rng.IntN(1 << 20))}
+		f.IndexedFile = schemas.IndexedFile{Path: str("p"), Hash: str("h"), Size: int64(num()), Lang: str("go"), Lines: num(),
+			Package: str("pkg"), Terms: str("t 1"), Debt: num(), Test: rng.IntN(2) == 0, Stubbed: rng.IntN(2) == 0,
+			Redactions: num(), EmbedHash: str("e"), ParseError: str("bad")}
+		for range rng.IntN(3) {
+			f.Imports = append(f.Imports, str("fmt"))
+		}
+		for range rng.IntN(3) {
+			f.Symbols = append(f.Symbols, schemas.Symbol{Name: str("F"), Kind: str("func"), Recv: str("T"), Line: num(), EndLine: num(), Signature: str("func F()"), Doc: rng.IntN(2) == 0})
+		}
+		for range rng.IntN(3) {
+			f.Calls = append(f.Calls, schemas.Call{From: str("F"), To: str("fmt.Println"), Line: num()})
+		}
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendCodeFileJSON(nil, f); string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// A record that is not there reads as it always did (the kind, the quoted
+// id, "not found") and is ErrNotFound, though its message is formatted only
+// when read.
+func TestNotFoundNamesTheRecord(t *testing.T) {
+	_, _, _, s := setup(t)
+	_, _, err := s.ToolResult(context.Background(), `call "7"`)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a missing tool result: %v, want ErrNotFound", err)
+	}
+	if got, want := err.Error(), `tool_result of call "call \"7\"": not found`; got != want {
+		t.Fatalf("message %q, want %q", got, want)
+	}
+	if got, want := fmt.Errorf("look up: %w", err).Error(), "look up: "+fmt.Sprintf("%s %q: %v", "tool_result of call", `call "7"`, ErrNotFound); got != want {
+		t.Fatalf("wrapped message %q, want %q", got, want)
 	}
 }

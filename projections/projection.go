@@ -60,7 +60,7 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
-	{name: Code, version: 2, apply: applyCode},
+	{name: Code, version: 3, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 2, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
@@ -70,7 +70,7 @@ var projectionList = []*projection{
 	{name: Schedules, version: 1, apply: applySchedules},
 	{name: Audit, version: 5, apply: applyAudit},
 	{name: Docs, version: 1, apply: applyDocs},
-	{name: Graph, version: 1, apply: applyGraph},
+	{name: Graph, version: 2, apply: applyGraph},
 }
 
 // ProjectionNames lists the projections.

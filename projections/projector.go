@@ -311,6 +311,9 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 				}
 				e.subject = full.Subject
 			}
+			if err := p.observe(rctx, ev, e); err != nil {
+				return err
+			}
 			select {
 			case ch <- e:
 				return nil
@@ -428,7 +431,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			first = e.seq
 		}
 		b := cm.batch()
-		t := &tx{db: p.s.db, batch: b, cache: p.c}
+		t := &tx{db: p.s.db, batch: b, cache: p.c, calls: p.s.calls}
 		n := 0
 		var last *event
 		closed := false
@@ -717,9 +720,12 @@ func (c *committer) commit(j commitJob) error {
 	s.advanced(j.advanced, j.follows, j.streamLast, j.caughtUp)
 	if j.report != nil || c.p.rebuilding() {
 		s.mu.Lock()
-		if j.progress.Finished {
+		if j.progress.Finished && !s.incomplete {
 			s.rebuild = nil
 		} else {
+			// A rebuild's last batch is in, but the store is complete only
+			// once finishRebuild clears its mark: until then Status says a
+			// rebuild is under way, as Verify does.
 			pr := j.progress
 			s.rebuild = &pr
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -103,16 +104,32 @@ type RejectionFilter struct {
 	Limit int    `json:"limit,omitempty"`
 }
 
-func notFound(what, id string) error { return fmt.Errorf("%s %q: %w", what, id, ErrNotFound) }
+// notFound is ErrNotFound for the record what with id. Agents look up a
+// call's record before every side effect and nearly always miss, so the
+// message is formatted only when someone reads it.
+func notFound(what, id string) error { return &missing{what: what, id: id} }
+
+// missing is notFound's error: "what "id": not found", and ErrNotFound to
+// errors.Is.
+type missing struct{ what, id string }
+
+func (m *missing) Error() string {
+	return m.what + " " + strconv.Quote(m.id) + ": " + ErrNotFound.Error()
+}
+
+func (m *missing) Unwrap() error { return ErrNotFound }
 
 func (s *Store) snapshot() (*pebble.Snapshot, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.isClosed() {
 		return nil, ErrClosed
 	}
 	return s.db.NewSnapshot(), nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // scanPrefix calls fn for each key under prefix, in order. fn's key and value
@@ -599,6 +616,9 @@ func (s *Store) HookDecision(ctx context.Context, callID string) (*schemas.HookD
 }
 
 func (s *Store) call(k []byte, t schemas.Type, id string) (uint64, *schemas.Envelope, error) {
+	if s.calls.absent(k) {
+		return 0, nil, notFound(string(t)+" of call", id)
+	}
 	v, err := s.get(k)
 	if err != nil {
 		return 0, nil, err

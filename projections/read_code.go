@@ -39,9 +39,10 @@ const (
 	RankLexical = "bm25"
 	// RankHybrid fuses rankings by reciprocal rank (each text scores the
 	// sum of 1/(60+rank) over them): of a code search, the BM25 ranking, the
-	// vector ranking and the call-graph ranking (the files that call, or are
-	// called by, the best of the other two); of a documents search, BM25 and
-	// vectors.
+	// vector ranking and the graph ranking (the files that call, or are
+	// called by, the best of the other two, and the files the knowledge
+	// graph joins to them); of a documents search, BM25 and vectors; of a
+	// graph search, BM25, vectors and the graph's neighbourhood.
 	RankHybrid = "hybrid"
 )
 
@@ -168,6 +169,10 @@ type CodeHit struct {
 	Lexical    float64 `json:"lexical,omitempty"`
 	Similarity float64 `json:"similarity,omitempty"`
 	Graph      float64 `json:"graph,omitempty"`
+	// Knowledge is the part of Graph the knowledge graph gave: the
+	// trust-weighted neighbourhood of the best files' nodes (those whose
+	// path is the file's), in files other nodes reached are in.
+	Knowledge float64 `json:"knowledge,omitempty"`
 }
 
 // CodeSymbolHit is a declaration and where it is.
@@ -239,7 +244,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	c := &codeReader{r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
+	c := &codeReader{ctx: ctx, r: snap, rid: RootID(q.Root), files: map[string]*CodeFile{}, vectors: &s.vectors}
 	out := &CodeResult{Root: q.Root}
 	root, err := c.root()
 	if err != nil || root == nil {
@@ -278,6 +283,7 @@ func (s *Store) Code(ctx context.Context, q CodeQuery) (*CodeResult, error) {
 // codeReader reads one work directory's index from a snapshot, decoding
 // each file record once.
 type codeReader struct {
+	ctx      context.Context
 	r        pebble.Reader
 	rid      string
 	files    map[string]*CodeFile
@@ -634,14 +640,21 @@ func bestOf[T any](items []T, n int, better func(a, b T) int) []T {
 }
 
 // hybrid fuses the lexical ranking with the vector ranking of the query's
-// embedding and the call-graph ranking around the best of both, keeping
-// what keep keeps, and says how many files have a vector.
+// embedding (of the files of the languages q keeps) and the call-graph
+// ranking around the best of both, keeping what keep keeps, and says how
+// many files have a vector.
 func (c *codeReader) hybrid(root *codeRoot, q *CodeQuery, lexical []CodeHit, depth int, keep func(string) (bool, error)) ([]CodeHit, int, error) {
-	near, n, err := c.vectors.nearest(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, depth)
+	var langs func(string) bool
+	if len(q.Langs) > 0 {
+		langs = func(lang string) bool { return slices.Contains(q.Langs, lang) }
+	}
+	near, n, err := c.vectors.nearest(c.r, codeEmbedsPrefix(c.rid), root.Seq, q.Embedding, depth, langs)
 	if err != nil {
 		return nil, n, err
 	}
-	if keep != nil {
+	// The language filter was applied inside the vector search; a type
+	// filter depends on the query's words, so it is applied to the hits.
+	if len(q.Types) > 0 {
 		kept := near[:0]
 		for _, h := range near {
 			ok, err := keep(h.path)
@@ -665,7 +678,8 @@ func (c *codeReader) hybrid(root *codeRoot, q *CodeQuery, lexical []CodeHit, dep
 // graphRank ranks the files one link away from seeds (best first) in the
 // code's call graph, at most k: the files calling what a seed declares, and
 // the files declaring what it calls, each link scoring 1/(1+the seed's
-// rank). Calls of an unresolved method ("?.Name") link nothing.
+// rank); calls of an unresolved method ("?.Name") link nothing. To that it
+// adds the knowledge graph's score of each file (knowledgeRank).
 func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, error)) ([]CodeHit, error) {
 	score := map[string]float64{}
 	all := &CodeQuery{}
@@ -716,8 +730,21 @@ func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, 
 			score[p] += 1 / float64(1+rank)
 		}
 	}
+	knowledge, err := c.knowledgeRank(seeds)
+	if err != nil {
+		return nil, err
+	}
+	for p, sc := range knowledge {
+		score[p] += sc
+	}
 	hits := make([]CodeHit, 0, len(score))
 	for p, sc := range score {
+		if f, err := c.file(p); err != nil || f == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue // a path of the knowledge graph that is no file here
+		}
 		if keep != nil {
 			if ok, err := keep(p); err != nil || !ok {
 				if err != nil {
@@ -726,10 +753,49 @@ func (c *codeReader) graphRank(seeds []CodeHit, k int, keep func(string) (bool, 
 				continue
 			}
 		}
-		hits = append(hits, CodeHit{Path: p, Score: sc})
+		hits = append(hits, CodeHit{Path: p, Score: sc, Knowledge: knowledge[p]})
 	}
 	sortHits(hits)
 	return hits[:min(len(hits), k)], nil
+}
+
+// knowledgeRank scores the files the knowledge graph joins to seeds (best
+// first): from each node whose path is a seed's (not superseded), the
+// nodes within DefaultGraphDepth hops either way, through no superseded
+// node, each scoring its path's weight times its trust over 100 (as a
+// traversal does), divided by 1 + the seed's rank, for the file it is in.
+func (c *codeReader) knowledgeRank(seeds []CodeHit) (map[string]float64, error) {
+	score := map[string]float64{}
+	for rank, s := range seeds {
+		prefix := graphPathPrefix(s.Path)
+		var ids []string
+		if err := scanPrefix(c.r, prefix, func(k, _ []byte) error {
+			ids = append(ids, string(k[len(prefix):]))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			n, err := readJSON[GraphNodeRec](c.r, graphNodeKey(id))
+			if err != nil {
+				return nil, err
+			}
+			if n == nil || n.SupersededBy != "" {
+				continue
+			}
+			walk := GraphQuery{Kind: GraphTraverse, ID: id, Direction: GraphBoth, Depth: DefaultGraphDepth, Limit: MaxGraphLimit}
+			res := &GraphResult{}
+			if err := graphTraverse(c.ctx, c.r, &walk, res); err != nil {
+				return nil, err
+			}
+			for _, h := range res.Nodes {
+				if h.Node.Path != "" && h.Node.Path != s.Path {
+					score[h.Node.Path] += h.Score / float64(1+rank)
+				}
+			}
+		}
+	}
+	return score, nil
 }
 
 // queryTerms are the distinct search terms of text; none is an error.
@@ -746,10 +812,25 @@ func queryTerms(what, text string) ([]string, error) {
 	return terms, nil
 }
 
-// posting is a term's count in a text (a file, a chunk) of length dl.
+// posting is a term's count in a text (a file, a chunk) of length dl; a
+// dropped one counts in the term's document frequency but its text is not
+// ranked (a filter leaves it out).
 type posting struct {
 	id     string
 	tf, dl int
+	drop   bool
+}
+
+// decodePosting reads the posting at key k under prefix (the rest of the
+// key is the text's id): its value is the term's count and the text's
+// length (uvarints), then what follows them (a graph node's label).
+func decodePosting(prefix, k, v []byte) (posting, []byte, error) {
+	tf, n := binary.Uvarint(v)
+	dl, m := binary.Uvarint(v[max(n, 0):])
+	if n <= 0 || m <= 0 {
+		return posting{}, nil, fmt.Errorf("a corrupt posting at %q", k)
+	}
+	return posting{id: string(k[len(prefix):]), tf: int(tf), dl: int(dl)}, v[n+m:], nil
 }
 
 // rankBM25 scores every text the terms' postings name by BM25 over n texts
@@ -768,7 +849,9 @@ func rankBM25(terms []string, n int, avgdl float64, postings func(term string, a
 			unknown = append(unknown, term)
 		}
 		for _, p := range ps {
-			scores[p.id] += bm25(p.tf, p.dl, len(ps), n, avgdl)
+			if !p.drop {
+				scores[p.id] += bm25(p.tf, p.dl, len(ps), n, avgdl)
+			}
 		}
 	}
 	hits = make([]CodeHit, 0, len(scores))
@@ -814,7 +897,8 @@ func fuse(lexical []CodeHit, near []vectorHit, graph []CodeHit) []CodeHit {
 		hit(n.path, i).Similarity = float64(n.sim)
 	}
 	for i, g := range graph {
-		hit(g.Path, i).Graph = g.Score
+		h := hit(g.Path, i)
+		h.Graph, h.Knowledge = g.Score, g.Knowledge
 	}
 	sortHits(out)
 	return out
@@ -1080,7 +1164,11 @@ func (c *codeReader) status(root *codeRoot, limit int) (*CodeIndexStatus, error)
 
 // embeds is each file's embed hash.
 func (c *codeReader) embeds() (map[string]string, error) {
-	return readMap(c.r, codeEmbedsPrefix(c.rid))
+	m, err := readMap(c.r, codeEmbedsPrefix(c.rid))
+	for p, v := range m {
+		m[p], _ = splitListing(v)
+	}
+	return m, err
 }
 
 // readMap reads the keys under prefix as a map from the rest of the key to

@@ -210,13 +210,11 @@ func (s *Store) docsSearch(r pebble.Reader, tot *docTotals, q *DocsQuery, out *D
 	hits, unknown, err := rankBM25(terms, tot.Chunks, avgdl, func(term string, add func(posting)) error {
 		prefix := docTermPrefix(term)
 		return scanPrefix(r, prefix, func(k, v []byte) error {
-			tf, n := binary.Uvarint(v)
-			dl, m := binary.Uvarint(v[max(n, 0):])
-			if n <= 0 || m <= 0 {
-				return fmt.Errorf("docs: a corrupt posting at %q", k)
+			p, _, err := decodePosting(prefix, k, v)
+			if err == nil {
+				add(p)
 			}
-			add(posting{id: string(k[len(prefix):]), tf: int(tf), dl: int(dl)})
-			return nil
+			return err
 		})
 	})
 	if err != nil {

@@ -19,9 +19,15 @@ const (
 	GraphNode     = "node"     // one node and its edges
 	GraphNodes    = "nodes"    // the nodes of a domain and types
 	GraphTraverse = "traverse" // the nodes reachable from one, best first
+	GraphSearch   = "search"   // the nodes Text finds: lexical, vector and graph ranks fused
+	GraphEmbeds   = "embeds"   // id -> embed hash of every node; with IDs their texts too
 )
 
-var graphKinds = []string{GraphNode, GraphNodes, GraphTraverse}
+var graphKinds = []string{GraphNode, GraphNodes, GraphTraverse, GraphSearch, GraphEmbeds}
+
+// RankLexicalGraph is how a graph search without an embedding ranks: BM25
+// and the graph's ranking fused.
+const RankLexicalGraph = "bm25+graph"
 
 // Directions an edge is followed in.
 const (
@@ -55,9 +61,15 @@ type GraphQuery struct {
 	Depth int `json:"depth,omitempty"`
 	// MinWeight leaves out edges lighter than it.
 	MinWeight float64 `json:"min_weight,omitempty"`
-	// Superseded: traverse and list superseded nodes too.
+	// Superseded: traverse, list and find superseded nodes too.
 	Superseded bool `json:"superseded,omitempty"`
 	Limit      int  `json:"limit,omitempty"`
+	// Text is what a search looks for; Embedding, the vector of Text, adds
+	// the vector ranking.
+	Text      string         `json:"text,omitempty"`
+	Embedding *CodeEmbedding `json:"embedding,omitempty"`
+	// IDs are the nodes whose embed texts an embeds query returns.
+	IDs []string `json:"ids,omitempty"`
 }
 
 // Validate reports what is wrong with q, wrapping ErrInvalidQuery.
@@ -68,8 +80,18 @@ func (q *GraphQuery) Validate() error {
 	switch {
 	case !slices.Contains(graphKinds, q.Kind):
 		return bad("kind %q is not one of %s", q.Kind, strings.Join(graphKinds, ", "))
-	case q.Kind != GraphNodes && q.ID == "":
+	case (q.Kind == GraphNode || q.Kind == GraphTraverse) && q.ID == "":
 		return bad("a %s query needs a node id", q.Kind)
+	case q.Kind == GraphSearch && strings.TrimSpace(q.Text) == "":
+		return bad("a search needs text")
+	case q.Embedding != nil && q.Kind != GraphSearch:
+		return bad("an embedding goes with a search, not a %s query", q.Kind)
+	case q.Embedding != nil && (q.Embedding.Model == "" || len(q.Embedding.Vector) == 0):
+		return bad("the embedding needs its model and its vector")
+	case len(q.IDs) > 0 && q.Kind != GraphEmbeds:
+		return bad("ids go with an embeds query, not a %s query", q.Kind)
+	case len(q.IDs) > MaxEmbeddingKeys:
+		return bad("%d ids, at most %d a query", len(q.IDs), MaxEmbeddingKeys)
 	case q.Domain != "" && schemas.GraphNodeTypes[q.Domain] == nil:
 		return bad("domain %q is not one of code, history, academic", q.Domain)
 	case q.Direction != "" && q.Direction != GraphOut && q.Direction != GraphIn && q.Direction != GraphBoth:
@@ -123,6 +145,36 @@ type GraphResult struct {
 	Edges []GraphEdgeInfo `json:"edges,omitempty"`
 	// Nodes answer a nodes query (by id) and a traversal (best first).
 	Nodes []GraphHit `json:"nodes,omitempty"`
+	// Hits answer a search, best first; Ranking says how it ranked
+	// (RankLexicalGraph, or RankHybrid with an embedding), Vectors how many
+	// nodes had a vector of the embedding's model, Unknown the query's words
+	// no node holds.
+	Hits    []GraphSearchHit `json:"hits,omitempty"`
+	Ranking string           `json:"ranking,omitempty"`
+	Vectors int              `json:"vectors,omitempty"`
+	Unknown []string         `json:"unknown,omitempty"`
+	// Embeds (an embeds query) is each node's embed hash (by id), Texts the
+	// embed texts of the IDs asked for.
+	Embeds map[string]string `json:"embeds,omitempty"`
+	Texts  map[string]string `json:"texts,omitempty"`
+}
+
+// GraphSearchHit is a node a search found and its scores: Score the fused
+// one (reciprocal rank fusion of the three rankings), Lexical its BM25
+// score, Similarity the cosine similarity of its vector to the query's,
+// and Graph its graph score: over the search's best hits (the seeds), the
+// sum of the best path's weight from the seed (the product of its edges'
+// weights) times the node's trust over 100, divided by 1 + the seed's
+// rank. Superseded nodes are passed through by no path. Via is the path of
+// the largest share (the seed first) and the edge type of each hop.
+type GraphSearchHit struct {
+	Node       GraphNodeRec `json:"node"`
+	Score      float64      `json:"score"`
+	Lexical    float64      `json:"lexical"`
+	Similarity float64      `json:"similarity"`
+	Graph      float64      `json:"graph"`
+	Path       []string     `json:"path,omitempty"`
+	Via        []string     `json:"via,omitempty"`
 }
 
 // GraphEdgeInfo is an edge of a node, and which way it goes from it.
@@ -171,6 +223,11 @@ func (s *Store) Graph(ctx context.Context, q GraphQuery) (*GraphResult, error) {
 	case GraphTraverse:
 		q.Direction = cmp.Or(q.Direction, GraphOut)
 		err = graphTraverse(ctx, snap, &q, out)
+	case GraphSearch:
+		q.Direction = cmp.Or(q.Direction, GraphBoth)
+		err = s.graphSearch(ctx, snap, &q, out)
+	case GraphEmbeds:
+		err = graphEmbeds(snap, &q, out)
 	}
 	if err != nil {
 		return nil, err

@@ -305,12 +305,12 @@ func (s *Store) VariantGroups(ctx context.Context, f PipelineFilter) ([]*Variant
 }
 
 func getJSON[T any](s *Store, k []byte, what, id string) (*T, error) {
-	snap, err := s.snapshot()
-	if err != nil {
-		return nil, err
+	if s.isClosed() {
+		return nil, ErrClosed
 	}
-	defer snap.Close()
-	v, err := getFrom(snap, k)
+	// One read needs no snapshot: the pipeline agent reads its pipeline at
+	// every step.
+	v, err := s.get(k)
 	if err != nil {
 		return nil, err
 	}

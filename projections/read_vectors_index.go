@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -13,12 +14,16 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-// The vector side of a code search. The vectors are the vectors projection's
-// (each recorded embedding, by key) and which file has which is the code
-// projection's (code/e: a file's embed hash); the nearest-neighbour graph
-// over one work directory's vectors is derived from both at query time and
-// kept in memory, brought up to date with the files changed since, so a
-// server answers a second query without reading every vector again.
+// The vector side of a code, documents or graph search. The vectors are the
+// vectors projection's (each recorded embedding, by key) and which text has
+// which is the listing of the projection searched (code/e: a file's embed
+// hash and its language; docs/e: a chunk's; graph/e: a node's, with its
+// domain, type and supersession); the nearest-neighbour graph over them is
+// derived from both at query time and kept in memory, brought up to date
+// with the texts changed since, so a server answers a second query without
+// reading every vector again. Each vector carries its text's label, and a
+// search's filter is applied while the vectors are scanned, so a filter
+// that keeps few of them still gets k.
 //
 // The search is an exact scan over unit vectors (a dot product each) up to
 // annMinVectors vectors, where it takes milliseconds and its recall is 1;
@@ -77,17 +82,35 @@ func (v *vectorIndexes) get(prefix []byte, e *CodeEmbedding) *vectorIndex {
 }
 
 // nearest returns the k texts listed under prefix (up to date with the
-// listing at seq) whose vectors by e's model are nearest to e's, nearest
-// first, and how many texts have a vector.
-func (v *vectorIndexes) nearest(r pebble.Reader, prefix []byte, seq uint64, e *CodeEmbedding, k int) ([]vectorHit, int, error) {
+// listing at seq) whose vectors by e's model are nearest to e's and whose
+// labels keep accepts (nil: all), nearest first, and how many texts have a
+// vector. The filter is applied inside the search, so a filter that keeps
+// few texts still gets k of them when there are k.
+func (v *vectorIndexes) nearest(r pebble.Reader, prefix []byte, seq uint64, e *CodeEmbedding, k int, keep func(label string) bool) ([]vectorHit, int, error) {
 	ix := v.get(prefix, e)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := ix.sync(r, seq); err != nil {
 		return nil, 0, err
 	}
-	near, err := ix.search(e.Vector, k)
+	near, err := ix.search(e.Vector, k, keep)
 	return near, len(ix.vecs), err
+}
+
+// A listing's value is the embed hash of a text's vector, then, when the
+// text has one, a NUL and its label (what a search filters by: a file's
+// language, a graph node's domain and type).
+func vectorListing(hash, label string) []byte {
+	if label == "" {
+		return []byte(hash)
+	}
+	return []byte(hash + "\x00" + label)
+}
+
+// splitListing is a listing value's embed hash and label.
+func splitListing(v string) (hash, label string) {
+	hash, label, _ = strings.Cut(v, "\x00")
+	return hash, label
 }
 
 // rerank fuses the lexical ranking hits with the vector ranking of the
@@ -97,7 +120,7 @@ func (v *vectorIndexes) rerank(r pebble.Reader, prefix []byte, seq uint64, e *Co
 	if e == nil {
 		return hits, RankLexical, 0, nil
 	}
-	near, n, err := v.nearest(r, prefix, seq, e, max(5*limit, 50))
+	near, n, err := v.nearest(r, prefix, seq, e, max(5*limit, 50), nil)
 	if err != nil {
 		return nil, "", n, err
 	}
@@ -114,7 +137,8 @@ type vectorIndex struct {
 
 	mu      sync.Mutex
 	rootSeq uint64               // the seq of the listing it is up to date with
-	hashes  map[string]string    // id -> embed hash of the vector held
+	listed  map[string]string    // id -> listing value (embed hash, label) of the vector held
+	labels  map[string]string    // id -> label
 	vecs    map[string][]float32 // id -> vector
 	missing int                  // files whose vector is not recorded yet
 	width   int                  // the vectors' length
@@ -140,31 +164,42 @@ type vectorHit struct {
 	sim  float32
 }
 
-// sync brings the index up to date with r: the texts whose embed hash
-// changed, the texts gone, the vectors recorded since.
+// sync brings the index up to date with r: the texts whose embed hash or
+// label changed, the texts gone, the vectors recorded since.
 func (v *vectorIndex) sync(r pebble.Reader, rootSeq uint64) error {
-	if v.hashes != nil && v.rootSeq == rootSeq && v.missing == 0 {
+	if v.listed != nil && v.rootSeq == rootSeq && v.missing == 0 {
 		return nil
 	}
 	cur, err := readMap(r, v.prefix)
 	if err != nil {
 		return err
 	}
-	if v.hashes == nil {
-		v.hashes, v.vecs = map[string]string{}, map[string][]float32{}
+	if v.listed == nil {
+		v.listed, v.labels, v.vecs = map[string]string{}, map[string]string{}, map[string][]float32{}
 	}
-	for p, h := range v.hashes {
-		if cur[p] != h {
-			delete(v.hashes, p)
-			delete(v.vecs, p)
-			v.touched(p)
-		}
-	}
-	v.missing = 0
-	for p, h := range cur {
-		if v.hashes[p] == h {
+	for p, old := range v.listed {
+		now, ok := cur[p]
+		if now == old {
 			continue
 		}
+		oldHash, _ := splitListing(old)
+		if hash, label := splitListing(now); ok && hash == oldHash {
+			// Only the label changed: the vector stays.
+			v.listed[p], v.labels[p] = now, label
+			v.touched(p)
+			continue
+		}
+		delete(v.listed, p)
+		delete(v.labels, p)
+		delete(v.vecs, p)
+		v.touched(p)
+	}
+	v.missing = 0
+	for p, lv := range cur {
+		if v.listed[p] == lv {
+			continue
+		}
+		h, label := splitListing(lv)
 		raw, err := getFrom(r, vectorKey(schemas.EmbeddingKey(v.model, v.dims, h)))
 		if err != nil {
 			return err
@@ -183,7 +218,7 @@ func (v *vectorIndex) sync(r pebble.Reader, rootSeq uint64) error {
 		if len(e.Vector) != v.width {
 			continue // the model changed its size: only the first size is searched
 		}
-		v.hashes[p], v.vecs[p] = h, ann.Unit(e.Vector)
+		v.listed[p], v.labels[p], v.vecs[p] = lv, label, ann.Unit(e.Vector)
 		v.touched(p)
 	}
 	v.rootSeq = rootSeq
@@ -197,7 +232,7 @@ func (v *vectorIndex) touched(id string) {
 	vec, ok := v.vecs[id]
 	if v.ann != nil {
 		if ok {
-			v.ann.Add(id, "", vec)
+			v.ann.Add(id, v.labels[id], vec)
 		} else {
 			v.ann.Remove(id)
 		}
@@ -218,9 +253,9 @@ func (v *vectorIndex) index() {
 		v.ann, v.trained = nil, 0
 	case !v.training && (v.ann == nil || n > 2*v.trained):
 		ids := slices.Sorted(maps.Keys(v.vecs))
-		vecs := make([][]float32, len(ids))
+		vecs, labels := make([][]float32, len(ids)), make([]string, len(ids))
 		for i, id := range ids {
-			vecs[i] = v.vecs[id]
+			vecs[i], labels[i] = v.vecs[id], v.labels[id]
 		}
 		v.training, v.changed = true, map[string]bool{}
 		v.builds.Add(1)
@@ -230,7 +265,7 @@ func (v *vectorIndex) index() {
 				v.trainHook()
 			}
 			ix := ann.New(v.width, ann.Options{})
-			ix.Build(ids, vecs, nil)
+			ix.Build(ids, vecs, labels)
 			v.adopt(ix, len(ids))
 		}()
 	}
@@ -243,7 +278,7 @@ func (v *vectorIndex) adopt(ix *ann.Index, n int) {
 	defer v.mu.Unlock()
 	for id := range v.changed {
 		if vec, ok := v.vecs[id]; ok {
-			ix.Add(id, "", vec)
+			ix.Add(id, v.labels[id], vec)
 		} else {
 			ix.Remove(id)
 		}
@@ -254,27 +289,32 @@ func (v *vectorIndex) adopt(ix *ann.Index, n int) {
 	}
 }
 
-// search returns the k files nearest to vec, nearest first.
-func (v *vectorIndex) search(vec []float32, k int) ([]vectorHit, error) {
+// search returns the k texts nearest to vec whose labels keep accepts (nil:
+// all), nearest first.
+func (v *vectorIndex) search(vec []float32, k int, keep func(label string) bool) ([]vectorHit, error) {
 	if len(v.vecs) == 0 {
 		return nil, nil
 	}
 	if len(vec) != v.width {
-		return nil, fmt.Errorf("%w: code: the query's vector has %d dimensions, the index's %d (another model?)", ErrInvalidQuery, len(vec), v.width)
+		return nil, fmt.Errorf("%w: vectors: the query's vector has %d dimensions, the index's %d (another model?)", ErrInvalidQuery, len(vec), v.width)
 	}
 	if v.ann != nil {
-		hits := v.ann.Search(ann.Unit(vec), k, nil)
+		hits := v.ann.Search(ann.Unit(vec), k, keep)
 		out := make([]vectorHit, len(hits))
 		for i, h := range hits {
 			out[i] = vectorHit{h.ID, h.Sim}
 		}
 		return out, nil
 	}
-	return scanNearest(v.vecs, vec, k), nil
+	if keep != nil {
+		return scanNearest(v.vecs, vec, k, func(id string) bool { return keep(v.labels[id]) }), nil
+	}
+	return scanNearest(v.vecs, vec, k, nil), nil
 }
 
-// scanNearest is the exact scan: the k unit vectors of vecs nearest to q.
-func scanNearest(vecs map[string][]float32, q []float32, k int) []vectorHit {
+// scanNearest is the exact scan: the k unit vectors of vecs nearest to q of
+// the ids keep accepts (nil: all).
+func scanNearest(vecs map[string][]float32, q []float32, k int, keep func(id string) bool) []vectorHit {
 	if k <= 0 {
 		return nil
 	}
@@ -283,6 +323,9 @@ func scanNearest(vecs map[string][]float32, q []float32, k int) []vectorHit {
 	// cost a comparison, not a place in a sort of them all.
 	top := make([]vectorHit, 0, k+1)
 	for p, x := range vecs {
+		if keep != nil && !keep(p) {
+			continue
+		}
 		h := vectorHit{p, ann.Dot(q, x)}
 		if len(top) == k && nearer(top[k-1], h) {
 			continue

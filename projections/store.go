@@ -55,6 +55,13 @@ type Store struct {
 	wanted atomic.Uint64
 	poke   chan struct{}
 
+	// observers see the events the projector reads (Observe); observedTo
+	// is the last event its reader handed on. The reader holds observeMu
+	// for each event, so that an observer starts exactly after one.
+	observeMu  sync.Mutex
+	observers  []*observer
+	observedTo uint64
+
 	// vectors are the nearest-neighbour indexes searches built, derived
 	// from the projections and kept up to date by the searches (trained in
 	// the background: Close waits for them).
@@ -62,6 +69,8 @@ type Store struct {
 	// codeSegments are the code index's segments searches read, kept
 	// while the index they are of is unchanged.
 	codeSegments segmentCache
+	// calls answers lookups of call records that are not there.
+	calls *callKeys
 }
 
 // Open opens (or creates) the store in opts.Dir. A directory Pebble cannot open
@@ -103,6 +112,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.closePebble()
 		return nil, err
 	}
+	s.calls = newCallKeys()
+	go func() {
+		if err := s.calls.scan(s.db); err != nil {
+			s.log.Warn("cannot list the recorded calls; looking each one up in the store", "err", err)
+		}
+	}()
 	return s, nil
 }
 
@@ -306,7 +321,7 @@ func (s *Store) finishRebuild() error {
 		return fmt.Errorf("mark the rebuild finished: %w", err)
 	}
 	s.mu.Lock()
-	s.incomplete = false
+	s.incomplete, s.rebuild = false, nil
 	s.mu.Unlock()
 	return nil
 }
@@ -351,6 +366,10 @@ func (s *Store) Close() error {
 	unfinished := s.incomplete
 	s.mu.Unlock()
 	s.vectors.wait()
+	if s.calls != nil {
+		close(s.calls.stop)
+		<-s.calls.done
+	}
 	var ferr error
 	if s.db != nil && (s.opts.NoWAL && !unfinished || s.db.Metrics().WAL.Size > flushOnCloseBytes) {
 		ferr = s.db.Flush()

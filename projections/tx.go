@@ -250,6 +250,7 @@ type tx struct {
 	db    pebble.Reader
 	batch *pebble.Batch
 	cache *cache
+	calls *callKeys // the store's (see callKeys)
 	kbuf  []byte
 	vbuf  []byte
 }
@@ -358,9 +359,16 @@ func newKeyFilter(fresh [][]byte) *keyFilter {
 }
 
 func (f *keyFilter) positions(h uint64, fn func(i uint64) bool) bool {
+	return bloomPositions(h, keyFilterBits, keyFilterHashes, fn)
+}
+
+// bloomPositions calls fn with each of the hashes positions of a key whose
+// hash is h in a bloom filter of bits bits (a power of two) while fn returns
+// true, and reports whether it always did.
+func bloomPositions(h, bits, hashes uint64, fn func(i uint64) bool) bool {
 	h1, h2 := h, h>>32|1
-	for i := range uint64(keyFilterHashes) {
-		if !fn((h1 + i*h2) % keyFilterBits) {
+	for i := range hashes {
+		if !fn((h1 + i*h2) & (bits - 1)) {
 			return false
 		}
 	}

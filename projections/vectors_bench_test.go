@@ -25,7 +25,7 @@ func BenchmarkVectorScan(b *testing.B) {
 	q := vecs["f00042"]
 	b.ResetTimer()
 	for b.Loop() {
-		if hits := scanNearest(vecs, q, 50); hits[0].path != "f00042" {
+		if hits := scanNearest(vecs, q, 50, nil); hits[0].path != "f00042" {
 			b.Fatalf("nearest to itself: %s", hits[0].path)
 		}
 	}

@@ -126,6 +126,24 @@ type IndexSkip struct {
 	Reason string `json:"reason"`
 }
 
+// termCount reads a term's count: a few decimal digits, read here without
+// strconv's generality (a full index parses millions), anything else by
+// strconv.Atoi.
+func termCount(c string) (int, error) {
+	if len(c) == 0 || len(c) > 9 {
+		return strconv.Atoi(c)
+	}
+	n := 0
+	for i := 0; i < len(c); i++ {
+		d := c[i] - '0'
+		if d > 9 {
+			return strconv.Atoi(c)
+		}
+		n = n*10 + int(d)
+	}
+	return n, nil
+}
+
 // ParseTerms calls fn with each term and count of s, in IndexedFile.Terms's
 // format; it stops at the first malformed pair.
 func ParseTerms(s string, fn func(term string, n int)) error {
@@ -135,7 +153,7 @@ func ParseTerms(s string, fn func(term string, n int)) error {
 			return fmt.Errorf("terms: %q has no count", t)
 		}
 		c, rest, _ := strings.Cut(rest, " ")
-		n, err := strconv.Atoi(c)
+		n, err := termCount(c)
 		if err != nil || n < 0 {
 			return fmt.Errorf("terms: the count of %q is %q, not a number", t, c)
 		}

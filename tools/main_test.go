@@ -94,21 +94,6 @@ func mustRun(t *testing.T, e *Executor, agent, tool string, args any) Result {
 	return r
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(d)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		case <-tick.C:
-		}
-	}
-}
-
 // pidGone reports whether pid is dead. A zombie is dead: it only waits for
 // its parent to reap it, and orphans are reparented to PID 1, which in some
 // containers never reaps.

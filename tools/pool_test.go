@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/sylk/sylk/broker/brokertest"
 )
 
 // Executors sharing a pool share its bound; other work leaves the user's
@@ -33,11 +35,11 @@ func TestPoolReservesSlotsForTheUser(t *testing.T) {
 	}
 	sleep := `["sleep","30"]`
 	bg1, bg2 := run(ctx, a, "bg1", sleep), run(ctx, b, "bg2", sleep)
-	waitFor(t, 10*time.Second, "two background processes", func() bool { return pool.Usage().Other == 2 })
+	brokertest.Eventually(t, 10*time.Second, "two background processes", func() bool { return pool.Usage().Other == 2 })
 	// The third slot is the user's: other work waits for it.
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	bg3 := run(waitCtx, a, "bg3", `["true"]`)
-	waitFor(t, 10*time.Second, "a third background call to wait", func() bool { return pool.Usage().WaitingOther == 1 })
+	brokertest.Eventually(t, 10*time.Second, "a third background call to wait", func() bool { return pool.Usage().WaitingOther == 1 })
 	// The user's command is not held behind it.
 	if err := <-run(ForUser(ctx), b, "user", `["true"]`); err != nil {
 		t.Fatalf("the user's command: %v", err)

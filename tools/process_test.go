@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sylk/sylk/broker/brokertest"
 )
 
 // A child shell that traps SIGINT and SIGTERM spawns a grandchild that traps
@@ -44,7 +46,7 @@ echo child went on
 		r, err := e.Run(ctx, "engineer", Call{ID: "c1", Tool: ToolExec, Args: json.RawMessage(`{"argv":["sh","stubborn.sh"]}`)})
 		done <- outcome{r, err}
 	}()
-	waitFor(t, 10*time.Second, "both pid files", func() bool {
+	brokertest.Eventually(t, 10*time.Second, "both pid files", func() bool {
 		return fileHasPid(filepath.Join(dir, "child.pid")) && fileHasPid(filepath.Join(dir, "grandchild.pid"))
 	})
 	child, grandchild := readPid(t, filepath.Join(dir, "child.pid")), readPid(t, filepath.Join(dir, "grandchild.pid"))
@@ -116,7 +118,7 @@ func TestKillSequenceOutlivesTheLeader(t *testing.T) {
 			`{"command":"sh -c 'trap \"\" TERM; echo $$ > gc.pid; exec sleep 30' >/dev/null 2>&1 & echo started; wait","shell":true}`)})
 		done <- outcome{r, err}
 	}()
-	waitFor(t, 10*time.Second, "the grandchild pid file", func() bool { return fileHasPid(filepath.Join(dir, "gc.pid")) })
+	brokertest.Eventually(t, 10*time.Second, "the grandchild pid file", func() bool { return fileHasPid(filepath.Join(dir, "gc.pid")) })
 	gc := readPid(t, filepath.Join(dir, "gc.pid"))
 	start := time.Now()
 	cancel()
@@ -369,7 +371,7 @@ func TestSlotWaitHonoursContext(t *testing.T) {
 		_, err := e.Run(ctx, "engineer", Call{ID: "busy", Tool: ToolExec, Args: json.RawMessage(`{"argv":["sleep","30"]}`)})
 		busy <- err
 	}()
-	waitFor(t, 5*time.Second, "the slot to be taken", func() bool { return e.pool.Usage().Other == 1 })
+	brokertest.Eventually(t, 5*time.Second, "the slot to be taken", func() bool { return e.pool.Usage().Other == 1 })
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
 	r, err := e.Run(ctx2, "engineer", Call{ID: "waiting", Tool: ToolExec, Args: json.RawMessage(`{"argv":["true"]}`)})

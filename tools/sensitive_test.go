@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,41 @@ func TestSensitiveFile(t *testing.T) {
 	} {
 		if _, got := SensitiveFile(p); got != want {
 			t.Errorf("SensitiveFile(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// The rules taken apart once match exactly what path.Match over the
+// patterns matches, on names built from the patterns' own pieces.
+func TestSensitiveRulesMatchPathMatch(t *testing.T) {
+	pieces := []string{"", ".", "env", ".env", "x", "pem", "key", "credentials", "secrets", "secret", "id_rsa", "ssh", ".ssh", ".aws", "npmrc", ".npmrc", "a.b"}
+	var names []string
+	for _, a := range pieces {
+		for _, b := range pieces {
+			for _, c := range pieces {
+				names = append(names, a+b+c, a+"."+b+c, a+b+"."+c)
+			}
+		}
+	}
+	for _, dir := range []string{"", "home/.ssh/", ".aws/", "src/", ".gnupg/", "x/.ssh.d/"} {
+		for _, n := range names {
+			p := strings.ToLower(dir + n)
+			base := path.Base(p)
+			last2 := path.Join(path.Base(path.Dir(p)), base)
+			want := ""
+			for _, pat := range sensitivePatterns {
+				name := base
+				if strings.Contains(pat, "/") {
+					name = last2
+				}
+				if m, _ := path.Match(pat, name); m {
+					want = pat
+					break
+				}
+			}
+			if got, _ := SensitiveFile(dir + n); got != want {
+				t.Fatalf("SensitiveFile(%q) matched %q, path.Match %q", dir+n, got, want)
+			}
 		}
 	}
 }

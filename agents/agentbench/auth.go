@@ -77,7 +77,7 @@ func routeAuthCost(ctx context.Context, cfg RouteConfig, mode string, progress f
 			if progress != nil {
 				progress(fmt.Sprintf("sync %s: round %d/%d: %d requests routed, %s", mode, round+1, rounds, n, name))
 			}
-			m, _, err := routed(ctx, b, n, nil)
+			m, _, err := routed(ctx, b, n, nil, nil)
 			if err != nil {
 				return eventbench.Measure{}, errors.Join(fmt.Errorf("%s", name), err)
 			}

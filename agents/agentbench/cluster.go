@@ -73,11 +73,11 @@ func routedRuns(ctx context.Context, cfg RouteConfig, b *broker.Broker) (eventbe
 		return eventbench.Measure{}, nil, err
 	}
 	defer stop()
-	tput, _, err := routed(ctx, b, cfg.Messages, nil)
+	tput, _, err := routed(ctx, b, cfg.Messages, nil, nil)
 	if err != nil {
 		return tput, nil, err
 	}
-	_, lat, err := routed(ctx, b, cfg.LatencyMessages, newPacer(cfg.LatencyRate))
+	_, lat, err := routed(ctx, b, cfg.LatencyMessages, newPacer(cfg.LatencyRate), nil)
 	return tput, lat, err
 }
 
@@ -127,6 +127,6 @@ func RoutedPath(ctx context.Context, cfg RouteConfig, b *broker.Broker, n int) (
 		return eventbench.Measure{}, err
 	}
 	defer stop()
-	m, _, err := routed(ctx, b, n, nil)
+	m, _, err := routed(ctx, b, n, nil, cfg.Settle)
 	return m, err
 }

@@ -38,6 +38,10 @@ type RouteConfig struct {
 	LatencyRate int
 	// LatencyMessages is how many are sampled (default 2000).
 	LatencyMessages int
+	// Settle, if set, runs in RoutedPath's measured time after the last
+	// answer, given the stream's last sequence: what runs beside the path
+	// (a projector) finishes its share of the run inside the measure.
+	Settle func(ctx context.Context, last uint64) error
 }
 
 func (c *RouteConfig) ensureDefaults() {
@@ -448,9 +452,10 @@ func contextRequest(session int) (*schemas.Envelope, error) {
 	return schemas.New(schemas.TypeContextRequest, fmt.Sprintf("S%d", session), "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
 }
 
-// routed appends n unaddressed context requests and waits for every answer;
-// each latency is from before the append to the answer's arrival.
-func routed(ctx context.Context, b *broker.Broker, n int, pace *pacer) (eventbench.Measure, []time.Duration, error) {
+// routed appends n unaddressed context requests and waits for every answer,
+// then for settle if set; each latency is from before the append to the
+// answer's arrival.
+func routed(ctx context.Context, b *broker.Broker, n int, pace *pacer, settle func(context.Context, uint64) error) (eventbench.Measure, []time.Duration, error) {
 	log := events.New(b.JetStream())
 	var mu sync.Mutex
 	sent := make(map[string]time.Time, n)
@@ -496,10 +501,17 @@ func routed(ctx context.Context, b *broker.Broker, n int, pace *pacer) (eventben
 		}
 		select {
 		case <-done:
-			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if settle == nil {
+			return nil
+		}
+		last, err := log.LastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		return settle(ctx, last)
 	})
 	return m, lats, err
 }

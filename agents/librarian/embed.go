@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,14 +41,15 @@ func embedStart(rel, redacted string) string {
 }
 
 // embedHash is schemas.TextHash(EmbedText(rel, redacted)) without making
-// the text (the indexer computes it for every file).
-func embedHash(rel, redacted string) string {
-	h := sha256.New()
-	io.WriteString(h, rel)
-	io.WriteString(h, "\n")
-	io.WriteString(h, embedStart(rel, redacted))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+// a new text (the indexer computes it for every file): the text is built
+// in buf, which is kept for the next file.
+func embedHash(rel, redacted string, buf *[]byte) string {
+	b := append((*buf)[:0], rel...)
+	b = append(b, '\n')
+	b = append(b, embedStart(rel, redacted)...)
+	*buf = b
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // EmbedReport is what an embedding pass did.
@@ -72,31 +73,12 @@ func (ix *Indexer) Embed(ctx context.Context, r projections.Reader, e *llm.Embed
 	if err != nil {
 		return EmbedReport{}, err
 	}
-	paths := make([]string, 0, len(res.Hashes))
-	for p := range res.Hashes {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
 	var rep EmbedReport
-	var todo []string
-	for lo := 0; lo < len(paths); lo += projections.MaxEmbeddingKeys {
-		chunk := paths[lo:min(lo+projections.MaxEmbeddingKeys, len(paths))]
-		keys := make([]string, len(chunk))
-		for i, p := range chunk {
-			keys[i] = e.Key(res.Hashes[p])
-		}
-		have, err := r.Embeddings(ctx, keys)
-		if err != nil {
-			return rep, err
-		}
-		for i, p := range chunk {
-			if have[keys[i]] != nil {
-				rep.Files++
-			} else {
-				todo = append(todo, p)
-			}
-		}
+	todo, err := MissingVectors(ctx, r, e, res.Hashes)
+	if err != nil {
+		return rep, err
 	}
+	rep.Files = len(res.Hashes) - len(todo)
 	var texts []string
 	for _, p := range todo {
 		text, ok := ix.embedText(p)
@@ -115,6 +97,31 @@ func (ix *Indexer) Embed(ctx context.Context, r projections.Reader, e *llm.Embed
 		rep.Files += len(texts)
 	}
 	return rep, err
+}
+
+// MissingVectors lists the ids of hashes (id -> the hash of its text)
+// whose vector by e's model is not recorded, sorted: what an embedding pass
+// sends, and nothing else.
+func MissingVectors(ctx context.Context, r llm.EmbeddingReader, e *llm.Embedder, hashes map[string]string) ([]string, error) {
+	ids := slices.Sorted(maps.Keys(hashes))
+	var missing []string
+	for lo := 0; lo < len(ids); lo += projections.MaxEmbeddingKeys {
+		chunk := ids[lo:min(lo+projections.MaxEmbeddingKeys, len(ids))]
+		keys := make([]string, len(chunk))
+		for i, id := range chunk {
+			keys[i] = e.Key(hashes[id])
+		}
+		have, err := r.Embeddings(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, id := range chunk {
+			if have[keys[i]] == nil {
+				missing = append(missing, id)
+			}
+		}
+	}
+	return missing, nil
 }
 
 // embedText reads the file at rel and returns its EmbedText; false when it

@@ -42,8 +42,18 @@ type goLexer struct {
 	toks  []gtok
 	out   goCode
 	stack []int32
-	// err is the first lexical error ("" when none).
-	err string
+	// err is the first lexical error ("" when none), at errLine; last is
+	// the line the last token (a comment too) ends on.
+	err     string
+	errLine int32
+	last    int32
+}
+
+// fail records what as the lexical error at line, unless one is.
+func (lx *goLexer) fail(what string, line int32) {
+	if lx.err == "" {
+		lx.err, lx.errLine = what, line
+	}
 }
 
 // lex splits src into tokens; a lexical error (an unterminated string or
@@ -51,14 +61,9 @@ type goLexer struct {
 // goes.
 func (lx *goLexer) lex(src string) []gtok {
 	toks := lx.toks[:0]
-	lx.err = ""
+	lx.err, lx.errLine = "", 0
 	line := int32(1)
 	semi := false // a newline here ends a statement
-	fail := func(what string, at int32) {
-		if lx.err == "" {
-			lx.err = what + " at line " + strconv.Itoa(int(at))
-		}
-	}
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch {
@@ -83,8 +88,11 @@ func (lx *goLexer) lex(src string) []gtok {
 			}
 			kind = tIdent
 		case isDigit(c) || c == '.' && i+1 < len(src) && isDigit(src[i+1]):
+			// A sign belongs to an exponent: after e (p in hexadecimal,
+			// where e is a digit: 0x7E+1 is a sum).
+			hex := c == '0' && i+1 < len(src) && (src[i+1] == 'x' || src[i+1] == 'X')
 			for i < len(src) && (isLetter(src[i]) || isDigit(src[i]) || src[i] == '.' ||
-				(src[i] == '+' || src[i] == '-') && (src[i-1] == 'e' || src[i-1] == 'E' || src[i-1] == 'p' || src[i-1] == 'P')) {
+				(src[i] == '+' || src[i] == '-') && (!hex && (src[i-1] == 'e' || src[i-1] == 'E') || src[i-1] == 'p' || src[i-1] == 'P')) {
 				i++
 			}
 			kind = tLit
@@ -99,7 +107,7 @@ func (lx *goLexer) lex(src string) []gtok {
 			if i < len(src) && src[i] == c {
 				i++
 			} else {
-				fail("unterminated literal", startLine)
+				lx.fail("unterminated literal", startLine)
 			}
 			kind = tString
 			if c == '\'' {
@@ -108,7 +116,7 @@ func (lx *goLexer) lex(src string) []gtok {
 		case c == '`':
 			end := strings.IndexByte(src[i+1:], '`')
 			if end < 0 {
-				fail("unterminated raw string", startLine)
+				lx.fail("unterminated raw string", startLine)
 				end = len(src) - i - 1
 			} else {
 				end++
@@ -126,7 +134,7 @@ func (lx *goLexer) lex(src string) []gtok {
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
 			end := strings.Index(src[i+2:], "*/")
 			if end < 0 {
-				fail("unterminated comment", startLine)
+				lx.fail("unterminated comment", startLine)
 				end = len(src) - i - 2
 			} else {
 				end += 2
@@ -169,7 +177,10 @@ func (lx *goLexer) lex(src string) []gtok {
 	if semi {
 		toks = append(toks, gtok{kind: tSemi, off: int32(len(src)), end: int32(len(src)), line: line, endLine: line})
 	}
-	lx.toks = toks
+	lx.toks, lx.last = toks, 1
+	if len(toks) > 0 {
+		lx.last = toks[len(toks)-1].endLine
+	}
 	return toks
 }
 
@@ -266,9 +277,7 @@ func (lx *goLexer) code(src string) *goCode {
 			stack = append(stack, int32(i))
 		case ')', ']', '}':
 			if len(stack) == 0 || closer(c.toks[stack[len(stack)-1]].op) != t.op {
-				if lx.err == "" {
-					lx.err = "unbalanced " + string(t.op) + " at line " + strconv.Itoa(int(t.line))
-				}
+				lx.fail("unbalanced "+string(t.op), t.line)
 				c.match[i] = int32(i)
 				continue
 			}
@@ -278,9 +287,8 @@ func (lx *goLexer) code(src string) *goCode {
 		}
 	}
 	for _, o := range stack {
-		if lx.err == "" {
-			lx.err = "unclosed " + string(c.toks[o].op) + " at line " + strconv.Itoa(int(c.toks[o].line))
-		}
+		// Where go/parser says it: at the end of the file.
+		lx.fail("expected '"+string(closer(c.toks[o].op))+"', found EOF", lx.last)
 		c.match[o] = int32(len(c.toks) - 1)
 	}
 	lx.stack = stack
@@ -361,10 +369,19 @@ type goExtract struct {
 
 // extractGo adds the declarations, calls and imports of the Go source src
 // to f. A file whose tokens cannot all be read (an unterminated string or
-// comment, unbalanced brackets) keeps what was read and says why.
+// comment, unbalanced brackets), or that holds a syntax error the tokens
+// show (see syntaxError), keeps what was read and says why.
 func extractGo(f *schemas.IndexedFile, src, pkgPath string, lx *goLexer) {
 	x := &goExtract{goCode: lx.code(src), f: f, pkg: pkgPath, imports: map[string]string{}}
-	f.ParseError = lx.err
+	// go/parser reports its first error: the earlier of the lexer's and
+	// the syntax's.
+	what, line := lx.err, lx.errLine
+	if w, l := x.syntaxError(lx.last); w != "" && (what == "" || l < line) {
+		what, line = w, l
+	}
+	if what != "" {
+		f.ParseError = what + " at line " + strconv.Itoa(int(line))
+	}
 	f.Package = pkgPath
 	for i := 0; i < len(x.toks); i++ {
 		switch {
@@ -403,19 +420,6 @@ func (x *goExtract) group(i int, spec func(a, b int, doc bool, kw string)) int {
 		k = end + 1
 	}
 	return close
-}
-
-// specEnd is the index of the last token of the spec starting at a (before
-// a semicolon or limit).
-func (x *goExtract) specEnd(a, limit int) int {
-	k := a
-	for k < limit && !x.semi(k) {
-		if x.is(k, '(') || x.is(k, '[') || x.is(k, '{') {
-			k = int(x.match[k])
-		}
-		k++
-	}
-	return min(k, limit) - 1
 }
 
 func (x *goExtract) importSpec(a, b int, _ bool, _ string) {

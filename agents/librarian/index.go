@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -311,6 +310,9 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 			return nil, fmt.Errorf("%s is a directory: index it with Scan", rel)
 		case st.Mode()&fs.ModeSymlink != 0:
 			changes = append(changes, change{path: rel, skip: "symlink (not followed, so links cannot loop)"})
+		case !st.Mode().IsRegular():
+			// A FIFO's open would wait for a writer for ever.
+			changes = append(changes, change{path: rel, skip: "not a regular file"})
 		default:
 			read = append(read, rel)
 		}
@@ -399,7 +401,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 // one indexes the file at rel; a zero change means it is unchanged.
 func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
-	fh, err := os.Open(full)
+	fh, err := openRaw(full)
 	if errors.Is(err, fs.ErrNotExist) {
 		if known.Hashes[rel] != "" || known.Skipped[rel] != "" {
 			return change{path: rel, removed: true} // vanished since the walk
@@ -409,13 +411,16 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	if err != nil {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
+	defer fh.close()
+	st, err := fh.stat()
 	if err != nil {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
-	if st.Size() > ix.maxSize() {
-		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.Size(), ix.maxSize())}
+	if !st.regular {
+		return change{path: rel, skip: "not a regular file"}
+	}
+	if st.size > ix.maxSize() {
+		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.size, ix.maxSize())}
 	}
 	// A file written while it is read is read again: what is indexed is a
 	// version the file held, never a mix of two. A read is taken when it
@@ -428,20 +433,20 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	hash, prev := "", ""
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		buf, err = readAll(fh, buf[:0], st.Size(), ix.maxSize())
+		buf, err = fh.readAll(buf[:0], st.size, ix.maxSize())
 		if err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		if int64(len(buf)) > ix.maxSize() {
 			return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
 		}
-		after, err := fh.Stat()
+		after, err := fh.stat()
 		if err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		hash = contentHash(buf)
-		if after.Size() == st.Size() && after.ModTime().Equal(st.ModTime()) && int64(len(buf)) == st.Size() {
-			if after.ModTime().Before(start.Add(-racyWindow)) || hash == prev {
+		if after == st && int64(len(buf)) == st.size {
+			if time.Unix(after.mtime.Unix()).Before(start.Add(-racyWindow)) || hash == prev {
 				break
 			}
 			prev = hash
@@ -451,7 +456,7 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		if attempt == maxReads {
 			return change{path: rel, skip: fmt.Sprintf("changing while read (%d reads): indexed once it settles", maxReads)}
 		}
-		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		if err := fh.rewind(); err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
 		st = after
@@ -473,26 +478,6 @@ const (
 	racyWindow = 100 * time.Millisecond
 )
 
-// readAll appends what fh holds from where it is to buf, which it grows to
-// size (what the file's stat said) first; it stops after limit bytes.
-func readAll(fh *os.File, buf []byte, size, limit int64) ([]byte, error) {
-	buf = slices.Grow(buf, int(min(size, limit))+1)
-	for int64(len(buf)) <= limit {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
-		}
-		n, err := fh.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
-}
-
 // extract is what the index records of one file's content: a sensitive
 // file only by name; any other after its secrets are redacted.
 func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractState) *schemas.IndexedFile {
@@ -507,7 +492,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractSt
 	}
 	text, n := ix.redact(string(content))
 	f.Redactions = n
-	f.EmbedHash = embedHash(rel, text)
+	f.EmbedHash = embedHash(rel, text, &w.text)
 	f.Lines = countLines(text)
 	f.Debt = countDebt(text)
 	w.terms.Count(text)
@@ -520,6 +505,7 @@ func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractSt
 // extractState is what a worker reuses from one file to the next.
 type extractState struct {
 	buf   []byte // the file read
+	text  []byte // the text an embedding is made from
 	terms projections.TermCounter
 	lexer goLexer
 }
@@ -580,7 +566,12 @@ func (b *batcher) add(c change) error {
 // flush emits the current update, if it holds anything.
 func (b *batcher) flush() error {
 	u := b.cur
+	// The next update is likely to hold as many files: room for them is
+	// made once rather than grown by copying a file's whole record.
 	b.cur, b.size = schemas.IndexUpdate{Root: b.ix.Root}, 0
+	if n := len(u.Files); n > 0 {
+		b.cur.Files = make([]schemas.IndexedFile, 0, n)
+	}
 	if len(u.Files)+len(u.Removed)+len(u.Skipped) == 0 {
 		return nil
 	}

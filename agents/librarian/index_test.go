@@ -560,6 +560,36 @@ func TestIndexSkipsWhatItCannotRead(t *testing.T) {
 	if ups := r.scan(ix); len(ups) != 0 {
 		t.Fatalf("a rescan recorded %+v", ups)
 	}
+	// Named alone (sylk index update pipe, a watcher's news), the FIFO is
+	// skipped too: opening it would wait for a writer for ever.
+	named := make(chan []schemas.IndexUpdate, 1)
+	go func() {
+		ups, err := ix.Paths(r.ctx, Known{}, []string{"pipe"})
+		if err != nil {
+			t.Error(err)
+		}
+		named <- ups
+	}()
+	select {
+	case ups := <-named:
+		if len(ups) != 1 || len(ups[0].Skipped) != 1 || !strings.HasPrefix(ups[0].Skipped[0].Reason, "not a regular file") {
+			t.Fatalf("the FIFO named alone: %+v", ups)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("indexing a FIFO named alone did not return: it waits on the open")
+	}
+	// Put where the walk saw a file, the FIFO is skipped by the read: its
+	// open does not wait for a writer either.
+	read := make(chan change, 1)
+	go func() { read <- ix.one("pipe", Known{}, new(extractState)) }()
+	select {
+	case c := <-read:
+		if c.skip != "not a regular file" {
+			t.Fatalf("the FIFO read as a file: %+v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO the walk took for a file did not return: it waits on the open")
+	}
 	// A file that vanishes between the walk and the read is removed.
 	known, _ := KnownFrom(r.ctx, r.store, ix.Root)
 	if err := os.Remove(filepath.Join(dir, "ok.go")); err != nil {

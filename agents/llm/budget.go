@@ -146,7 +146,7 @@ func (l *Ledger) Spent(_ context.Context, s Scope) (int64, error) {
 // ends. It returns once the events so far are counted; stop waits for the
 // follower to end.
 func (l *Ledger) Follow(ctx context.Context, log *events.Log) (stop func(), err error) {
-	last, err := l.Read(ctx, log, "")
+	last, err := l.Read(ctx, log, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +170,12 @@ func (l *Ledger) Follow(ctx context.Context, log *events.Log) (stop func(), err 
 	return func() { cancel(); <-done }, nil
 }
 
-// Read folds the llm_usage events in log so far (of one session, or of
-// every session with session ""), and returns the sequence of the last one.
-func (l *Ledger) Read(ctx context.Context, log *events.Log, session string) (last uint64, err error) {
+// Read folds the llm_usage events in log up to sequence to (0: so far), of
+// one session or of every session with session "", and returns the sequence
+// of the last one.
+func (l *Ledger) Read(ctx context.Context, log *events.Log, session string, to uint64) (last uint64, err error) {
 	subject := events.Filter{Session: session, Type: schemas.TypeLLMUsage}.Subject()
-	if err := log.Scan(ctx, subject, events.Cursor{}, 0, func(ev *events.Event) error {
+	if err := log.Scan(ctx, subject, events.Cursor{}, to, func(ev *events.Event) error {
 		l.Apply(ev.Env)
 		last = ev.Seq
 		return nil

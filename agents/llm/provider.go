@@ -51,9 +51,10 @@ type ireq = openai.ChatCompletionRequest
 
 // provider makes chat-completion calls over go-openai.
 type provider struct {
-	api *openai.Client
-	cfg *Config
-	now func() time.Time
+	api   *openai.Client
+	cfg   *Config
+	now   func() time.Time
+	tools toolJSON
 }
 
 func newProvider(cfg *Config, hc *http.Client, now func() time.Time) *provider {
@@ -66,8 +67,10 @@ func newProvider(cfg *Config, hc *http.Client, now func() time.Time) *provider {
 	return &provider{api: openai.NewClientWithConfig(oc), cfg: cfg, now: now}
 }
 
-// headerDoer reads Retry-After from failed responses, which go-openai's
-// errors do not carry, into the attempt's box.
+// headerDoer completes the body of an attempt's request with the messages
+// and tools the provider encoded (see toolJSON.split), and reads Retry-After
+// from failed responses, which go-openai's errors do not carry, into the
+// attempt's box.
 type headerDoer struct {
 	c   *http.Client
 	now func() time.Time
@@ -75,17 +78,25 @@ type headerDoer struct {
 
 type boxKey struct{}
 
-// headerBox receives what the doer saw of one attempt's response.
+// headerBox carries one attempt's encoded messages and tools to the doer,
+// and receives what the doer saw of its response.
 type headerBox struct {
+	members    []byte // nil: go-openai encoded the whole request
 	mu         sync.Mutex
 	retryAfter time.Duration
 	set        bool
 }
 
 func (h *headerDoer) Do(req *http.Request) (*http.Response, error) {
+	box, _ := req.Context().Value(boxKey{}).(*headerBox)
+	if box != nil && box.members != nil {
+		if err := fill(req, box.members); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := h.c.Do(req)
 	if err == nil && resp.StatusCode >= 400 {
-		if box, ok := req.Context().Value(boxKey{}).(*headerBox); ok {
+		if box != nil {
 			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), h.now()); ok {
 				box.mu.Lock()
 				box.retryAfter, box.set = d, true
@@ -120,6 +131,16 @@ type chunkFunc func(kind, text string)
 // it with ctx's error, classed by the caller.
 func (p *provider) call(ctx context.Context, req openai.ChatCompletionRequest, stream bool, onChunk chunkFunc) outcome {
 	box := &headerBox{}
+	if stub, members, ok := p.tools.split(req); ok {
+		// go-openai checks the request it is handed against its model, one
+		// check by its tools, which the stub lacks: that check runs here.
+		if err := openai.NewReasoningValidator().Validate(req); err != nil {
+			out := outcome{err: err}
+			out.class, out.status = classify(err)
+			return out
+		}
+		req, box.members = stub, members
+	}
 	actx, cancel := context.WithTimeoutCause(context.WithValue(ctx, boxKey{}, box), p.cfg.Timeout,
 		fmt.Errorf("no complete answer within %s", p.cfg.Timeout))
 	defer cancel()

@@ -35,6 +35,12 @@ import (
 // Source is the source of the signals the governor appends.
 const Source = "server"
 
+// The resources the governor reads.
+const (
+	ResourceDisk   = "disk"   // the event stream's disk quota (Observe)
+	ResourceMemory = "memory" // the server's memory (ObserveMemory)
+)
+
 // Sessions is what the governor reads: *projections.Store.
 type Sessions interface {
 	Sessions(ctx context.Context, f projections.SessionFilter) ([]*projections.Session, error)
@@ -47,12 +53,18 @@ type Governor struct {
 	Sessions Sessions
 	// Now stamps the signals (default time.Now).
 	Now func() time.Time
+	// Resources are the resources it is fed (ResourceDisk, ResourceMemory):
+	// it resumes only once each has been read under its warning level, so a
+	// governor started after a restart does not resume on the first resource
+	// it hears of and pause again on the next. Empty means whatever it has
+	// read.
+	Resources []string
 
 	mu     sync.Mutex
 	loaded bool     // paused holds what the projection says was paused
 	under  bool     // under pressure
 	paused []string // the sessions it paused, in the order paused
-	// levels is each resource's last level read ("disk", "memory").
+	// levels is each resource's last level read (ResourceDisk, ResourceMemory).
 	levels map[string]int
 }
 
@@ -74,7 +86,7 @@ func Background(s *projections.Session) bool { return s.Metadata["schedule"] != 
 // and every other resource read are back under the warning level it
 // resumes the sessions it paused.
 func (g *Governor) Observe(ctx context.Context, q schemas.StreamQuota) error {
-	return g.observe(ctx, reading{resource: "disk", level: q.Level,
+	return g.observe(ctx, reading{resource: ResourceDisk, level: q.Level,
 		use: fmt.Sprintf("the event stream holds %d%% of its disk quota (%s of %s)", q.Percent, tools.ByteSize(q.Bytes), tools.ByteSize(q.MaxBytes))})
 }
 
@@ -85,7 +97,7 @@ func (g *Governor) ObserveMemory(ctx context.Context, m Memory) error {
 	if m.Source == MemoryCgroup {
 		of = "the server's cgroup memory limit"
 	}
-	return g.observe(ctx, reading{resource: "memory", level: m.Level,
+	return g.observe(ctx, reading{resource: ResourceMemory, level: m.Level,
 		use: fmt.Sprintf("memory in use is %d%% of %s (%s of %s)", m.Percent, of, tools.ByteSize(m.Used), tools.ByteSize(m.Limit))})
 }
 
@@ -112,8 +124,14 @@ func (g *Governor) observe(ctx context.Context, r reading) error {
 	return nil
 }
 
-// clear reports whether every resource read is under its warning level.
+// clear reports whether every resource read, and every one of Resources, is
+// under its warning level.
 func (g *Governor) clear() bool {
+	for _, r := range g.Resources {
+		if _, read := g.levels[r]; !read {
+			return false
+		}
+	}
 	for _, l := range g.levels {
 		if l > 0 {
 			return false

@@ -160,7 +160,8 @@ func governorSignals(t *testing.T, r *rig) []schemas.Signal {
 // Memory pressure (the server's cgroup at 95% of its limit) pauses the
 // background work as the stream's quota does; it resumes only once every
 // resource is back under 80%: the disk's reading alone does not resume it
-// while the memory is still short.
+// while the memory is still short, nor, after a restart, before the memory
+// has been read at all.
 func TestMemoryPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
 	r := newRig(t)
 	pressureRig(t, r)
@@ -191,7 +192,20 @@ func TestMemoryPressurePausesBackgroundWorkAndResumesIt(t *testing.T) {
 	if n := len(r.events(events.Filter{Session: "BG", Type: schemas.TypeTaskDispatch})); n != 0 {
 		t.Fatalf("the paused background session dispatched %d tasks after the disk's reading", n)
 	}
-	if err := g.ObserveMemory(r.ctx, pressure.Memory{Source: pressure.MemoryMachine, Used: 40, Limit: 100, Percent: 40}); err != nil {
+	// The server restarts meanwhile: its new governor, fed both resources,
+	// does not resume on the disk's reading, which it hears of first.
+	brokertest.Eventually(t, 10*time.Second, "the pause projected", func() bool {
+		s, err := r.store.Session(r.ctx, "BG")
+		return err == nil && s.Paused && s.PausedBy == pressure.Source
+	})
+	restarted := &pressure.Governor{Log: r.log, Sessions: r.store, Resources: []string{pressure.ResourceDisk, pressure.ResourceMemory}}
+	if err := restarted.Observe(r.ctx, schemas.StreamQuota{Percent: 10, Bytes: 10, MaxBytes: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(governorSignals(t, r)); n != 1 {
+		t.Fatalf("a restarted governor resumed on the disk's reading before any of the memory: %d signals", n)
+	}
+	if err := restarted.ObserveMemory(r.ctx, pressure.Memory{Source: pressure.MemoryMachine, Used: 40, Limit: 100, Percent: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if s := governorSignals(t, r); len(s) != 2 || s[1].Action != schemas.SignalResume ||

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,22 +21,32 @@ import (
 	"github.com/sylk/sylk/cmd/sylk/internal/web"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/events/eventbench"
+	"github.com/sylk/sylk/projections"
 )
 
 // TargetWebCPU: the web view with its viewers adds at most 10% to the CPU
 // a routed message costs (a ratio, without over with, of at least 1/1.1).
 const TargetWebCPU = 1 / 1.1
 
-// viewersReport is whether every viewer kept up.
+// viewersReport is whether every viewer kept up, over every run with
+// viewers.
 type viewersReport struct {
 	Viewers int `json:"viewers"`
-	// Appended is how many events the measured run appended; MinReceived
-	// the fewest any viewer received of them; Dropped the viewers the
-	// server gave up on for not reading.
+	// Appended is how many events the measured runs appended; MinReceived
+	// the sum over the runs of the fewest any viewer received of them;
+	// Dropped the viewers the server gave up on for not reading.
 	Appended    uint64 `json:"appended"`
 	MinReceived int    `json:"min_received"`
 	Dropped     int    `json:"dropped"`
 	KeptUp      bool   `json:"kept_up"`
+}
+
+// add counts a run's report in.
+func (r *viewersReport) add(run viewersReport) {
+	r.Appended += run.Appended
+	r.MinReceived += run.MinReceived
+	r.Dropped += run.Dropped
+	r.KeptUp = r.KeptUp && run.KeptUp
 }
 
 type webReport struct {
@@ -45,35 +56,44 @@ type webReport struct {
 
 func newBenchWebCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &BenchOptions{}
-	var viewers int
+	var viewers, rounds int
 	var syncMode string
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "The routed path with live web viewers attached vs without, CPU per message",
 		Long: `Runs the routed path of 'sylk bench route' (append -> Guide -> agent -> reply)
-on one embedded server, after a warm-up: without the web view; with the web
-view following the stream and --viewers clients reading its live stream
-(server-sent events, /api/events), each a separate curl process, as a
-browser's EventSource would; with the web view and no viewer; then without
-the web view again (the cheaper of the two runs without is the baseline, so
-that the order of the runs favours no side). The viewers' own reading is not
-this process's CPU; the server's tail of the stream, and the encoding and
-sending of every event to every viewer, is.
+on one embedded server with the projector folding the stream into a
+projections store, as 'sylk serve' runs them, after a warm-up, and compares
+its CPU per routed message: with the web view fed by the projector and
+--viewers clients reading its live stream (server-sent events, /api/events),
+each a separate curl process as a browser's EventSource would, against no web
+view; then with the web view and no viewer against no web view. Each
+comparison is --rounds rounds of both sides back to back, the side that goes
+first alternating, decided by the median of the rounds' ratios: on a shared
+machine one run measured once swings by more than the 10% measured. Each run
+ends once the projector has read the run's last event, so that its share (and
+the web view's, which it feeds) is inside the measure. The viewers' own
+reading is not this process's CPU; the encoding and sending of every event to
+every viewer is.
 
 The target ratio is the CPU per routed message without the web view over the
 one with it and its viewers (target >= 0.91: at most 10% more). Printed for
-information: the web view with no viewer (its tail of the stream alone)
-against no web view, the viewers against the web view with none, and the
-throughput. The live stream keeps up when every viewer received every event
-the run appended and the server dropped none; the command fails otherwise.
+information: the web view with no viewer (only the usage figures it keeps)
+against no web view, the viewers against the web view with none (every
+round's total), and the throughput. The live stream keeps up when every
+viewer received every event each run appended and the server dropped none;
+the command fails otherwise.
 
 Examples:
-  sylk bench web                 # 10 viewers, 5,000 messages
-  sylk bench web --viewers 20 --json`,
+  sylk bench web                 # 10 viewers, 5,000 messages a run, 5 rounds
+  sylk bench web --viewers 20 --rounds 3 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if viewers < 1 {
 				return cmdutil.Usagef("--viewers %d: want at least 1", viewers)
+			}
+			if rounds < 1 {
+				return cmdutil.Usagef("--rounds %d: want at least 1", rounds)
 			}
 			curl, err := exec.LookPath("curl")
 			if err != nil {
@@ -84,7 +104,7 @@ Examples:
 				return err
 			}
 			defer cleanup()
-			rep, err := benchWeb(cmd.Context(), dir, curl, opts.Events, viewers, syncMode, opts.progress(f.IO))
+			rep, err := benchWeb(cmd.Context(), dir, curl, opts.Events, viewers, rounds, syncMode, opts.progress(f.IO))
 			if err != nil {
 				return err
 			}
@@ -102,66 +122,97 @@ Examples:
 		},
 	}
 	opts.bind(cmd, 5000)
-	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the second run")
+	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the runs with viewers")
+	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds of each comparison (the median of their ratios decides)")
 	cmd.Flags().StringVar(&syncMode, "sync", broker.SyncInterval, "sync mode of the embedded server")
 	return cmd
 }
 
-func benchWeb(ctx context.Context, dir, curl string, n, viewers int, mode string, progress func(string)) (webReport, error) {
+func benchWeb(ctx context.Context, dir, curl string, n, viewers, rounds int, mode string, progress func(string)) (webReport, error) {
 	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "web"), Listen: broker.ListenNone, Sync: mode, Name: "bench"})
 	if err != nil {
 		return webReport{}, err
 	}
 	defer b.Close()
-	cfg := agentbench.RouteConfig{}
+	// The projector `sylk serve` runs, folding every run; the web view
+	// reads the stream through it.
+	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections")})
+	if err != nil {
+		return webReport{}, err
+	}
+	defer store.Close()
+	pctx, stopProjector := context.WithCancel(ctx)
+	projector := make(chan error, 1)
+	go func() { projector <- store.Projector(events.New(b.JetStream())).Run(pctx) }()
+	defer func() { stopProjector(); <-projector }()
+	cfg := agentbench.RouteConfig{Settle: store.WaitFor}
 	progress(fmt.Sprintf("warm-up: %d routed messages", n/2))
 	if _, err := agentbench.RoutedPath(ctx, cfg, b, n/2); err != nil {
 		return webReport{}, err
 	}
-	progress(fmt.Sprintf("without the web view: %d routed messages", n))
-	bare, err := agentbench.RoutedPath(ctx, cfg, b, n)
+	bare := func() (eventbench.Measure, error) {
+		progress(fmt.Sprintf("without the web view: %d routed messages", n))
+		return agentbench.RoutedPath(ctx, cfg, b, n)
+	}
+	live := viewersReport{Viewers: viewers, KeptUp: true}
+	watched := func() (eventbench.Measure, error) {
+		m, l, err := routedWatched(ctx, b, store, cfg, dir, curl, n, viewers, progress)
+		live.add(l)
+		return m, err
+	}
+	// The web view with no viewer: what it costs with no page open (the
+	// usage figures), the floor under what the viewers add.
+	idle := func() (eventbench.Measure, error) {
+		m, _, err := routedWatched(ctx, b, store, cfg, dir, curl, n, 0, progress)
+		return m, err
+	}
+	withViewers := fmt.Sprintf("web view with %d viewers", viewers)
+	cpuWatched, wallWatched, err := pairedCPU("CPU per routed message, "+withViewers+" vs no web view", rounds, TargetWebCPU, watched, bare)
 	if err != nil {
 		return webReport{}, err
 	}
-
-	watched, live, err := routedWatched(ctx, b, cfg, dir, curl, n, viewers, progress)
+	cpuIdle, wallIdle, err := pairedCPU("CPU per routed message, web view with no viewer vs no web view", rounds, 0, idle, bare)
 	if err != nil {
 		return webReport{}, err
 	}
-	// The web view following the stream with no viewer: what its one tail
-	// costs, the floor under what the viewers add.
-	idle, _, err := routedWatched(ctx, b, cfg, dir, curl, n, 0, progress)
-	if err != nil {
-		return webReport{}, err
-	}
-	// The runs' order favours the later one (caches, consumers warmed up):
-	// the baseline is measured again after, and its cheaper run kept, so
-	// that the ratio errs against the viewers.
-	progress(fmt.Sprintf("without the web view again: %d routed messages", n))
-	again, err := agentbench.RoutedPath(ctx, cfg, b, n)
-	if err != nil {
-		return webReport{}, err
-	}
-	if again.CPUPerOp < bare.CPUPerOp {
-		bare = again
-	}
-
-	cs := []eventbench.Comparison{
-		cpuComparison(fmt.Sprintf("CPU per routed message, web view with %d viewers vs no web view", viewers), watched, bare, TargetWebCPU),
-		cpuComparison("CPU per routed message, web view with no viewer vs no web view", idle, bare, 0),
-		cpuComparison(fmt.Sprintf("CPU per routed message, web view with %d viewers vs with none", viewers), watched, idle, 0),
-		eventbench.Compare(fmt.Sprintf("routed path with %d viewers vs no web view", viewers), watched, bare, 0)}
+	wallWatched.Name = fmt.Sprintf("routed path with %d viewers vs no web view", viewers)
+	cs := []eventbench.Comparison{cpuWatched, cpuIdle,
+		cpuComparison("CPU per routed message, "+withViewers+" vs with none (all rounds)", wallWatched.Sylk, wallIdle.Sylk, 0),
+		wallWatched}
 	return webReport{newBenchReport("web", cs), live}, nil
 }
 
-// routedWatched measures the routed path on b with the web view following
-// the stream and viewers curl processes reading its live stream, and
+// pairedCPU compares the CPU per routed message of two sides in rounds, as
+// eventbench.Paired does (back to back, the side that goes first
+// alternating, the median of the rounds' ratios: the load of a shared
+// machine comes and goes between runs a few seconds apart, and one side
+// measured once swings by more than the 10% measured). cpu is that
+// comparison, base's CPU per message over sylk's; wall the same rounds'
+// throughput, with each side's totals.
+func pairedCPU(name string, rounds int, target float64, sylk, base func() (eventbench.Measure, error)) (cpu, wall eventbench.Comparison, err error) {
+	rs := make([]eventbench.Round, rounds)
+	for i := range rs {
+		if err := rs[i].Run(i, sylk, base); err != nil {
+			return cpu, wall, err
+		}
+	}
+	wall = eventbench.PairedRounds(name, 0, slices.Clone(rs))
+	for i := range rs {
+		rs[i].Sylk, rs[i].Baseline = perCPU(rs[i].Sylk), perCPU(rs[i].Baseline)
+	}
+	cpu = eventbench.PairedRounds(name, target, rs)
+	cpu.Sylk, cpu.Baseline = perCPU(wall.Sylk), perCPU(wall.Baseline)
+	return cpu, wall, nil
+}
+
+// routedWatched measures the routed path on b with the web view fed by
+// store's projector and viewers curl processes reading its live stream, and
 // whether every viewer got every event the run appended.
-func routedWatched(ctx context.Context, b *broker.Broker, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
 	log := events.New(b.JetStream())
-	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
 	if err != nil {
 		return none, live, err
 	}

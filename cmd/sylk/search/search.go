@@ -28,6 +28,11 @@ type SearchOptions struct {
 	Types, Langs []string
 	// One query kind at most.
 	Symbol, Callers, Callees, Deps, Dependents, Health bool
+	// Graph searches the knowledge graph's nodes instead, of Domain (and
+	// of the node types in Types), superseded ones too with Superseded.
+	Graph      bool
+	Domain     string
+	Superseded bool
 }
 
 // kind is the query kind the flags ask for.
@@ -52,7 +57,7 @@ func NewCmdSearch(f *cmdutil.Factory) *cobra.Command {
 	opts := &SearchOptions{}
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
-		Short: "Search the code of a work directory: ranked text, symbols, callers, dependencies",
+		Short: "Search the code of a work directory (ranked text, symbols, callers, dependencies) or the knowledge graph",
 		Long: `Searches the Librarian's code index of the work directory (--dir, default the
 current one), bringing it up to date first (only changed files are read
 again; --no-update skips that).
@@ -84,14 +89,41 @@ Filters (comma-separated or repeated):
   --type        only declarations of these kinds (func, method, struct,
                 interface, type, var, const): --symbol, and a search, which
                 then finds the files declaring one whose name holds a word
-                of QUERY`,
+                of QUERY
+
+With --graph, QUERY searches the knowledge graph's nodes ('sylk graph'): the
+code, history and academic knowledge recorded as graph_update events. Three
+rankings are fused by reciprocal rank, and --json shows each hit's three
+scores:
+
+  lexical      BM25 over each node's name, path and content
+  similarity   the cosine similarity of each node's vector (its name and
+               content, embedded once and recorded) to QUERY's, with an
+               embedding model configured
+  graph        the weighted neighbourhood of the best ten hits of the other
+               two: each node reached within two hops scores the path's
+               weight (the product of its edges' weights) times its trust
+               over 100, divided by 1 + the hit's rank; paths never pass
+               through a superseded node
+
+  --domain      only nodes of this domain: code, history or academic
+  --type        only nodes of these types (function, decision, paper, ...;
+                the list is in 'sylk graph --help')
+  --superseded  superseded nodes too
+
+The filters are applied inside the lexical and vector searches, so a filter
+that keeps few nodes still gets --limit of them; the graph ranking starts
+from the best hits of every domain, so a decision is found through the code
+it modified.`,
 		Example: `  sylk search "retry backoff"
   sylk search --symbol Store.History
   sylk search --callers projections.RootID --json | jq -r '.calls[].path'
   sylk search --dependents github.com/sylk/sylk/tools
   sylk search --health internal/auth
   sylk search --type func,method "retry"
-  sylk search --lang python --json "parse config"`,
+  sylk search --lang python --json "parse config"
+  sylk search --graph --type decision "config loading"
+  sylk search --graph --domain academic --json "yaml keys" | jq '.hits[] | {id: .node.id, lexical, similarity, graph}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return searchRun(cmd.Context(), f, opts, args[0])
@@ -108,18 +140,27 @@ Filters (comma-separated or repeated):
 	cmd.Flags().BoolVar(&opts.Deps, "deps", false, "the packages QUERY imports")
 	cmd.Flags().BoolVar(&opts.Dependents, "dependents", false, "the packages that import QUERY")
 	cmd.Flags().BoolVar(&opts.Health, "health", false, "the health of the files under the path QUERY")
-	cmd.Flags().StringSliceVar(&opts.Types, "type", nil, "only declarations of these kinds: "+strings.Join(schemas.SymbolKinds, ", "))
+	cmd.Flags().StringSliceVar(&opts.Types, "type", nil, "only declarations of these kinds: "+strings.Join(schemas.SymbolKinds, ", ")+" (with --graph: node types)")
+	cmd.Flags().BoolVar(&opts.Graph, "graph", false, "search the knowledge graph's nodes (lexical, vector and graph scores fused)")
+	cmd.Flags().StringVar(&opts.Domain, "domain", "", "with --graph: only nodes of this domain (code, history, academic)")
+	cmd.Flags().BoolVar(&opts.Superseded, "superseded", false, "with --graph: superseded nodes too")
 	cmd.Flags().StringSliceVar(&opts.Langs, "lang", nil, "only files of these languages (go, python, markdown, ...)")
 	return cmd
 }
 
 func searchRun(ctx context.Context, f *cmdutil.Factory, opts *SearchOptions, query string) error {
+	if opts.Limit < 1 {
+		return cmdutil.Usagef("--limit %d: at least 1", opts.Limit)
+	}
+	if opts.Graph {
+		return graphRun(ctx, f, opts, query)
+	}
+	if opts.Domain != "" || opts.Superseded {
+		return cmdutil.Usagef("--domain and --superseded filter the knowledge graph's nodes: add --graph")
+	}
 	kind, err := opts.kind()
 	if err != nil {
 		return err
-	}
-	if opts.Limit < 1 {
-		return cmdutil.Usagef("--limit %d: at least 1", opts.Limit)
 	}
 	ix, err := librarian.NewIndexer(opts.Dir)
 	if err != nil {

@@ -70,7 +70,7 @@ func usageRun(ctx context.Context, f *cmdutil.Factory, opts *UsageOptions) error
 		return err
 	}
 	ledger := llm.NewLedger()
-	if _, err := ledger.Read(ctx, log, opts.Session); err != nil {
+	if _, err := ledger.Read(ctx, log, opts.Session, 0); err != nil {
 		return err
 	}
 	rep := ledger.Report(opts.Session)

@@ -38,8 +38,10 @@ type Report struct {
 	BuildSeconds    float64 `json:"build_seconds"`
 	BuildCPUSeconds float64 `json:"build_cpu_seconds"`
 	Recall          float64 `json:"recall"`
-	// FilteredRecall: with a filter keeping one label of four.
+	// FilteredRecall: with a filter keeping one label of four;
+	// RareRecall: with one keeping 1% of the vectors.
 	FilteredRecall float64 `json:"filtered_recall"`
+	RareRecall     float64 `json:"rare_recall"`
 	ExactMS        float64 `json:"exact_ms_per_query"`
 	IndexMS        float64 `json:"index_ms_per_query"`
 }
@@ -52,6 +54,9 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 	}
 	progress(fmt.Sprintf("generating %d vectors of %d dimensions and %d queries", cfg.Vectors, cfg.Dims, cfg.Queries))
 	g := ann.Generate(cfg.Vectors, cfg.Dims, cfg.Queries, cfg.Seed)
+	for i := 0; i < len(g.Labels); i += 100 {
+		g.Labels[i] = rareLabel
+	}
 	rep := &Report{Vectors: cfg.Vectors, Dims: cfg.Dims, Queries: cfg.Queries, K: cfg.K}
 
 	progress("building the index")
@@ -78,23 +83,15 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 	rep.ExactMS, rep.IndexMS = 1000/base.PerSec, 1000/sylk.PerSec
 
 	progress("filtered search (one label of four)")
-	keep := func(l string) bool { return l == "d1" }
-	var ids []string
-	var vecs [][]float32
-	for i, l := range g.Labels {
-		if keep(l) {
-			ids, vecs = append(ids, g.IDs[i]), append(vecs, g.Vecs[i])
-		}
-	}
-	fexact, fbase, err := timeQueries(ctx, "exact scan of one label", g.Queries, 1, func(q []float32) []ann.Hit { return ann.Exact(q, vecs, ids, cfg.K) })
+	fsylk, fbase, err := filtered(ctx, g, ix, cfg.K, "one label", func(l string) bool { return l == "d1" }, &rep.FilteredRecall)
 	if err != nil {
 		return nil, nil, err
 	}
-	ffound, fsylk, err := timeQueries(ctx, "IVF filtered to one label", g.Queries, indexRounds, func(q []float32) []ann.Hit { return ix.Search(q, cfg.K, keep) })
+	progress("filtered search (1% of the vectors)")
+	rsylk, rbase, err := filtered(ctx, g, ix, cfg.K, "1% of the vectors", func(l string) bool { return l == rareLabel }, &rep.RareRecall)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.FilteredRecall = meanRecall(ffound, fexact)
 
 	name := fmt.Sprintf("vector search k=%d, %dx%d", cfg.K, cfg.Vectors, cfg.Dims)
 	n := len(g.Queries)
@@ -103,7 +100,31 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 		eventbench.Compare(name+": recall@k vs exact scan", share("IVF recall", rep.Recall, n), share("exact scan", 1, n), TargetRecall),
 		eventbench.Compare(name+": filtered IVF vs exact scan of the label", fsylk, fbase, 0),
 		eventbench.Compare(name+": filtered recall@k", share("IVF filtered recall", rep.FilteredRecall, n), share("exact scan", 1, n), TargetRecall),
+		eventbench.Compare(name+": IVF filtered to 1% vs exact scan of those", rsylk, rbase, 0),
+		eventbench.Compare(name+": recall@k filtered to 1%", share("IVF filtered recall", rep.RareRecall, n), share("exact scan", 1, n), TargetRecall),
 	}, rep, nil
+}
+
+// rareLabel is the label of every hundredth vector: a filter keeping 1%.
+const rareLabel = "rare"
+
+// filtered times the index's searches with the filter keep against the
+// exact scan of the vectors it keeps, and sets *recall.
+func filtered(ctx context.Context, g *ann.Generated, ix *ann.Index, k int, what string, keep func(string) bool, recall *float64) (sylk, base eventbench.Measure, err error) {
+	var ids []string
+	var vecs [][]float32
+	for i, l := range g.Labels {
+		if keep(l) {
+			ids, vecs = append(ids, g.IDs[i]), append(vecs, g.Vecs[i])
+		}
+	}
+	exact, base, err := timeQueries(ctx, "exact scan of "+what, g.Queries, 1, func(q []float32) []ann.Hit { return ann.Exact(q, vecs, ids, k) })
+	if err != nil {
+		return sylk, base, err
+	}
+	found, sylk, err := timeQueries(ctx, "IVF filtered to "+what, g.Queries, indexRounds, func(q []float32) []ann.Hit { return ix.Search(q, k, keep) })
+	*recall = meanRecall(found, exact)
+	return sylk, base, err
 }
 
 // timeQueries runs search on each query, timed, and returns the answers.

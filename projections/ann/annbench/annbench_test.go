@@ -12,7 +12,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 4 {
+	if len(cs) != 6 {
 		t.Fatalf("%d comparisons: %+v", len(cs), cs)
 	}
 	for _, c := range cs {
@@ -20,7 +20,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("comparison %q lacks a figure: %+v", c.Name, c)
 		}
 	}
-	if rep.Lists != 30 || rep.Probes != 1000 || rep.Recall != 1 || rep.FilteredRecall != 1 || rep.ExactMS <= 0 || rep.IndexMS <= 0 || rep.BuildSeconds <= 0 {
+	if rep.Lists != 30 || rep.Probes != 1000 || rep.Recall != 1 || rep.FilteredRecall != 1 || rep.RareRecall != 1 || rep.ExactMS <= 0 || rep.IndexMS <= 0 || rep.BuildSeconds <= 0 {
 		t.Fatalf("report: %+v", rep)
 	}
 	if cs[1].Ratio != 1 || cs[1].Target != TargetRecall || cs[0].Target != TargetSpeed {

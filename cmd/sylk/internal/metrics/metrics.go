@@ -6,8 +6,10 @@
 // whole system's:
 //
 //   - Counters of what happened, folded from the events the stream receives
-//     while this process runs (Prometheus counters start at zero with their
-//     process; rate() and increase() absorb the restarts): events appended by
+//     while this process runs, as the process's projector reads them (the
+//     metrics have no reader of the stream of their own; Prometheus counters
+//     start at zero with their process; rate() and increase() absorb the
+//     restarts): events appended by
 //     type, tool runs by tool and outcome with their durations, LLM calls,
 //     tokens and cost by model. Circuit breaker states are gauges folded
 //     from every circuit_change event since the stream began, so a restart
@@ -61,6 +63,11 @@ type Metrics struct {
 	breakers    *prometheus.GaugeVec
 	undecodable prometheus.Counter
 
+	// breakerSeq is the sequence of each breaker's change set last (agent,
+	// resource).
+	breakerMu  sync.Mutex
+	breakerSeq map[[2]string]uint64
+
 	mu      sync.Mutex
 	runners []HeldCounter
 	pool    *tools.Pool
@@ -93,10 +100,11 @@ func (m *Metrics) AddRunner(r HeldCounter) {
 // registry. store may be nil (a process without projections).
 func New(js jetstream.JetStream, store Cursor) *Metrics {
 	m := &Metrics{
-		reg:   prometheus.NewRegistry(),
-		js:    js,
-		log:   events.New(js),
-		store: store,
+		breakerSeq: map[[2]string]uint64{},
+		reg:        prometheus.NewRegistry(),
+		js:         js,
+		log:        events.New(js),
+		store:      store,
 		appended: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sylk_events_appended_total",
 			Help: "Events the stream received while this process ran, by type.",
@@ -144,52 +152,54 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slogAdapter{}, Registry: m.reg})
 }
 
-// Follow folds the breaker history, then every new event until ctx ends. It
-// returns once it follows the stream; stop ends the fold and waits for it.
-func (m *Metrics) Follow(ctx context.Context) (stop func(), err error) {
-	var last uint64
-	if err := m.log.Scan(ctx, events.Filter{Type: schemas.TypeCircuitChange}.Subject(), events.Cursor{}, 0, func(ev *events.Event) error {
-		m.observe(ev)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("metrics: read circuit breaker history: %w", err)
-	}
-	if last, err = m.log.LastSeq(ctx); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	tail, err := m.log.Tail(ctx, events.Prefix+".>", events.Cursor{Seq: last + 1})
-	if err != nil {
-		return nil, fmt.Errorf("metrics: follow the stream: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer tail.Stop()
-		for {
-			ev, err := tail.Next(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					slog.Warn("metrics: the stream's tail ended", "err", err)
-				}
-				return
-			}
-			if ev.Err != nil || ev.Env == nil {
-				m.undecodable.Inc()
-				continue
-			}
-			m.appended.WithLabelValues(string(ev.Env.Type)).Inc()
-			m.observe(ev)
-		}
-	}()
-	return func() { cancel(); <-done }, nil
+// Source hands the metrics each event the stream receives: the process's
+// projections store, whose projector reads the stream anyway
+// (projections.Store.Observe).
+type Source interface {
+	Observe(from uint64, fn func(ev *events.Event, payload any)) (start uint64, stop func())
 }
 
-// observe folds the events that carry measures.
-func (m *Metrics) observe(ev *events.Event) {
+// Follow folds every event src's projector reads from now on (the metrics
+// have no reader of the stream of their own), and the breaker history before
+// them. It returns once it follows; stop ends the fold.
+func (m *Metrics) Follow(ctx context.Context, src Source) (stop func(), err error) {
+	end, err := m.log.LastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	start, stop := src.Observe(end, m.fold)
+	// The history up to start, while the projector hands over what comes
+	// after: a breaker keeps its newest change, by sequence.
+	if start > 0 {
+		if err := m.log.Scan(ctx, events.Filter{Type: schemas.TypeCircuitChange}.Subject(), events.Cursor{}, start, func(ev *events.Event) error {
+			if ev.Env != nil {
+				m.observe(ev, nil)
+			}
+			return nil
+		}); err != nil {
+			stop()
+			return nil, fmt.Errorf("metrics: read circuit breaker history: %w", err)
+		}
+	}
+	return stop, nil
+}
+
+// fold counts an event the projector read and folds its measures.
+func (m *Metrics) fold(ev *events.Event, payload any) {
+	if ev.Err != nil || ev.Env == nil {
+		m.undecodable.Inc()
+		return
+	}
+	m.appended.WithLabelValues(string(ev.Env.Type)).Inc()
+	m.observe(ev, payload)
+}
+
+// observe folds the events that carry measures; payload is the decoded
+// payload, or nil to decode it here.
+func (m *Metrics) observe(ev *events.Event, payload any) {
 	switch ev.Env.Type {
 	case schemas.TypeToolResult:
-		r, err := schemas.PayloadAs[schemas.ToolResult](ev.Env)
+		r, err := payloadOf[schemas.ToolResult](ev, payload)
 		if err != nil {
 			return
 		}
@@ -197,7 +207,7 @@ func (m *Metrics) observe(ev *events.Event) {
 		m.toolRuns.WithLabelValues(r.Tool, outcome).Inc()
 		m.toolSeconds.WithLabelValues(r.Tool, outcome).Observe(float64(r.DurationMS) / 1000)
 	case schemas.TypeLLMUsage:
-		u, err := schemas.PayloadAs[schemas.LLMUsage](ev.Env)
+		u, err := payloadOf[schemas.LLMUsage](ev, payload)
 		if err != nil {
 			return
 		}
@@ -206,18 +216,41 @@ func (m *Metrics) observe(ev *events.Event) {
 		m.llmTokens.WithLabelValues(u.Model, "completion").Add(float64(u.Usage.CompletionTokens))
 		m.llmCost.WithLabelValues(u.Model).Add(u.CostUSD)
 	case schemas.TypeCircuitChange:
-		c, err := schemas.PayloadAs[schemas.CircuitChange](ev.Env)
+		c, err := payloadOf[schemas.CircuitChange](ev, payload)
 		if err != nil {
 			return
 		}
-		for _, s := range breakerStates {
-			v := 0.0
-			if s == c.To {
-				v = 1
-			}
-			m.breakers.WithLabelValues(ev.Env.Source, c.Resource, s).Set(v)
-		}
+		m.setBreaker(ev.Seq, ev.Env.Source, c)
 	}
+}
+
+// setBreaker sets an agent's breaker to the state of its change at seq,
+// unless a later change is set already (the history is read while the
+// projector hands over the live changes).
+func (m *Metrics) setBreaker(seq uint64, agent string, c *schemas.CircuitChange) {
+	m.breakerMu.Lock()
+	defer m.breakerMu.Unlock()
+	key := [2]string{agent, c.Resource}
+	if seq <= m.breakerSeq[key] {
+		return
+	}
+	m.breakerSeq[key] = seq
+	for _, s := range breakerStates {
+		v := 0.0
+		if s == c.To {
+			v = 1
+		}
+		m.breakers.WithLabelValues(agent, c.Resource, s).Set(v)
+	}
+}
+
+// payloadOf is the event's payload as P: the decoded payload if it is one,
+// else decoded from the envelope.
+func payloadOf[P any](ev *events.Event, payload any) (*P, error) {
+	if p, ok := payload.(*P); ok {
+		return p, nil
+	}
+	return schemas.PayloadAs[P](ev.Env)
 }
 
 var breakerStates = []string{"closed", "open", "half_open"}

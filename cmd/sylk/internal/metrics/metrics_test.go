@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/cmd/sylk/internal/metrics"
 	"github.com/sylk/sylk/events"
@@ -41,16 +42,16 @@ func env(t testing.TB, typ schemas.Type, session, source string, payload any) *s
 // runs by outcome, and breaker states that remember what came before the
 // process started.
 func TestFold(t *testing.T) {
-	b := brokertest.Start(t, brokertest.Options(t))
-	log := events.New(b.JetStream())
+	st := llmtest.NewStack(t) // the projector the metrics follow the stream through
+	log := st.Log
 	// Before the process: a breaker that opened and stays open.
 	appendAll(t, log,
 		env(t, schemas.TypeCircuitChange, schemas.SystemSession, "engineer", schemas.CircuitChange{Resource: "subprocess", From: "closed", To: "open"}),
 		env(t, schemas.TypeToolResult, "S0", "engineer", schemas.ToolResult{CallID: "old", Tool: "exec", OK: true}),
 	)
 
-	m := metrics.New(b.JetStream(), nil)
-	stop, err := m.Follow(brokertest.Context(t))
+	m := metrics.New(st.JetStream(), nil)
+	stop, err := m.Follow(st.Ctx, st.Store)
 	if err != nil {
 		t.Fatal(err)
 	}

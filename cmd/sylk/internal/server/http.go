@@ -11,6 +11,7 @@ import (
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/cmd/sylk/internal/web"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/tools"
 )
 
@@ -45,7 +46,7 @@ func closeListener(ln net.Listener) error {
 func httpComponent(ln net.Listener) serverComponent {
 	return serverComponent{"http", func(ctx context.Context, s *Server) error {
 		m := s.metrics
-		stop, err := m.Follow(ctx)
+		stop, err := m.Follow(ctx, s.store)
 		if err != nil {
 			ln.Close()
 			return err
@@ -75,10 +76,11 @@ func httpComponent(ln net.Listener) serverComponent {
 	}}
 }
 
-// startWeb starts the web view's follow of the stream. Its token derives from
-// the credential this process reaches NATS with, the one `sylk` commands use
-// (server.json names it); a server without authentication makes one up.
-func startWeb(ctx context.Context, b *broker.Broker, secrets tools.SecretOptions) (*web.Web, error) {
+// startWeb starts the web view, fed by the projector of store. Its token
+// derives from the credential this process reaches NATS with, the one `sylk`
+// commands use (server.json names it); a server without authentication makes
+// one up.
+func startWeb(ctx context.Context, b *broker.Broker, store *projections.Store, secrets tools.SecretOptions) (*web.Web, error) {
 	o := b.Options()
 	secret, err := web.Credential{CredsFile: o.CredsFile, Token: o.Token, User: o.User, Password: o.Password}.Secret()
 	if errors.Is(err, web.ErrNoCredential) {
@@ -87,5 +89,5 @@ func startWeb(ctx context.Context, b *broker.Broker, secrets tools.SecretOptions
 	if err != nil {
 		return nil, err
 	}
-	return web.Start(ctx, web.Options{Conn: b.Conn(), Log: events.New(b.JetStream()), JS: b.JetStream(), Secrets: secrets, Secret: secret, Now: time.Now})
+	return web.Start(ctx, web.Options{Conn: b.Conn(), Log: events.New(b.JetStream()), Store: store, JS: b.JetStream(), Secrets: secrets, Secret: secret, Now: time.Now})
 }

@@ -184,7 +184,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if ln != nil {
 		s.httpURL = "http://" + ln.Addr().String()
 		s.metrics = metrics.New(b.JetStream(), s.store)
-		if s.web, err = startWeb(cctx, b, o.Runtime.Tools.Secrets); err != nil {
+		if s.web, err = startWeb(cctx, b, s.store, o.Runtime.Tools.Secrets); err != nil {
 			cancel()
 			return nil, errors.Join(err, s.api.Stop(), s.store.Close(), b.Close(), closeListener(ln))
 		}
@@ -319,7 +319,12 @@ func components(o Options) []serverComponent {
 			if s.store == nil {
 				return log.WatchQuota(ctx, quotaInterval, nil)
 			}
-			gov := &pressure.Governor{Log: log, Sessions: s.store}
+			gov := &pressure.Governor{Log: log, Sessions: s.store, Resources: []string{pressure.ResourceDisk}}
+			if _, err := pressure.ReadMemory("/"); err == nil {
+				// A resource that is never read would hold paused work
+				// forever: the memory is awaited only where it can be read.
+				gov.Resources = append(gov.Resources, pressure.ResourceMemory)
+			}
 			report := func(err error) {
 				if err != nil && ctx.Err() == nil {
 					slog.Error("pressure", "err", err)

@@ -160,8 +160,8 @@ const keepAlive = 15 * time.Second
 const writeTimeout = 10 * time.Second
 
 // frameInterval is how long a live view gathers events before it writes
-// them: a burst becomes one write and one flush per viewer rather than one
-// per event, for a delay no eye sees.
+// them: a burst becomes one wake-up, one write and one flush per viewer
+// rather than one per event, for a delay no eye sees.
 const frameInterval = 25 * time.Millisecond
 
 // serveEvents streams the events matching the filters of `sylk tail`
@@ -227,6 +227,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	window := time.NewTimer(frameInterval)
+	defer window.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -239,24 +241,21 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 			if out.comment("keep-alive") != nil {
 				return
 			}
-		case batch := <-wt.queue:
-			// Send what comes within a frame interval, then flush once: one
-			// write for a burst, however fast the stream runs.
-			if w.sendBatch(out, wt, batch) != nil {
+		case <-wt.ready:
+			// Gather the rest of the burst for a frame interval (or until
+			// half the buffer waits), then send it at once: one wake-up and
+			// one write per burst, however fast the stream runs.
+			window.Reset(frameInterval)
+			select {
+			case <-window.C:
+			case <-wt.full:
+			case <-wt.dropped:
+				return
+			case <-ctx.Done():
 				return
 			}
-			window := time.NewTimer(frameInterval)
-			for more := true; more; {
-				select {
-				case batch = <-wt.queue:
-					if w.sendBatch(out, wt, batch) != nil {
-						window.Stop()
-						return
-					}
-				case <-window.C:
-					more = false
-				case <-ctx.Done():
-					window.Stop()
+			for _, f := range w.hub.take(wt) {
+				if out.send(f) != nil {
 					return
 				}
 			}
@@ -265,17 +264,6 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-}
-
-// sendBatch sends a batch the hub queued for wt.
-func (w *Web) sendBatch(out *sse, wt *watcher, batch []*frame) error {
-	w.hub.received(wt, len(batch))
-	for _, f := range batch {
-		if err := out.send(f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // sse writes server-sent events, skipping any at or before the last sent.

@@ -1,22 +1,26 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
 
 // ClientBuffer is how many events a live view may have waiting to be sent
-// before it is dropped, by default: a browser that stops reading never holds up the
-// server or the other viewers. The browser's EventSource then reconnects
-// and resumes after the last event it got (Last-Event-ID).
-const ClientBuffer = 1024
+// before it is dropped, by default: a browser that stops reading never holds
+// up the server or the other viewers. The browser's EventSource then
+// reconnects and resumes after the last event it got (Last-Event-ID). The
+// events come as the projector reads them, in bursts of thousands when it
+// catches up: the buffer holds such a burst while a view waits for a CPU
+// (the frames are shared by the views, so it costs each view a pointer per
+// event).
+const ClientBuffer = 8192
 
 // maxBatch bounds how many events the hub gathers before handing them over.
 const maxBatch = 256
@@ -31,14 +35,17 @@ type frame struct {
 	record []byte
 }
 
-// watcher is one live view: its filter, its bounded queue of batches, and
-// dropped, closed when the hub gave up on it.
+// watcher is one live view: its filter, the frames the hub handed it and
+// the view has not taken yet (at most the hub's buffer), and the signals
+// the view waits on.
 type watcher struct {
 	filter  events.Filter
-	all     bool // the filter lets every event through
-	queue   chan []*frame
-	queued  int // events in queue (under the hub's lock)
-	dropped chan struct{}
+	all     bool     // the filter lets every event through
+	pending []*frame // under the hub's lock
+	// ready says pending has frames, full that it holds half the buffer
+	// (each holds at most one signal: the hub never waits on a view);
+	// dropped is closed when the hub gave up on the view.
+	ready, full, dropped chan struct{}
 }
 
 func (w *watcher) matches(f *frame) bool {
@@ -51,33 +58,30 @@ func (w *watcher) matches(f *frame) bool {
 	return true
 }
 
-// hub follows the stream with one tail and hands each event to the views
-// watching it, never waiting for one.
+// hub hands each event the projector reads to the views watching it, never
+// waiting for one.
 type hub struct {
-	// observe, if set, sees the events of observeType, decoded, before the
-	// views do.
-	observe     func(*events.Event)
-	observeType schemas.Type
-	buffer      int
-	mu          sync.Mutex
-	watchers    map[*watcher]struct{}
+	buffer   int
+	mu       sync.Mutex
+	watchers map[*watcher]struct{}
+	// watching is len(watchers), read without the lock for each event.
+	watching atomic.Int32
 	// drops counts the views dropped for not reading (tests and benchmarks).
 	drops int
+	// batch gathers the frames of a burst (feed's, one goroutine).
+	batch []*frame
 }
 
 // Watching is how many live views are open.
-func (h *hub) Watching() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.watchers)
-}
+func (h *hub) Watching() int { return int(h.watching.Load()) }
 
 func newHub(buffer int) *hub { return &hub{buffer: buffer, watchers: map[*watcher]struct{}{}} }
 
 func (h *hub) watch(f events.Filter) *watcher {
-	w := &watcher{filter: f, all: f == events.Filter{}, queue: make(chan []*frame, h.buffer), dropped: make(chan struct{})}
+	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), full: make(chan struct{}, 1), dropped: make(chan struct{})}
 	h.mu.Lock()
 	h.watchers[w] = struct{}{}
+	h.watching.Store(int32(len(h.watchers)))
 	h.mu.Unlock()
 	return w
 }
@@ -85,14 +89,17 @@ func (h *hub) watch(f events.Filter) *watcher {
 func (h *hub) unwatch(w *watcher) {
 	h.mu.Lock()
 	delete(h.watchers, w)
+	h.watching.Store(int32(len(h.watchers)))
 	h.mu.Unlock()
 }
 
-// received tells the hub a view took a batch of n events off its queue.
-func (h *hub) received(w *watcher, n int) {
+// take hands a view the frames waiting for it, in order.
+func (h *hub) take(w *watcher) []*frame {
 	h.mu.Lock()
-	w.queued -= n
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	p := w.pending
+	w.pending = nil
+	return p
 }
 
 // Drops is how many views the hub dropped because they did not keep up.
@@ -102,83 +109,74 @@ func (h *hub) Drops() int {
 	return h.drops
 }
 
-// run tails the stream (undecoded) from its end until ctx ends. An event is
-// decoded and encoded once, and only when a view watches or observe wants
-// it. Events that follow at once (the tail says how many are pending) are
-// handed to the views as one batch: a view wakes once per burst, not once
-// per event.
-func (h *hub) run(ctx context.Context, tail *events.Tail) {
-	defer tail.Stop()
-	var batch []*frame
-	for {
-		ev, err := tail.Next(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				slog.Warn("web: the stream's tail ended", "err", err)
-			}
-			return
-		}
-		toks := subjectTokens(ev.Subject)
-		watched := h.Watching() > 0
-		observed := h.observe != nil && schemas.Type(toks[3]) == h.observeType
-		if !watched && !observed {
-			batch = nil
-			continue
-		}
-		payload := decodeEvent(ev)
-		if observed && ev.Env != nil {
-			h.observe(ev)
-		}
-		if watched {
-			f, err := frameOf(ev, toks, payload)
-			if err != nil {
-				slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
-			} else {
-				batch = append(batch, f)
-			}
-		}
-		// Pending events are stored already, so they come at once.
-		if len(batch) > 0 && (ev.Pending == 0 || len(batch) >= maxBatch) {
-			h.publish(batch)
-			batch = nil
-		}
+// feed takes the next event of the stream, decoded (payload as
+// projections.Store.Observe hands it). With no view open it does nothing.
+// Otherwise the event is encoded once for every view, and the events that
+// follow at once (the reader says how many are pending) are handed to the
+// views as one batch: a view wakes once per burst, not once per event.
+func (h *hub) feed(ev *events.Event, payload any) {
+	if h.watching.Load() == 0 {
+		h.batch = nil
+		return
+	}
+	f, err := frameOf(ev, subjectTokens(ev.Subject), payload)
+	if err != nil {
+		slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
+	} else {
+		h.batch = append(h.batch, f)
+	}
+	// Pending events are stored already, so they come at once.
+	if len(h.batch) > 0 && (ev.Pending == 0 || len(h.batch) >= maxBatch) {
+		h.publish(h.batch)
+		h.batch = nil
 	}
 }
 
-// publish hands a batch to every view it matches (the batch itself to a
-// view of every event, so it is shared), dropping a view whose queue would
-// hold more than its buffer.
+// publish hands a batch to every view it matches, dropping a view that
+// would hold more than the buffer. A view is woken when its first frame
+// waits, and again when half its buffer does: it gathers the rest of a burst
+// in between (frameInterval), so it wakes a few times per burst, not once
+// per event.
 func (h *hub) publish(batch []*frame) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.watchers {
-		mine := batch
-		if !w.all {
-			mine = nil
+		n := len(w.pending)
+		if w.all {
+			w.pending = append(w.pending, batch...)
+		} else {
 			for _, f := range batch {
 				if w.matches(f) {
-					mine = append(mine, f)
+					w.pending = append(w.pending, f)
 				}
 			}
-			if len(mine) == 0 {
-				continue
-			}
 		}
-		if w.queued+len(mine) > h.buffer {
+		switch {
+		case len(w.pending) == n:
+			continue
+		case len(w.pending) > h.buffer:
 			h.drop(w)
 			continue
+		case n == 0:
+			signal(w.ready)
 		}
-		select {
-		case w.queue <- mine:
-			w.queued += len(mine)
-		default:
-			h.drop(w)
+		if len(w.pending) >= h.buffer/2 {
+			signal(w.full)
 		}
+	}
+}
+
+// signal leaves a signal in c unless one waits there already.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
 func (h *hub) drop(w *watcher) {
 	delete(h.watchers, w)
+	h.watching.Store(int32(len(h.watchers)))
 	close(w.dropped)
 	h.drops++
 }
@@ -214,29 +212,31 @@ func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 96+2*len(ev.Data))
+	var key string
+	var value []byte
+	switch {
+	case ev.Env != nil:
+		key = ",\"envelope\":"
+		value, err = ev.Env.MarshalJSONWith(payload)
+	case ev.Err != nil:
+		key = ",\"invalid\":"
+		value, err = json.Marshal(ev.Err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	// One allocation of the record's size: the frames of every event a page
+	// watches are what the view adds to the garbage collector's work.
+	const fixed = len("id: \ndata: {\"seq\":,\"subject\":}\n\n") + 2*20 // two sequences of at most 20 digits
+	b := make([]byte, 0, fixed+len(subject)+len(key)+len(value))
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\ndata: {\"seq\":"...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, ",\"subject\":"...)
 	b = append(b, subject...)
-	switch {
-	case ev.Env != nil:
-		env, err := ev.Env.MarshalJSONWith(payload)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, ",\"envelope\":"...)
-		b = append(b, env...)
-	case ev.Err != nil:
-		why, err := json.Marshal(ev.Err.Error())
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, ",\"invalid\":"...)
-		b = append(b, why...)
-	}
+	b = append(b, key...)
+	b = append(b, value...)
 	b = append(b, "}\n\n"...)
 	return &frame{seq: ev.Seq, toks: toks, record: b}, nil
 }

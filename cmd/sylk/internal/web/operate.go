@@ -80,7 +80,7 @@ type usage struct {
 }
 
 // serveUsage reports the LLM calls' tokens and cost, of one session or of
-// all, from the ledger the live stream keeps current.
+// all, from the ledger the projector keeps current.
 func (w *Web) serveUsage(rw http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Session string `json:"session"`

@@ -7,10 +7,14 @@
 //
 // The page reads state through the same query API the CLI uses (sylk.api.>,
 // forwarded by POST /api/q/<endpoint>), and follows the stream through
-// server-sent events (GET /api/events): one tail of the stream in the server,
-// fanned out to every open page with a bounded queue each, so a page that
-// stops reading is dropped (its EventSource reconnects and resumes after the
-// last event it got) and never holds up the server. A page re-reads the state
+// server-sent events (GET /api/events). The view has no reader of the
+// stream of its own: the projector the server runs anyway hands it each
+// event it reads, decoded once for both (projections.Store.Observe). With no
+// page open the view only counts the llm_usage events for the usage figures;
+// with pages open, each event is encoded once and fanned out to every page
+// with a bounded queue each, so a page that stops reading is dropped (its
+// EventSource reconnects and resumes after the last event it got) and never
+// holds up the server or the projector. A page re-reads the state
 // an event changed, asking the API for at least that event's sequence: the
 // page is driven by the stream, it never polls.
 //
@@ -41,6 +45,7 @@ import (
 
 	"github.com/sylk/sylk/agents/llm"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/projections"
 	"github.com/sylk/sylk/schemas"
 	"github.com/sylk/sylk/tools"
 )
@@ -103,7 +108,12 @@ func RandomSecret() []byte {
 type Options struct {
 	// Conn asks the query API and is where actions are appended.
 	Conn *nats.Conn
-	Log  *events.Log
+	// Log is the stream: the past a page asks for (since) is read from it.
+	Log *events.Log
+	// Store is the process's projections store: its projector, which
+	// `sylk serve` runs anyway, hands the view the events it reads (the
+	// view has no reader of the stream of its own).
+	Store *projections.Store
 	// JS reaches the dead letters (SYLK_DLQ).
 	JS jetstream.JetStream
 	// Secrets are the patterns an answer from the page is checked against
@@ -124,14 +134,16 @@ type Web struct {
 	token    string
 	hub      *hub
 	redactor *tools.Redactor
-	// ledger folds the llm_usage events: those before Start, then each the
-	// hub's tail brings, before any page hears of it.
+	// ledger holds the usage figures: the llm_usage events up to the
+	// view's start, then each the projector reads, before any page hears
+	// of it.
 	ledger *llm.Ledger
 	stop   func()
 }
 
-// Start begins following the stream (from its end: a page reads the past
-// through the API) and returns the view; Close ends it.
+// Start begins following the stream through the store's projector (from its
+// end: a page reads the past through the API) and returns the view; Close
+// ends it.
 func Start(ctx context.Context, o Options) (*Web, error) {
 	if len(o.Secret) == 0 {
 		return nil, ErrNoCredential
@@ -140,33 +152,39 @@ func Start(ctx context.Context, o Options) (*Web, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: secret patterns: %w", err)
 	}
-	tail, err := o.Log.Tail(ctx, events.Prefix+".>", events.Cursor{New: true}, events.Raw())
+	end, err := o.Log.LastSeq(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("web: follow the stream: %w", err)
 	}
-	// The usage so far, then what the tail brings after it: an event both
-	// see (appended meanwhile) is counted once, by its sequence.
-	ledger := llm.NewLedger()
-	counted, err := ledger.Read(ctx, o.Log, "")
-	if err != nil {
-		tail.Stop()
-		return nil, fmt.Errorf("web: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
 	if o.Buffer <= 0 {
 		o.Buffer = ClientBuffer
 	}
-	w := &Web{opts: o, token: Token(o.Secret), hub: newHub(o.Buffer), redactor: red, ledger: ledger}
-	w.hub.observeType = schemas.TypeLLMUsage
-	w.hub.observe = func(ev *events.Event) {
-		if ev.Seq > counted {
-			ledger.Apply(ev.Env)
+	w := &Web{opts: o, token: Token(o.Secret), hub: newHub(o.Buffer), redactor: red, ledger: llm.NewLedger()}
+	// The projector hands over what it reads after start; the usage up to
+	// start is read here: each event is counted once.
+	start, stop := o.Store.Observe(end, w.feed)
+	if start > 0 {
+		if _, err := w.ledger.Read(ctx, o.Log, "", start); err != nil {
+			stop()
+			return nil, fmt.Errorf("web: %w", err)
 		}
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); w.hub.run(ctx, tail) }()
-	w.stop = func() { cancel(); <-done }
+	w.stop = stop
 	return w, nil
+}
+
+// feed takes each event the projector reads: an llm_usage event is counted
+// (from the payload the projector decoded), then the views that watch get
+// it. With no page open, nothing else is done.
+func (w *Web) feed(ev *events.Event, payload any) {
+	if ev.Env != nil && ev.Env.Type == schemas.TypeLLMUsage {
+		if u, ok := payload.(*schemas.LLMUsage); ok {
+			w.ledger.Add(ev.Env.SessionID, *u)
+		} else {
+			w.ledger.Apply(ev.Env) // not decoded by the reader
+		}
+	}
+	w.hub.feed(ev, payload)
 }
 
 // Close stops following the stream.

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -37,17 +38,18 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// startWeb serves a web view on a fresh broker; before, if set, appends
-// what the stream holds when the view starts.
+// startWeb serves a web view on a fresh broker, fed by the projector of a
+// projections store as in `sylk serve`; before, if set, appends what the
+// stream holds when the view starts.
 func startWeb(t *testing.T, buffer int, before func(*events.Log)) (*Web, *events.Log, *httptest.Server) {
 	t.Helper()
-	b := brokertest.Start(t, brokertest.Options(t))
-	log := events.New(b.JetStream())
+	st := llmtest.NewStack(t)
+	b, log := st.Broker, st.Log
 	if before != nil {
 		before(log)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
+	w, err := Start(ctx, Options{Conn: b.Conn(), Log: log, Store: st.Store, JS: b.JetStream(), Secret: []byte("the admin's creds"), Now: time.Now, Buffer: buffer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +334,8 @@ func mustFrame(t *testing.T, ev *events.Event) *frame {
 	return f
 }
 
-// BenchmarkFrameOf is the hub's work per event a page watches: decode the
-// stream's bytes once and encode the server-sent event all pages share.
+// BenchmarkFrameOf is the hub's work per event a page watches: encode the
+// server-sent event all pages share from the event the projector decoded.
 func BenchmarkFrameOf(b *testing.B) {
 	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
 	if err != nil {
@@ -344,10 +346,11 @@ func BenchmarkFrameOf(b *testing.B) {
 		b.Fatal(err)
 	}
 	subject := events.Subject(env)
+	ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
+	payload := decodeEvent(ev)
 	b.ReportAllocs()
 	for b.Loop() {
-		ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
-		if _, err := frameOf(ev, subjectTokens(subject), decodeEvent(ev)); err != nil {
+		if _, err := frameOf(ev, subjectTokens(subject), payload); err != nil {
 			b.Fatal(err)
 		}
 	}
