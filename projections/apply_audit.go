@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,69 +37,273 @@ type AuditEntry struct {
 	Details  map[string]string `json:"details,omitempty"`
 }
 
-// Audit keys end in the entry's time (12 bytes, see appendTime) and stream
-// sequence, so every index lists entries in time order and a --since seeks.
+// The audit is stored in chunks, not a key per entry: a list (a category's
+// entries, or the postings of one session, agent or outcome) is a run of
+// chunks of up to auditChunkItems items, each under the list's prefix and the
+// position of its first item (audit/<dim>/<value>\0<position>); the chunk
+// still filling is under the prefix and auditOpenSuffix, after every other.
+// Three or four keys an entry (the entry and its index postings) were a
+// quarter of a rebuild's keys and cost it 12-19% of its speed; chunked, a
+// rebuild writes one key for a few dozen entries (and one for each session),
+// and a query reads a chunk with one seek.
 //
-// An entry is stored once, under its category (audit/c/<category>\0<suffix>):
-// every entry has exactly one, so the category's keys are both its index and
-// the entries. The session, agent and outcome indexes name the category in
-// their value. Four keys an entry made a third of a rebuild's keys.
-const auditSuffixLen = 12 + 8
+// A position is the stream sequence of the event that added the item, so a
+// list is in stream order. A category's items are its entries (position: the
+// entry's sequence); an index's are postings (the entry's sequence, time and
+// category). A tool call's entry is added at the call and completed in place
+// by its result, whose outcome posting (at the result's position) is the
+// only one behind an entry's own sequence: every item of a chunk at position
+// p is of an entry at or before p, which is what lets a query stop reading.
+var auditChunkItems = 32 // a variable for tests, which fold few events
 
-// appendAuditSuffix appends the suffix of the entry of seq at at to b.
-func appendAuditSuffix(b []byte, at time.Time, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendTime(b, at), seq)
+// auditOpenSuffix follows a list's prefix in the key of its open chunk: it
+// sorts after every chunk's position (eight bytes).
+const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+
+// auditChunkFormat is the first byte of a stored chunk.
+const auditChunkFormat = 2
+
+// auditItem is one item of a chunk: the sequence of the entry it is (or
+// posts) and where its bytes (appendAuditEntry, or appendAuditPosting) are
+// in the chunk's buffer.
+type auditItem struct {
+	seq    uint64
+	off, n uint32
 }
 
-// auditEntryKey is the key of the entry of category filed under suffix.
-func auditEntryKey(category string, suffix []byte) []byte {
-	return appendAuditIndexKey(nil, 'c', category, suffix)
+// auditChunk is a run of a list's items, in position order. Their bytes
+// share one buffer, so an item costs no allocation and the collector sees a
+// chunk as two pointers, not one an item: a rebuild holds every chunk it
+// fills until it writes them.
+type auditChunk struct {
+	first uint64 // the position of the first item: the chunk's key, once sealed
+	// hw is the latest time of an item of this chunk or of any before it in
+	// the list (Unix nanoseconds): a --since query stops at the first chunk
+	// whose hw is before it, however unordered the clocks that stamped the
+	// entries were.
+	hw    int64
+	buf   []byte
+	items []auditItem
 }
 
-// auditIndexPrefix is the prefix of index dim ('c' category: the entries,
-// 's' session, 'a' agent, 'o' outcome) for value.
-func auditIndexPrefix(dim byte, value string) []byte {
-	return appendAuditIndexKey(nil, dim, value, nil)
+// add appends the item of entry seq, whose bytes are b.
+func (c *auditChunk) add(seq uint64, b []byte) {
+	c.items = append(c.items, auditItem{seq: seq, off: uint32(len(c.buf)), n: uint32(len(b))})
+	c.buf = append(c.buf, b...)
 }
 
-// appendAuditIndexKey appends the key of index dim for value and the entry
-// filed under suffix to b.
-func appendAuditIndexKey(b []byte, dim byte, value string, suffix []byte) []byte {
-	b = append(b, "audit/"...)
-	b = append(b, dim, '/')
-	b = append(b, value...)
-	b = append(b, sep)
-	return append(b, suffix...)
+// set makes b the bytes of item i. Its old bytes stay in the buffer until
+// the chunk is stored, which leaves them out.
+func (c *auditChunk) set(i int, b []byte) {
+	c.items[i].off, c.items[i].n = uint32(len(c.buf)), uint32(len(b))
+	c.buf = append(c.buf, b...)
 }
-func auditCallKey(call string) []byte { return key("audit/call/", call) }
 
-// encode writes a pending tool call's entry (see auditToolCall) under its
-// category and under the call's key k.
-func (e *AuditEntry) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendAuditEntry(s.val[:0], e)
-	s.key = appendAuditEntryKey(s.key[:0], e)
-	if err := b.Set(s.key, s.val, nil); err != nil {
-		return err
-	}
+func (c *auditChunk) bytes(i int) []byte {
+	it := c.items[i]
+	return c.buf[it.off : it.off+it.n]
+}
+
+func (c *auditChunk) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditChunk(s.val[:0], c)
 	return b.Set(k, s.val, nil)
 }
 
-// appendAuditEntryKey appends the key e is filed under to b.
-func appendAuditEntryKey(b []byte, e *AuditEntry) []byte {
-	return appendAuditSuffix(appendAuditIndexKey(b, 'c', e.Category, nil), e.At, e.Seq)
+// appendAuditChunk appends c's stored form: the format, first, hw and the
+// item count, then each item's sequence and its bytes with their length.
+func appendAuditChunk(b []byte, c *auditChunk) []byte {
+	b = append(b, auditChunkFormat)
+	b = binary.AppendUvarint(b, c.first)
+	b = binary.AppendVarint(b, c.hw)
+	b = binary.AppendUvarint(b, uint64(len(c.items)))
+	for i, it := range c.items {
+		b = binary.AppendUvarint(b, it.seq)
+		b = append(binary.AppendUvarint(b, uint64(it.n)), c.bytes(i)...)
+	}
+	return b
 }
 
-// fileAuditEntry writes e under its category.
-func fileAuditEntry(t *tx, e *AuditEntry) error {
-	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-	t.kbuf = appendAuditEntryKey(t.kbuf[:0], e)
-	return t.set(t.kbuf, t.vbuf)
+// auditChunkReader reads a stored chunk item by item, its bytes not copied.
+type auditChunkReader struct {
+	auditDecoder
+	first uint64
+	hw    int64
+	n     uint64
 }
 
-// applyAudit files the events the audit categories cover. An entry is
-// written once under its category and indexed by session, agent and, when
-// it is not allowed, outcome. A tool call's entry is completed by its result
-// (outcome, exit code), so each call is one entry.
+func newAuditChunkReader(v []byte) (*auditChunkReader, error) {
+	if len(v) == 0 || v[0] != auditChunkFormat {
+		return nil, fmt.Errorf("audit chunk: not format %d", auditChunkFormat)
+	}
+	r := &auditChunkReader{auditDecoder: auditDecoder{b: v[1:]}}
+	r.first = r.uvarint()
+	r.hw = r.varint()
+	r.n = r.uvarint()
+	return r, r.err
+}
+
+// next returns the next item's entry sequence and bytes (aliasing the
+// chunk), false at the end.
+func (r *auditChunkReader) next() (uint64, []byte, bool, error) {
+	if r.n == 0 || r.err != nil {
+		if r.err == nil && len(r.b) > 0 {
+			r.err = fmt.Errorf("%d bytes after the chunk", len(r.b))
+		}
+		return 0, nil, false, r.err
+	}
+	r.n--
+	seq := r.uvarint()
+	b := r.bytes()
+	return seq, b, r.err == nil, r.err
+}
+
+// find returns the index of the item of entry seq in c (nil: none).
+func (c *auditChunk) find(seq uint64) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(c.items, seq, func(it auditItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
+}
+
+// decodeAuditChunk reads a chunk appendAuditChunk stored into v, which
+// becomes its buffer: the caller gives it up.
+func decodeAuditChunk(v []byte) (*auditChunk, error) {
+	r, err := newAuditChunkReader(v)
+	if err != nil {
+		return nil, err
+	}
+	c := &auditChunk{first: r.first, hw: r.hw, buf: v, items: make([]auditItem, 0, min(r.n, uint64(auditChunkItems)))}
+	for {
+		seq, b, ok, err := r.next()
+		if err != nil {
+			return nil, fmt.Errorf("audit chunk: %w", err)
+		}
+		if !ok {
+			// The buffer ends at the chunk's end: an item added later
+			// must not grow it over bytes some other slice holds.
+			c.buf = slices.Clip(c.buf)
+			return c, nil
+		}
+		c.items = append(c.items, auditItem{seq: seq, off: uint32(len(v) - len(r.b) - len(b)), n: uint32(len(b))})
+	}
+}
+
+// auditListPrefix is the prefix of the list dim ('c' a category's entries,
+// 's' a session's, 'a' an agent's, 'o' an outcome's postings) for value.
+func auditListPrefix(dim byte, value string) []byte {
+	return appendAuditListPrefix(nil, dim, value)
+}
+
+func appendAuditListPrefix(b []byte, dim byte, value string) []byte {
+	b = append(b, "audit/"...)
+	b = append(b, dim, '/')
+	b = append(b, value...)
+	return append(b, sep)
+}
+
+// appendAuditChunkKey appends the key of the list's chunk at first to b.
+func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendAuditListPrefix(b, dim, value), first)
+}
+
+// appendAuditCallKey appends the key of a pending tool call to b.
+func appendAuditCallKey(b []byte, call string) []byte {
+	return append(append(b, "audit/call/"...), call...)
+}
+
+// loadAudit is load for an audit object stored in a form of its own (a
+// chunk, a pending call): cached, else decoded from Pebble. It returns the
+// object's cache entry too (nil when there is no object), to store a change
+// with.
+func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *entry, error) {
+	if e, ok := t.cache.get(k); ok {
+		o, _ := e.obj.(*T)
+		return o, e, nil
+	}
+	raw, err := t.getRaw(k)
+	if err != nil || raw == nil {
+		if raw == nil && err == nil {
+			t.missing(k)
+		}
+		return nil, nil, err
+	}
+	o, err := decode(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
+	}
+	return o, t.cache.put(k, o, false), nil
+}
+
+func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
+	return loadAudit(t, k, decodeAuditChunk)
+}
+
+// addAuditItem adds the item of entry seq at at, at position pos, to the
+// list dim/value, and returns the position of the chunk it is in. A full
+// open chunk is sealed first: stored under its own position, where little
+// reads it again (a tool result completing an entry).
+func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (uint64, error) {
+	k := t.kbuf // b may be in t.vbuf
+	k = append(appendAuditListPrefix(k[:0], dim, value), auditOpenSuffix...)
+	t.kbuf = k
+	c, e, err := loadAuditChunk(t, k)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c == nil:
+		c = &auditChunk{first: pos, hw: at.UnixNano()}
+	case len(c.items) >= auditChunkItems:
+		sealed := appendAuditChunkKey(nil, dim, value, c.first)
+		t.cache.putTransient(sealed, c)
+		// A list that fills a chunk fills the next: its items grow once.
+		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
+	}
+	c.hw = max(c.hw, at.UnixNano())
+	c.add(seq, b)
+	if e != nil {
+		t.cache.update(e, k, c)
+	} else {
+		t.cache.put(k, c, true)
+	}
+	return c.first, nil
+}
+
+// appendAuditPosting appends an index posting's bytes: the entry's time and
+// category.
+func appendAuditPosting(b []byte, at time.Time, category string) []byte {
+	return append(binary.AppendVarint(b, at.UnixNano()), category...)
+}
+
+// decodeAuditPosting reads appendAuditPosting's bytes.
+func decodeAuditPosting(b []byte) (time.Time, string, error) {
+	at, n := binary.Varint(b)
+	if n <= 0 {
+		return time.Time{}, "", errors.New("audit posting: truncated")
+	}
+	return time.Unix(0, at).UTC(), string(b[n:]), nil
+}
+
+// auditCall is a tool call's entry waiting for its result, under the call's
+// key (audit/call/<id>), with the position of the chunk of its category the
+// entry is in: a transient cached object (it leaves the cache once
+// committed), stored when a flush comes first, and read back by the result.
+// A call and its result folded in the same batch, as a rebuild's mostly are,
+// cost one cached object and no write.
+type auditCall struct {
+	chunk uint64
+	e     AuditEntry
+}
+
+func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	s.val = appendAuditEntry(binary.AppendUvarint(s.val[:0], c.chunk), &c.e)
+	return b.Set(k, s.val, nil)
+}
+
+// applyAudit files the events the audit categories cover: an entry is added
+// to its category's list and posted to its session's, its agent's and, when
+// it is not allowed, its outcome's. A tool call's entry is completed by its
+// result (outcome, exit code), so each call is one entry.
 func applyAudit(t *tx, ev *event) error {
 	env := ev.env
 	if env == nil {
@@ -115,80 +320,88 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	var err error
-	if env.Type == schemas.TypeToolCall {
-		err = auditToolCall(t, &e)
-	} else {
-		err = fileAuditEntry(t, &e)
-	}
+	t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
+	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf)
 	if err != nil {
 		return err
 	}
-	var buf [auditSuffixLen]byte // the fold files an entry without allocating its suffix
-	return auditIndex(t, &e, appendAuditSuffix(buf[:0], e.At, e.Seq), e.Outcome != schemas.OutcomeAllowed)
-}
-
-// auditToolCall keeps a tool call's entry under the call's key
-// (audit/call/<id>) until its result changes it: a transient cached object
-// (it leaves the cache once committed), stored when a flush comes first in the
-// entry's own form, under its category too (where queries see it), and read
-// back from the call's key by the result. A call and its result folded in the
-// same batch, as a rebuild's mostly are, cost one cached object and one write
-// of the entry; a cached entry of its own, with the call's record pointing at
-// it, was half of the audit projection's fold.
-//
-// A tool run cut off by a crash is called again under the same call id, and
-// the new call's entry replaces the old one there. The old entry must end up
-// written however the events were batched: a live fold flushed it long
-// before the new call, so when it is still only in memory (folded in the
-// same batch, as a rebuild does), it is written now.
-func auditToolCall(t *tx, e *AuditEntry) error {
-	entry := *e
-	if old, _ := t.cache.putTransient(auditCallKey(e.Details["call"]), &entry).(*AuditEntry); old != nil {
-		return fileAuditEntry(t, old)
+	if env.Type == schemas.TypeToolCall {
+		// A tool run cut off by a crash is called again under the same call
+		// id: the new call waits here instead, and the old one's entry stays
+		// as it is in its chunk, whatever the batches.
+		t.kbuf = appendAuditCallKey(t.kbuf[:0], e.Details["call"])
+		t.cache.putTransient(t.kbuf, &auditCall{chunk: chunk, e: e})
+	}
+	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
+	for _, i := range [...]struct {
+		dim   byte
+		value string
+	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}} {
+		if i.value == "" || i.dim == 'o' && i.value == schemas.OutcomeAllowed {
+			continue
+		}
+		if _, err := addAuditItem(t, i.dim, i.value, e.Seq, e.Seq, e.At, t.vbuf); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// loadAuditEntry is load for a pending call's entry: cached, else decoded
-// from its stored form.
-func loadAuditEntry(t *tx, k []byte) (*AuditEntry, error) {
-	if c, ok := t.cache.get(k); ok {
-		e, _ := c.obj.(*AuditEntry)
-		return e, nil
+// decodeAuditCall reads a pending call's stored form.
+func decodeAuditCall(raw []byte) (*auditCall, error) {
+	chunk, n := binary.Uvarint(raw)
+	if n <= 0 {
+		return nil, errors.New("audit call: truncated")
 	}
-	raw, err := t.getRaw(k)
+	e, err := decodeAuditEntry(raw[n:])
 	if err != nil {
 		return nil, err
 	}
-	if raw == nil {
-		t.missing(k)
-		return nil, nil
+	return &auditCall{chunk: chunk, e: *e}, nil
+}
+
+// replaceAuditEntry stores e in place of the entry of its sequence in the
+// chunk of its category at position first (the open one, or sealed).
+func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
+	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', e.Category), auditOpenSuffix...)
+	c, ce, err := loadAuditChunk(t, k)
+	if err == nil && (c == nil || c.first != first) {
+		k = appendAuditChunkKey(k[:0], 'c', e.Category, first)
+		c, ce, err = loadAuditChunk(t, k)
 	}
-	e, err := decodeAuditEntry(raw)
+	t.kbuf = k
 	if err != nil {
-		return nil, fmt.Errorf("decode %q: %w", k, err)
+		return err
 	}
-	t.cache.put(k, e, false)
-	return e, nil
+	i, found := c.find(e.Seq)
+	if !found {
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", e.Seq, k)
+	}
+	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+	c.set(i, t.vbuf)
+	t.cache.update(ce, k, c)
+	return nil
 }
 
 // auditEntryFormat is the first byte of a stored entry. Entries are stored
 // in this compact binary form, not JSON: one is written for about every
 // fourth event of a busy stream, and encoding/json was half of the audit
 // projection's cost to a rebuild.
-const auditEntryFormat = 1
+const auditEntryFormat = 3
 
 // appendAuditEntry appends e's stored form: the format, the sequence and
-// time (Unix nanoseconds) as uvarints, then its strings and its details (sorted by name), each
-// with its length.
+// time (Unix nanoseconds) as uvarints, then its strings and its details
+// (sorted by name), each as appendAuditWord writes it.
 func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	b = append(b, auditEntryFormat)
 	b = binary.AppendUvarint(b, e.Seq)
 	b = binary.AppendUvarint(b, uint64(e.At.UnixNano()))
-	for _, s := range [...]string{e.ID, string(e.Type), e.Category, e.Action, e.Session, e.Agent, e.Target, e.Outcome, e.Reason} {
-		b = appendAuditString(b, s)
-	}
+	// Only the fields that are mostly words are looked up: a lookup for
+	// each string cost as much as the bytes it saved.
+	b = appendAuditWord(appendAuditText(b, e.ID), string(e.Type))
+	b = appendAuditWord(appendAuditWord(b, e.Category), e.Action)
+	b = appendAuditWord(appendAuditText(b, e.Session), e.Agent)
+	b = appendAuditText(appendAuditWord(appendAuditText(b, e.Target), e.Outcome), e.Reason)
 	b = binary.AppendUvarint(b, uint64(len(e.Details)))
 	var names [8]string // entries have a few details: sorted without allocating
 	keys := names[:0]
@@ -197,13 +410,122 @@ func appendAuditEntry(b []byte, e *AuditEntry) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b = appendAuditString(appendAuditString(b, k), e.Details[k])
+		b = appendAuditText(appendAuditWord(b, k), e.Details[k])
 	}
 	return b
 }
 
-func appendAuditString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+// auditWords are the words entries are mostly made of (event types,
+// categories, actions, agents, outcomes, detail names), stored as their
+// index in those fields: an entry's bytes were a tenth of a rebuild's, and Pebble's work
+// for them (its memtable, flushes, compression, compactions) a third of the
+// audit's cost. The list is part of the stored form: append only, and bump
+// the audit projection's version when it changes.
+var auditWords = []string{
+	// event types
+	"tool_call", "llm_usage", "llm_response", "audit_record", "permission_request", "permission_decision",
+	"prompt_rejected", "hook_decision", "dead_letter", "session_create", "session_complete", "session_suspend",
+	"session_resume", "session_fork", "session_fail", "signal", "dag_execute", "workflow_complete", "task_failed",
+	"pipeline_stage", "agent_restart", "schedule_add", "schedule_pause", "schedule_resume", "schedule_remove",
+	"schedule_disable",
+	// categories and outcomes
+	"permission", "file", "process", "network", "llm", "session", "config", "allowed", "denied", "error", "asked",
+	// actions
+	"exec", "read_file", "write_file", "edit_file", "list", "glob", "grep", "call", "request", "allow", "deny",
+	"create", "complete", "suspend", "resume", "fork", "fail", "pause", "cancel", "workflow_start", "hook_block",
+	"kill", "write", "edit", "read", "user_add", "user_revoke",
+	// agents
+	"user", "engineer", "architect", "orchestrator", "worker", "guide", "tester", "inspector", "librarian",
+	"designer", "academic", "system",
+	// detail names and common values
+	"node", "exit_code", "duration_ms", "result_seq", "tokens", "prompt_tokens", "completion_tokens",
+	"cost_usd", "provider", "grant", "scope", "findings", "patterns", "point", "hook", "consumer", "stream_seq",
+	"deliveries", "parent_seq", "nodes", "outcome", "succeeded", "failed", "skipped", "attempt", "loop", "size",
+	"sha256", "pid", "signals", "role",
+}
+
+// auditWordIndex finds a word's index in auditWords.
+var auditWordIndex = func() map[string]uint64 {
+	m := make(map[string]uint64, len(auditWords))
+	for i, w := range auditWords {
+		if _, dup := m[w]; !dup {
+			m[w] = uint64(i)
+		}
+	}
+	return m
+}()
+
+// A stored string starts with a uvarint whose two low bits say what it is.
+const (
+	auditLiteral = 0 // the rest is the length; the bytes follow
+	auditWord    = 1 // the rest is an index in auditWords
+	auditUUID    = 2 // 16 bytes follow: a canonical lower-case UUID (event ids)
+)
+
+// appendAuditWord appends s, a known word as its index, else as
+// appendAuditText does.
+func appendAuditWord(b []byte, s string) []byte {
+	if i, ok := auditWordIndex[s]; ok {
+		return binary.AppendUvarint(b, i<<2|auditWord)
+	}
+	return appendAuditText(b, s)
+}
+
+// appendAuditText appends s: an event id as its 16 bytes, anything else as
+// its length and bytes.
+func appendAuditText(b []byte, s string) []byte {
+	if u, ok := parseUUID(s); ok {
+		return append(binary.AppendUvarint(b, auditUUID), u[:]...)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(s))<<2|auditLiteral), s...)
+}
+
+// parseUUID reads a canonical lower-case UUID (8-4-4-4-12 hex digits).
+func parseUUID(s string) (u [16]byte, ok bool) {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		hi, lo := unhex(s[i]), unhex(s[i+1])
+		if hi > 15 || lo > 15 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+	}
+	return u, true
+}
+
+// unhex is a lower-case hex digit's value, 255 for anything else.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}
+
+// formatUUID writes u in canonical form.
+func formatUUID(u []byte) string {
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = digits[x>>4], digits[x&15]
+		j += 2
+	}
+	return string(b[:])
 }
 
 // decodeAuditEntry reads an entry appendAuditEntry stored.
@@ -214,13 +536,13 @@ func decodeAuditEntry(v []byte) (*AuditEntry, error) {
 	d := auditDecoder{b: v[1:]}
 	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, int64(d.uvarint())).UTC()}
 	for _, s := range [...]*string{&e.ID, (*string)(&e.Type), &e.Category, &e.Action, &e.Session, &e.Agent, &e.Target, &e.Outcome, &e.Reason} {
-		*s = d.str()
+		*s = d.word()
 	}
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		e.Details = make(map[string]string, min(n, uint64(len(d.b))))
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			k := d.str()
-			e.Details[k] = d.str()
+			k := d.word()
+			e.Details[k] = d.word()
 		}
 	}
 	if d.err == nil && len(d.b) > 0 {
@@ -238,11 +560,16 @@ type auditDecoder struct {
 	err error
 }
 
-func (d *auditDecoder) uvarint() uint64 {
+func (d *auditDecoder) uvarint() uint64 { return auditVarint(d, binary.Uvarint) }
+
+func (d *auditDecoder) varint() int64 { return auditVarint(d, binary.Varint) }
+
+// auditVarint reads one varint with read (binary.Uvarint or binary.Varint).
+func auditVarint[T uint64 | int64](d *auditDecoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	x, n := binary.Uvarint(d.b)
+	x, n := read(d.b)
 	if n <= 0 {
 		d.err = errors.New("truncated")
 		return 0
@@ -251,42 +578,53 @@ func (d *auditDecoder) uvarint() uint64 {
 	return x
 }
 
-func (d *auditDecoder) str() string {
+// bytes reads a length and that many bytes, not copied.
+func (d *auditDecoder) bytes() []byte {
 	n := d.uvarint()
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(d.b)) {
 		d.err = errors.New("truncated")
-		return ""
+		return nil
 	}
-	s := string(d.b[:n])
+	v := d.b[:n]
 	d.b = d.b[n:]
-	return s
+	return v
 }
 
-// auditIndex writes e's index keys, whose value is e's category (where the
-// entry is); withOutcome adds its outcome's.
-func auditIndex(t *tx, e *AuditEntry, suffix []byte, withOutcome bool) error {
-	idx := [...]struct {
-		dim   byte
-		value string
-	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}}
-	n := len(idx)
-	if !withOutcome {
-		n--
+// word reads a string appendAuditWord stored.
+func (d *auditDecoder) word() string {
+	x := d.uvarint()
+	if d.err != nil {
+		return ""
 	}
-	t.vbuf = append(t.vbuf[:0], e.Category...)
-	for _, i := range idx[:n] {
-		if i.value == "" {
-			continue
+	switch x & 3 {
+	case auditLiteral:
+		if x>>2 > uint64(len(d.b)) {
+			d.err = errors.New("truncated")
+			return ""
 		}
-		t.kbuf = appendAuditIndexKey(t.kbuf[:0], i.dim, i.value, suffix)
-		if err := t.set(t.kbuf, t.vbuf); err != nil {
-			return err
+		s := string(d.b[:x>>2])
+		d.b = d.b[x>>2:]
+		return s
+	case auditWord:
+		if x>>2 >= uint64(len(auditWords)) {
+			d.err = fmt.Errorf("word %d of %d", x>>2, len(auditWords))
+			return ""
 		}
+		return auditWords[x>>2]
+	case auditUUID:
+		if x != auditUUID || len(d.b) < 16 {
+			d.err = errors.New("truncated id")
+			return ""
+		}
+		s := formatUUID(d.b[:16])
+		d.b = d.b[16:]
+		return s
 	}
-	return nil
+	d.err = fmt.Errorf("string kind %d", x&3)
+	return ""
 }
 
 // auditToolResult completes the entry of the call the result is of.
@@ -295,12 +633,13 @@ func auditToolResult(t *tx, ev *event) error {
 	if p == nil {
 		return err
 	}
-	ck := auditCallKey(p.CallID)
-	e, err := loadAuditEntry(t, ck)
-	if err != nil || e == nil {
+	ck := appendAuditCallKey(nil, p.CallID) // kept: replaceAuditEntry uses t.kbuf
+	call, ce, err := loadAudit(t, ck, decodeAuditCall)
+	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	store[AuditEntry](t, ck, nil)
+	t.cache.update(ce, ck, nil)
+	e := &call.e
 	if e.Details == nil {
 		e.Details = map[string]string{}
 	}
@@ -316,12 +655,12 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	if err := fileAuditEntry(t, e); err != nil || p.OK {
+	if err := replaceAuditEntry(t, call.chunk, e); err != nil || p.OK {
 		return err
 	}
-	var buf [auditSuffixLen]byte
-	t.kbuf = appendAuditIndexKey(t.kbuf[:0], 'o', e.Outcome, appendAuditSuffix(buf[:0], e.At, e.Seq))
-	return t.set(t.kbuf, []byte(e.Category))
+	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
+	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.vbuf)
+	return err
 }
 
 // fileTools are the tools whose calls are file operations; every other

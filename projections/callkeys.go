@@ -41,7 +41,7 @@ func newCallKeys() *callKeys {
 }
 
 func (f *callKeys) positions(k []byte, fn func(i uint64) bool) bool {
-	return bloomPositions(f.seed, k, callKeysBits, callKeysHashes, fn)
+	return bloomPositions(maphash.Bytes(f.seed, k), callKeysBits, callKeysHashes, fn)
 }
 
 // add records k, before the batch that writes it commits (a nil filter, a

@@ -86,11 +86,12 @@
 //	             permits/g/<sid>\0<action>\0<grant>  PermitGrant: a remembered answer (<sid> empty: always)
 //	schedules    schedules/s/<name>                Schedule: spec, state, failures, newest runs
 //	             schedules/r/<sid>                 a firing's session -> its schedule
-//	audit        audit/c/<category>\0<time><seq>   AuditEntry (binary: appendAuditEntry), by category
-//	             audit/s/<sid>\0<time><seq>        by session: the entry's category
-//	             audit/a/<agent>\0<time><seq>      by agent: the entry's category
-//	             audit/o/<outcome>\0<time><seq>    by outcome, when not allowed: the entry's category
-//	             audit/call/<call>                 a tool call's entry key until its result
+//	audit        audit/c/<category>\0<pos>         auditChunk: up to 32 entries (appendAuditEntry) in stream order
+//	             audit/s/<sid>\0<pos>              auditChunk of postings (seq, time, category) by session
+//	             audit/a/<agent>\0<pos>            ... by agent
+//	             audit/o/<outcome>\0<pos>          ... by outcome, when not allowed
+//	             (<pos>: the first item's position, 8 bytes; 9 bytes 0xff: the open chunk)
+//	             audit/call/<call>                 a tool call's entry and chunk until its result
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head
 //	             meta/rebuild                      a rebuild started and not finished

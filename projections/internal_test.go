@@ -281,16 +281,64 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 	e := &AuditEntry{Seq: 42, ID: "e1", Type: schemas.TypeToolCall, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Category: schemas.AuditProcess, Action: "exec", Session: "S1", Agent: "engineer", Target: "go test ./...",
 		Outcome: schemas.OutcomeError, Reason: "exit status 1", Details: map[string]string{"call": "c1", "exit_code": "1", "node": "d/a"}}
+	// An event id is stored as its 16 bytes, known words as their index,
+	// anything else as it is (an id in upper case too).
+	uuid := &AuditEntry{Seq: 7, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeLLMUsage, At: e.At,
+		Category: schemas.AuditLLM, Action: "call", Session: "S1", Agent: "architect", Target: "01A21E97-9F0C-7EAD-8685-46AE2E8D899A",
+		Outcome: schemas.OutcomeAllowed, Details: map[string]string{"tokens": "1", "weird": "01a21e97-9f0c-7ead-8685-46ae2e8d899"}}
+	for _, e := range []*AuditEntry{e, uuid} {
+		v := appendAuditEntry(nil, e)
+		got, err := decodeAuditEntry(v)
+		if err != nil || !reflect.DeepEqual(got, e) {
+			t.Fatalf("decoded %+v, %v; want %+v", got, err, e)
+		}
+		if again := appendAuditEntry(nil, got); !bytes.Equal(again, v) {
+			t.Fatal("the same entry encodes to different bytes")
+		}
+	}
+	for s, want := range map[string]int{uuid.ID: 17, "tool_call": 1, uuid.Target: 38, "": 1} {
+		if n := len(appendAuditWord(nil, s)); n != want {
+			t.Errorf("%q stored in %d bytes, want %d", s, n, want)
+		}
+	}
 	v := appendAuditEntry(nil, e)
-	got, err := decodeAuditEntry(v)
-	if err != nil || !reflect.DeepEqual(got, e) {
-		t.Fatalf("decoded %+v, %v; want %+v", got, err, e)
-	}
-	if again := appendAuditEntry(nil, got); !bytes.Equal(again, v) {
-		t.Fatal("the same entry encodes to different bytes")
-	}
-	for _, bad := range [][]byte{nil, {0}, v[:len(v)-1], append(slices.Clone(v), 7), {auditEntryFormat, 1, 2, 0xff}} {
+	for _, bad := range [][]byte{nil, {0}, v[:len(v)-1], append(slices.Clone(v), 7), {auditEntryFormat, 1, 2, 0xff},
+		{auditEntryFormat, 1, 2, 0xfd, 0x7f}, {auditEntryFormat, 1, 2, auditUUID, 1, 2}, {auditEntryFormat, 1, 2, 3}} {
 		if got, err := decodeAuditEntry(bad); err == nil || got != nil {
+			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
+		}
+	}
+}
+
+// An audit chunk reads back as it was stored, item by item, and a damaged
+// one is an error, never a partial chunk.
+func TestAuditChunkRoundTrip(t *testing.T) {
+	c := &auditChunk{first: 7, hw: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano()}
+	c.add(7, []byte("entry"))
+	c.add(9, nil)
+	c.add(12, []byte("x"))
+	c.set(0, []byte("completed")) // its old bytes are left out
+	v := appendAuditChunk(nil, c)
+	got, err := decodeAuditChunk(slices.Clone(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := appendAuditChunk(nil, got); !bytes.Equal(again, v) || got.first != c.first || got.hw != c.hw {
+		t.Fatalf("decoded %+v, stored again as %q; want %q", got, again, v)
+	}
+	for i, want := range []string{"completed", "", "x"} {
+		if b := got.bytes(i); string(b) != want {
+			t.Fatalf("item %d: %q, want %q", i, b, want)
+		}
+	}
+	if i, ok := got.find(9); !ok || i != 1 {
+		t.Fatalf("find(9) = %d, %v; want 1, true", i, ok)
+	}
+	if _, ok := got.find(8); ok {
+		t.Fatal("find(8) found an item no entry has")
+	}
+	for _, bad := range [][]byte{nil, {auditEntryFormat}, v[:len(v)-1], append(slices.Clone(v), 7)} {
+		if got, err := decodeAuditChunk(bad); err == nil || got != nil {
 			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
 		}
 	}

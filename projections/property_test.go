@@ -411,6 +411,9 @@ func TestRestartsMatchRebuild(t *testing.T) {
 		f.Value.Set("30") // each check folds on a real broker; keep the suite quick
 		defer f.Value.Set("100")
 	}
+	// Audit chunks of three items: the checks' audit entries fill and seal
+	// chunks, and tool results complete entries in sealed ones.
+	projections.SetAuditChunkItems(t, 3)
 	b := brokertest.StartMutable(t) // each check starts from an emptied stream
 	log := events.New(b.JetStream())
 	// Thirty checks, each folding on a real broker, may take minutes on a

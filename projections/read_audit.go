@@ -1,9 +1,11 @@
 package projections
 
 import (
-	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -54,33 +56,39 @@ func (q *AuditQuery) Validate() error {
 
 func (q *AuditQuery) match(e *AuditEntry) bool {
 	return (q.Category == "" || e.Category == q.Category) && (q.Session == "" || e.Session == q.Session) &&
-		(q.Agent == "" || e.Agent == q.Agent) && (q.Outcome == "" || e.Outcome == q.Outcome)
+		(q.Agent == "" || e.Agent == q.Agent) && (q.Outcome == "" || e.Outcome == q.Outcome) && q.during(e.At)
 }
 
-// ranges are the key ranges that hold every entry q can match, the
-// narrowest of its filters': a session's, an agent's or a rare outcome's
-// index (index true: the values name the entries' categories), else a
-// category's entries, else every category's.
-func (q *AuditQuery) ranges() (prefixes [][]byte, index bool) {
+// during reports whether at is within Since and Until.
+func (q *AuditQuery) during(at time.Time) bool {
+	return (q.Since.IsZero() || !at.Before(q.Since)) && (q.Until.IsZero() || at.Before(q.Until))
+}
+
+// lists are the lists that hold every entry q can match, the narrowest of
+// its filters': a session's, an agent's or a rare outcome's postings (index
+// true), else a category's entries, else every category's.
+func (q *AuditQuery) lists() (prefixes [][]byte, index bool) {
 	switch {
 	case q.Session != "":
-		return [][]byte{auditIndexPrefix('s', q.Session)}, true
+		return [][]byte{auditListPrefix('s', q.Session)}, true
 	case q.Agent != "":
-		return [][]byte{auditIndexPrefix('a', q.Agent)}, true
+		return [][]byte{auditListPrefix('a', q.Agent)}, true
 	case q.Outcome != "" && q.Outcome != schemas.OutcomeAllowed:
-		return [][]byte{auditIndexPrefix('o', q.Outcome)}, true
+		return [][]byte{auditListPrefix('o', q.Outcome)}, true
 	case q.Category != "":
-		return [][]byte{auditIndexPrefix('c', q.Category)}, false
+		return [][]byte{auditListPrefix('c', q.Category)}, false
 	}
 	for _, c := range schemas.AuditCategories {
-		prefixes = append(prefixes, auditIndexPrefix('c', c))
+		prefixes = append(prefixes, auditListPrefix('c', c))
 	}
 	return prefixes, false
 }
 
-// Audit lists the audit entries q selects, oldest first: the newest Limit
-// of them. It reads its ranges (one, or every category's, merged by time)
-// from the newest entry back, and stops at the limit.
+// Audit lists the audit entries q selects in stream order: the newest
+// (last stored) Limit of them. It reads its lists chunk by chunk from the
+// newest back, always the list whose unread items may be the newest, and
+// stops once Limit entries are newer than anything left unread, or at a
+// chunk older than Since.
 func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -94,66 +102,185 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 		return nil, err
 	}
 	defer snap.Close()
-	prefixes, index := q.ranges()
-	its := make([]*pebble.Iterator, 0, len(prefixes))
-	defer func() {
-		for _, it := range its {
-			it.Close()
-		}
-	}()
+	prefixes, index := q.lists()
+	r := &auditReader{q: &q, snap: snap, index: index, out: []*AuditEntry{}}
+	defer r.close()
 	for _, prefix := range prefixes {
-		lo, hi := prefix, prefixEnd(prefix)
-		if !q.Since.IsZero() {
-			lo = appendTime(append([]byte(nil), prefix...), q.Since)
-		}
-		if !q.Until.IsZero() {
-			hi = appendTime(append([]byte(nil), prefix...), q.Until)
-		}
-		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 		if err != nil {
 			return nil, err
 		}
-		its = append(its, it)
+		r.lists = append(r.lists, &auditList{it: it, bound: math.MaxUint64})
 		it.Last()
 	}
-	suffix := func(k []byte) []byte { return k[len(k)-auditSuffixLen:] }
-	out := []*AuditEntry{}
-	for len(out) < limit {
-		var it *pebble.Iterator // the range whose next entry is the newest
-		for _, x := range its {
-			if x.Valid() && (it == nil || bytes.Compare(suffix(x.Key()), suffix(it.Key())) > 0) {
-				it = x
+	for {
+		var l *auditList // the list whose unread items may be the newest
+		for _, x := range r.lists {
+			if !x.done && (l == nil || x.bound > l.bound) {
+				l = x
 			}
 		}
-		if it == nil {
+		if l == nil {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		k, v := it.Key(), it.Value()
-		if index {
-			if v, err = getFrom(snap, auditEntryKey(string(v), suffix(k))); err != nil {
-				return nil, err
-			}
-			if v == nil {
-				return nil, fmt.Errorf("audit index key %q names no entry", k)
-			}
-		}
-		e, err := decodeAuditEntry(v)
-		if err != nil {
-			return nil, fmt.Errorf("decode audit entry at %q: %w", k, err)
-		}
-		if q.match(e) {
-			out = append(out, e)
-		}
-		it.Prev()
-	}
-	for _, it := range its {
-		if err := it.Error(); err != nil {
+		if err := r.read(l); err != nil {
 			return nil, err
 		}
+		if len(r.out) >= limit && r.final() >= limit {
+			break
+		}
 	}
-	slices.Reverse(out)
-	return out, nil
+	out := r.out
+	slices.SortFunc(out, func(a, b *AuditEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out[max(0, len(out)-limit):], nil
+}
+
+// auditList is one list an audit query reads, from its newest chunk back.
+type auditList struct {
+	it *pebble.Iterator
+	// bound: every item not read yet is of an entry before it (the position
+	// of the last chunk read).
+	bound uint64
+	done  bool
+}
+
+// auditReader collects the entries a query matches from its lists.
+type auditReader struct {
+	q     *AuditQuery
+	snap  *pebble.Snapshot
+	index bool // the lists hold postings
+	lists []*auditList
+	out   []*AuditEntry
+	// entries reads the entries postings name, a category's chunks at a time.
+	entries map[string]*auditEntries
+}
+
+// auditEntries reads one category's entries for postings: the chunk read
+// last is kept, as the postings of a session or agent are often of entries
+// near each other.
+type auditEntries struct {
+	it    *pebble.Iterator
+	open  *auditChunk // nil: none
+	chunk *auditChunk // the last sealed chunk read
+}
+
+func (r *auditReader) close() {
+	for _, l := range r.lists {
+		l.it.Close()
+	}
+	for _, c := range r.entries {
+		c.it.Close()
+	}
+}
+
+// final counts the entries found that are newer than every unread item.
+func (r *auditReader) final() int {
+	var bound uint64
+	for _, l := range r.lists {
+		if !l.done {
+			bound = max(bound, l.bound)
+		}
+	}
+	n := 0
+	for _, e := range r.out {
+		if e.Seq >= bound {
+			n++
+		}
+	}
+	return n
+}
+
+// read reads l's next chunk back.
+func (r *auditReader) read(l *auditList) error {
+	if !l.it.Valid() {
+		l.done = true
+		return l.it.Error()
+	}
+	k := l.it.Key()
+	c, err := newAuditChunkReader(l.it.Value())
+	if err != nil {
+		return fmt.Errorf("audit chunk %q: %w", k, err)
+	}
+	if !r.q.Since.IsZero() && c.hw < r.q.Since.UnixNano() {
+		l.done = true // no entry of this chunk or any before is as recent
+		return nil
+	}
+	for {
+		seq, b, ok, err := c.next()
+		if err != nil {
+			return fmt.Errorf("audit chunk %q: %w", k, err)
+		}
+		if !ok {
+			break
+		}
+		var e *AuditEntry
+		if r.index {
+			at, category, err := decodeAuditPosting(b)
+			if err != nil {
+				return fmt.Errorf("audit chunk %q: %w", k, err)
+			}
+			if !r.q.during(at) || r.q.Category != "" && category != r.q.Category {
+				continue
+			}
+			if e, err = r.entry(category, seq); err != nil {
+				return err
+			}
+		} else if e, err = decodeAuditEntry(b); err != nil {
+			return fmt.Errorf("audit chunk %q: %w", k, err)
+		}
+		if r.q.match(e) {
+			r.out = append(r.out, e)
+		}
+	}
+	l.bound = c.first
+	l.it.Prev()
+	return nil
+}
+
+// entry reads the entry of seq in category, which a posting names.
+func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
+	if r.entries == nil {
+		r.entries = map[string]*auditEntries{}
+	}
+	prefix := auditListPrefix('c', category)
+	es := r.entries[category]
+	if es == nil {
+		it, err := r.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			return nil, err
+		}
+		es = &auditEntries{it: it}
+		r.entries[category] = es
+		v, err := getFrom(r.snap, append(prefix, auditOpenSuffix...))
+		if err == nil && v != nil {
+			es.open, err = decodeAuditChunk(v) // getFrom copies
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit: the open chunk of %s: %w", category, err)
+		}
+	}
+	c := es.open
+	i, ok := c.find(seq)
+	if !ok {
+		c = es.chunk
+		i, ok = c.find(seq)
+	}
+	if !ok {
+		if !es.it.SeekLT(binary.BigEndian.AppendUint64(prefix, seq+1)) {
+			return nil, fmt.Errorf("audit: a posting names seq %d, before every %s entry", seq, category)
+		}
+		var err error
+		if c, err = decodeAuditChunk(slices.Clone(es.it.Value())); err != nil {
+			return nil, fmt.Errorf("audit chunk %q: %w", es.it.Key(), err)
+		}
+		es.chunk = c
+		i, ok = c.find(seq)
+	}
+	if !ok {
+		return nil, fmt.Errorf("audit: a posting names seq %d, not a %s entry", seq, category)
+	}
+	return decodeAuditEntry(c.bytes(i))
 }

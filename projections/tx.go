@@ -105,17 +105,30 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 		c.lru.MoveToFront(e.elem)
 	}
 	e.obj = obj
-	if dirty && !e.dirty {
-		// A key enters the filter when it turns dirty: an object that stays
-		// dirty (a catch-up holds them for many batches) is not hashed at
-		// every change.
-		if c.written != nil && c.written.add(k) && !ok {
-			e.absent = true // stored without a load, and surely new
-		}
-		e.dirty = true
-		c.dirty = append(c.dirty, e)
+	if dirty {
+		c.markDirty(e, k, ok)
 	}
 	return e
+}
+
+// update records obj as the new object of e, the cache entry of k a load
+// returned: put without looking k up again.
+func (c *cache) update(e *entry, k []byte, obj any) {
+	e.obj = obj
+	c.markDirty(e, k, true)
+}
+
+// markDirty marks e, the cached object at k, changed; cached tells whether it
+// was in the cache before (not created just now).
+func (c *cache) markDirty(e *entry, k []byte, cached bool) {
+	if e.dirty {
+		return
+	}
+	if !cached && c.written != nil && c.written.absent(k) {
+		e.absent = true // stored without a load, and surely new
+	}
+	e.dirty = true
+	c.dirty = append(c.dirty, e)
 }
 
 // flush encodes the dirty objects into b and returns the batch it ends in:
@@ -123,6 +136,15 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 // the last split returned. On error it returns the batch it was writing.
 func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error)) (*pebble.Batch, error) {
 	for _, e := range c.dirty {
+		// A key enters the filter when it is written, not when it turns
+		// dirty: a short-lived key (a tool call waiting for its result) is
+		// created and deleted between two flushes, and hashing it into the
+		// filter was a quarter of the audit projection's fold. Until it is
+		// written the key is dirty, so in the cache, and no load asks the
+		// filter about it.
+		if e.obj != nil && c.written != nil {
+			c.written.add(e.key)
+		}
 		if split != nil {
 			var err error
 			if b, err = split(b); err != nil {
@@ -178,7 +200,10 @@ func (c *cache) evict() {
 	for _, e := range c.transients {
 		switch {
 		case c.m[e.key] != e:
-		case e.dirty:
+		case e.dirty && (e.obj != nil || !e.absent):
+			// (One deleted before it was ever written, as a rebuild's tool
+			// calls mostly are, has nothing to write: it leaves now, not
+			// hundreds of thousands of events later with the objects held.)
 			held = append(held, e)
 		default:
 			c.lru.Remove(e.elem)
@@ -333,15 +358,14 @@ func newKeyFilter(fresh [][]byte) *keyFilter {
 	return &keyFilter{bits: make([]uint64, keyFilterBits/64), seed: maphash.MakeSeed(), prefixes: fresh}
 }
 
-func (f *keyFilter) positions(k []byte, fn func(i uint64) bool) bool {
-	return bloomPositions(f.seed, k, keyFilterBits, keyFilterHashes, fn)
+func (f *keyFilter) positions(h uint64, fn func(i uint64) bool) bool {
+	return bloomPositions(h, keyFilterBits, keyFilterHashes, fn)
 }
 
-// bloomPositions calls fn with each of the hashes positions of k in a bloom
-// filter of bits bits (a power of two) while fn returns true, and reports
-// whether it always did.
-func bloomPositions(seed maphash.Seed, k []byte, bits, hashes uint64, fn func(i uint64) bool) bool {
-	h := maphash.Bytes(seed, k)
+// bloomPositions calls fn with each of the hashes positions of a key whose
+// hash is h in a bloom filter of bits bits (a power of two) while fn returns
+// true, and reports whether it always did.
+func bloomPositions(h, bits, hashes uint64, fn func(i uint64) bool) bool {
 	h1, h2 := h, h>>32|1
 	for i := range hashes {
 		if !fn((h1 + i*h2) & (bits - 1)) {
@@ -351,21 +375,17 @@ func bloomPositions(seed maphash.Seed, k []byte, bits, hashes uint64, fn func(i 
 	return true
 }
 
-// add records k and reports whether k was surely absent before.
-func (f *keyFilter) add(k []byte) bool {
-	seen := true
-	f.positions(k, func(i uint64) bool {
-		w, bit := &f.bits[i/64], uint64(1)<<(i%64)
-		seen = seen && *w&bit != 0
-		*w |= bit
+// add records k.
+func (f *keyFilter) add(k string) {
+	f.positions(maphash.String(f.seed, k), func(i uint64) bool {
+		f.bits[i/64] |= uint64(1) << (i % 64)
 		return true
 	})
-	return !seen && f.fresh(k)
 }
 
 // absent reports whether k surely does not exist.
 func (f *keyFilter) absent(k []byte) bool {
-	return f.fresh(k) && !f.positions(k, func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
+	return f.fresh(k) && !f.positions(maphash.Bytes(f.seed, k), func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
 }
 
 // fresh reports whether k belongs to a projection that started empty.

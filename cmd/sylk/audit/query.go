@@ -36,7 +36,9 @@ func newQueryCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query [--category C] [--session S] [--agent A] [--outcome O] [--since T] [--json|--csv]",
 		Short: "List audit entries: who did what to what, and how it ended",
-		Long: `List the audit log, oldest first: the newest --limit entries the filters select.
+		Long: `List the audit log in the order the stream stored it, oldest first: the newest
+(last stored) --limit entries the filters select. --since and --until select by
+each event's own time, which clocks out of step may put out of that order.
 
 Categories:
   permission  permission requests and decisions, denied tool calls, hooks that
