@@ -300,6 +300,30 @@ func (l *Log) AppendAsync(env *schemas.Envelope) (PendingAppend, error) {
 	return PendingAppend{f: f, log: l, sent: sent}, nil
 }
 
+// AppendPipelined appends envs in order with AppendAsync, sharing one round
+// trip, and waits for every ack; it returns the stream sequence of the last
+// (0 for none). Not atomic: a crash in between can keep the first and lose
+// the rest, which AppendBatch would not (at the price of a batch's commit).
+func (l *Log) AppendPipelined(ctx context.Context, envs []*schemas.Envelope) (uint64, error) {
+	pending := make([]PendingAppend, 0, len(envs))
+	for _, env := range envs {
+		p, err := l.AppendAsync(env)
+		if err != nil {
+			return 0, err
+		}
+		pending = append(pending, p)
+	}
+	var last uint64
+	for _, p := range pending {
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, seq)
+	}
+	return last, nil
+}
+
 // asyncStallWait is how long AppendAsync waits for room when too many appends
 // await their acks (a slow disk in --sync always mode).
 const asyncStallWait = time.Minute

@@ -419,3 +419,33 @@ func TestGetAndLastSeq(t *testing.T) {
 		t.Fatalf("Get(99): err = %v, want ErrNotFound", err)
 	}
 }
+
+// AppendPipelined stores the envelopes in the order given and returns the
+// last one's sequence (0 for none).
+func TestAppendPipelinedKeepsTheOrder(t *testing.T) {
+	log, _ := newLog(t)
+	ctx := brokertest.Context(t)
+	envs := []*schemas.Envelope{userInput(t, "S1", "a"), userInput(t, "S1", "b"), userInput(t, "S2", "c")}
+	last, err := log.AppendPipelined(ctx, envs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != 3 {
+		t.Fatalf("last sequence %d, want 3", last)
+	}
+	got, err := log.Read(ctx, "sylk.v1.>", events.Cursor{Seq: 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range got {
+		if ev.Env == nil || ev.Env.ID != envs[i].ID || ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d: %+v, want %s at seq %d", i, ev, envs[i].ID, i+1)
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d events stored, want 3", len(got))
+	}
+	if seq, err := log.AppendPipelined(ctx, nil); err != nil || seq != 0 {
+		t.Fatalf("nothing to append: seq %d, err %v", seq, err)
+	}
+}

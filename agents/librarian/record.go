@@ -53,24 +53,10 @@ func Record(ctx context.Context, log *events.Log, session, source string, now ti
 	if err != nil {
 		return 0, err
 	}
-	pending := make([]events.PendingAppend, 0, len(envs))
 	for _, env := range envs {
 		env.ID = schemas.NewID()
-		p, err := log.AppendAsync(env)
-		if err != nil {
-			return 0, err
-		}
-		pending = append(pending, p)
 	}
-	var last uint64
-	for _, p := range pending {
-		seq, err := p.Wait(ctx)
-		if err != nil {
-			return 0, err
-		}
-		last = max(last, seq)
-	}
-	return last, nil
+	return log.AppendPipelined(ctx, envs)
 }
 
 // Name is the Librarian's agent name.

@@ -202,6 +202,6 @@ func RecordTo(log *events.Log, session, source string, now func() time.Time) Rec
 		if err != nil {
 			return 0, err
 		}
-		return appendPipelined(ctx, log, envs)
+		return log.AppendPipelined(ctx, envs)
 	}
 }
