@@ -76,6 +76,10 @@ type auditItem struct {
 // chunk as two pointers, not one an item: a rebuild holds every chunk it
 // fills until it writes them.
 type auditChunk struct {
+	// ent is the cache entry that held the chunk in generation gen of the
+	// audit's memo (see auditMemo.chunk); nil for a chunk read back.
+	ent   *entry
+	gen   uint64
 	first uint64 // the position of the first item: the chunk's key, once sealed
 	// hw is the latest time of an item of this chunk or of any before it in
 	// the list (Unix nanoseconds): a --since query stops at the first chunk
@@ -238,35 +242,110 @@ func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
 	return loadAudit(t, k, decodeAuditChunk)
 }
 
-// addAuditItem adds the item of entry seq at at, at position pos, to the
-// list dim/value, and returns the position of the chunk it is in. A full
-// open chunk is sealed first: stored under its own position, where little
-// reads it again (a tool result completing an entry).
-func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (uint64, error) {
-	k := t.kbuf // b may be in t.vbuf
-	k = append(appendAuditListPrefix(k[:0], dim, value), auditOpenSuffix...)
-	t.kbuf = k
-	c, e, err := loadAuditChunk(t, k)
-	if err != nil {
-		return 0, err
+// auditMemo is what the audit fold keeps beside the fold's cache, so that
+// most of its events look nothing up there: an entry's category, session
+// and agent open chunks, a tool call's pending record and the chunk its
+// result completes were four lookups in a map of a rebuild's 150,000
+// objects, and half of the audit's cost to a rebuild.
+type auditMemo struct {
+	// open is the cache entry of each list's open chunk. An entry is its
+	// key's until the cache evicts (a put reuses it), which clears open.
+	open map[auditListName]*entry
+	// gen counts the evictions: a chunk's entry from another generation
+	// may have left the cache.
+	gen uint64
+	// calls are the tool calls waiting for their result since the last
+	// flush, by call id. A flush stores them as the cache's transient
+	// objects under their keys, where a result after it (or after a
+	// restart, in Pebble) finds them: a call and its result in the same
+	// flush, as a rebuild's mostly are, cost the cache nothing.
+	calls map[string]*auditCall
+}
+
+// auditListName names a list: its dimension and value (see auditListPrefix).
+type auditListName struct {
+	dim   byte
+	value string
+}
+
+// evicted forgets the entries the cache may have evicted.
+func (m *auditMemo) evicted() {
+	m.gen++
+	clear(m.open)
+}
+
+// reset forgets everything, with the cache.
+func (m *auditMemo) reset() {
+	m.evicted()
+	clear(m.calls)
+}
+
+// spill hands the waiting calls to c, to be flushed.
+func (m *auditMemo) spill(c *cache) {
+	var k []byte
+	for id, call := range m.calls {
+		k = appendAuditCallKey(k[:0], id)
+		c.putTransient(k, call)
 	}
+	clear(m.calls)
+}
+
+// chunk returns c's cache entry when the memo can vouch that it still holds
+// c (nil: look it up).
+func (m *auditMemo) chunk(c *auditChunk) *entry {
+	if c == nil || c.ent == nil || c.gen != m.gen || c.ent.obj != c {
+		return nil
+	}
+	return c.ent
+}
+
+// openAuditChunk returns the cache entry of the open chunk of list
+// dim/value, created (with no chunk yet) if there is none.
+func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
+	m := &t.cache.audit
+	l := auditListName{dim, value}
+	if e, ok := m.open[l]; ok {
+		return e, nil
+	}
+	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
+	t.kbuf = k
+	_, e, err := loadAuditChunk(t, k)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		e = t.cache.put(k, nil, true) // the caller adds the chunk
+	}
+	if m.open == nil {
+		m.open = map[auditListName]*entry{}
+	}
+	m.open[l] = e
+	return e, nil
+}
+
+// addAuditItem adds the item of entry seq at at, at position pos, to the
+// list dim/value, and returns the chunk it is in. A full open chunk is
+// sealed first: stored under its own position, where little reads it again
+// (a tool result completing an entry).
+func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (*auditChunk, error) {
+	e, err := openAuditChunk(t, dim, value) // b may be in t.vbuf, not in t.kbuf
+	if err != nil {
+		return nil, err
+	}
+	c, _ := e.obj.(*auditChunk)
 	switch {
 	case c == nil:
 		c = &auditChunk{first: pos, hw: at.UnixNano()}
 	case len(c.items) >= auditChunkItems:
-		sealed := appendAuditChunkKey(nil, dim, value, c.first)
-		t.cache.putTransient(sealed, c)
+		c.ent = t.cache.putTransient(appendAuditChunkKey(nil, dim, value, c.first), c)
 		// A list that fills a chunk fills the next: its items grow once.
 		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
 	}
 	c.hw = max(c.hw, at.UnixNano())
 	c.add(seq, b)
-	if e != nil {
-		t.cache.update(e, k, c)
-	} else {
-		t.cache.put(k, c, true)
-	}
-	return c.first, nil
+	c.ent, c.gen = e, t.cache.audit.gen
+	t.cache.update(e, c)
+	return c, nil
 }
 
 // appendAuditPosting appends an index posting's bytes: the entry's time and
@@ -284,14 +363,15 @@ func decodeAuditPosting(b []byte) (time.Time, string, error) {
 	return time.Unix(0, at).UTC(), string(b[n:]), nil
 }
 
-// auditCall is a tool call's entry waiting for its result, under the call's
-// key (audit/call/<id>), with the position of the chunk of its category the
-// entry is in: a transient cached object (it leaves the cache once
-// committed), stored when a flush comes first, and read back by the result.
-// A call and its result folded in the same batch, as a rebuild's mostly are,
-// cost one cached object and no write.
+// auditCall is a tool call's entry waiting for its result, with the
+// position of the chunk of its category the entry is in: in the audit's
+// memo until a flush, then a transient cached object (it leaves the cache
+// once committed) stored under the call's key (audit/call/<id>), and read
+// back by the result. A call and its result folded between two flushes, as
+// a rebuild's mostly are, cost no cached object and no write.
 type auditCall struct {
 	chunk uint64
+	c     *auditChunk // that chunk, while the memo vouches for it; nil read back
 	e     AuditEntry
 }
 
@@ -321,7 +401,7 @@ func applyAudit(t *tx, ev *event) error {
 		e.Agent = env.Source
 	}
 	t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
-	chunk, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf)
+	c, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf)
 	if err != nil {
 		return err
 	}
@@ -329,8 +409,11 @@ func applyAudit(t *tx, ev *event) error {
 		// A tool run cut off by a crash is called again under the same call
 		// id: the new call waits here instead, and the old one's entry stays
 		// as it is in its chunk, whatever the batches.
-		t.kbuf = appendAuditCallKey(t.kbuf[:0], e.Details["call"])
-		t.cache.putTransient(t.kbuf, &auditCall{chunk: chunk, e: e})
+		m := &t.cache.audit
+		if m.calls == nil {
+			m.calls = map[string]*auditCall{}
+		}
+		m.calls[e.Details["call"]] = &auditCall{chunk: c.first, c: c, e: e}
 	}
 	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
 	for _, i := range [...]struct {
@@ -379,7 +462,7 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 	}
 	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
 	c.set(i, t.vbuf)
-	t.cache.update(ce, k, c)
+	t.cache.update(ce, c)
 	return nil
 }
 
@@ -633,12 +716,10 @@ func auditToolResult(t *tx, ev *event) error {
 	if p == nil {
 		return err
 	}
-	ck := appendAuditCallKey(nil, p.CallID) // kept: replaceAuditEntry uses t.kbuf
-	call, ce, err := loadAudit(t, ck, decodeAuditCall)
+	call, err := takeAuditCall(t, p.CallID)
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	t.cache.update(ce, ck, nil)
 	e := &call.e
 	if e.Details == nil {
 		e.Details = map[string]string{}
@@ -655,12 +736,42 @@ func auditToolResult(t *tx, ev *event) error {
 			e.Reason = p.Summary
 		}
 	}
-	if err := replaceAuditEntry(t, call.chunk, e); err != nil || p.OK {
+	if ce := t.cache.audit.chunk(call.c); ce != nil {
+		i, _ := call.c.find(e.Seq) // it is there: added with the call
+		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+		call.c.set(i, t.vbuf)
+		t.cache.update(ce, call.c)
+	} else if err := replaceAuditEntry(t, call.chunk, e); err != nil {
 		return err
+	}
+	if p.OK {
+		return nil
 	}
 	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
 	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.vbuf)
 	return err
+}
+
+// takeAuditCall returns the call id's waiting call and deletes its record
+// (nil: none).
+func takeAuditCall(t *tx, id string) (*auditCall, error) {
+	k := appendAuditCallKey(t.kbuf[:0], id)
+	t.kbuf = k
+	if call, ok := t.cache.audit.calls[id]; ok {
+		delete(t.cache.audit.calls, id)
+		// A record of the same id stored before (of a run cut off by a
+		// crash) goes too, as the cached one it replaced would have.
+		if !t.knownAbsent(k) {
+			t.cache.put(k, nil, true)
+		}
+		return call, nil
+	}
+	call, ce, err := loadAudit(t, k, decodeAuditCall)
+	if err != nil || call == nil {
+		return nil, err
+	}
+	t.cache.update(ce, nil)
+	return call, nil
 }
 
 // fileTools are the tools whose calls are file operations; every other

@@ -79,6 +79,8 @@ type cache struct {
 	dirty      []*entry
 	transients []*entry
 	scratch    scratch
+	// audit is the audit fold's memo beside the cache (see auditMemo).
+	audit auditMemo
 }
 
 func newCache(capacity int) *cache {
@@ -111,11 +113,11 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	return e
 }
 
-// update records obj as the new object of e, the cache entry of k a load
-// returned: put without looking k up again.
-func (c *cache) update(e *entry, k []byte, obj any) {
+// update records obj as the new object of e, a cache entry a load or a put
+// returned: put without looking its key up again.
+func (c *cache) update(e *entry, obj any) {
 	e.obj = obj
-	c.markDirty(e, k, true)
+	c.markDirty(e, nil, true)
 }
 
 // markDirty marks e, the cached object at k, changed; cached tells whether it
@@ -135,6 +137,7 @@ func (c *cache) markDirty(e *entry, k []byte, cached bool) {
 // b, or with split (which may hand over a full batch and return another)
 // the last split returned. On error it returns the batch it was writing.
 func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error)) (*pebble.Batch, error) {
+	c.audit.spill(c)
 	for _, e := range c.dirty {
 		// A key enters the filter when it is written, not when it turns
 		// dirty: a short-lived key (a tool call waiting for its result) is
@@ -193,6 +196,7 @@ func (c *cache) markClean() {
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
+	c.audit.evicted()
 	// A transient object still dirty (a catch-up holds changed objects for
 	// many batches) waits for the commit that writes it: forgotten here, it
 	// stayed in the cache for good, one call record per session.
@@ -224,17 +228,14 @@ func (c *cache) evict() {
 }
 
 // putTransient records a new transient object (see entry.transient) and
-// returns the cached object it replaces, if any.
-func (c *cache) putTransient(k []byte, obj any) (old any) {
-	if e, ok := c.m[string(k)]; ok {
-		old = e.obj
-	}
+// returns its cache entry.
+func (c *cache) putTransient(k []byte, obj any) *entry {
 	e := c.put(k, obj, true)
 	if !e.transient {
 		e.transient = true
 		c.transients = append(c.transients, e)
 	}
-	return old
+	return e
 }
 
 // reset forgets everything, dirty objects included (after a failed commit, or
@@ -243,6 +244,7 @@ func (c *cache) reset() {
 	clear(c.m)
 	c.lru.Init()
 	c.dirty, c.transients = c.dirty[:0], c.transients[:0]
+	c.audit.reset()
 }
 
 // tx is the state one batch of events is applied to.

@@ -1,0 +1,120 @@
+package projections
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/schemas"
+)
+
+// auditStream is the audit's share of a rebuild's stream: sessions
+// interleaved round-robin like projbench's, each a session start, an LLM
+// call, eight tool calls each with its result a whole round of sessions
+// later, a workflow's end and the session's, their payloads decoded once
+// as a rebuild's projections share them.
+func auditStream(b *testing.B, sessions int) []*event {
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var evs []*event
+	add := func(s string, typ schemas.Type, source string, p any) {
+		env, err := schemas.New(typ, s, source, "", ts.Add(time.Duration(len(evs))*time.Millisecond), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := newEvent(&events.Event{Seq: uint64(len(evs) + 1), Env: env})
+		if _, err := e.decode(); err != nil {
+			b.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	for k := range 21 {
+		for i := range sessions {
+			s := fmt.Sprintf("bs%06d", i)
+			call := fmt.Sprintf("call-%s-%d", s, (k-3)/2)
+			switch {
+			case k == 0:
+				add(s, schemas.TypeSessionCreate, "user", schemas.SessionCreate{Name: s})
+			case k == 1:
+				add(s, schemas.TypeSessionResume, "user", schemas.SessionResume{})
+			case k == 2:
+				add(s, schemas.TypeLLMUsage, "architect", schemas.LLMUsage{CallID: "llm-" + s, Agent: "architect", Model: "bench-model", Usage: schemas.Usage{PromptTokens: 900, CompletionTokens: 120, TotalTokens: 1020}})
+			case k < 19 && k%2 == 1:
+				add(s, schemas.TypeToolCall, "engineer", schemas.ToolCall{CallID: call, Tool: "exec", DAGID: "dag-" + s, NodeID: "n", Attempt: 1})
+			case k < 19:
+				add(s, schemas.TypeToolResult, "engineer", schemas.ToolResult{CallID: call, Tool: "exec", OK: true, DurationMS: 412})
+			case k == 19:
+				add(s, schemas.TypeWorkflowComplete, "orchestrator", schemas.WorkflowComplete{DAGID: "dag-" + s, Outcome: schemas.OutcomeSucceeded, Succeeded: 8})
+			default:
+				add(s, schemas.TypeSessionComplete, "user", schemas.SessionComplete{Summary: "done"})
+			}
+		}
+	}
+	return evs
+}
+
+// BenchmarkAuditFold folds the audit's events of 4000 sessions into an empty
+// store as a rebuild does (the key filter on, batches of 50,000 events, the
+// objects written every 250,000). cpu-ns/event is the CPU time the folding
+// thread spent an audit event, which a loaded machine changes less than the
+// time.
+// go test -run X -bench AuditFold -benchmem ./projections
+func BenchmarkAuditFold(b *testing.B) {
+	evs := auditStream(b, 4000)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := newCache(RebuildCacheObjects)
+		c.written = newKeyFilter([][]byte{[]byte(Audit + "/")})
+		b.StartTimer()
+		start := threadCPU(b)
+		t := &tx{db: db, batch: db.NewBatch(), cache: c}
+		for i, e := range evs {
+			if err := applyAudit(t, e); err != nil {
+				b.Fatal(err)
+			}
+			if (i+1)%50_000 != 0 && i+1 != len(evs) {
+				continue
+			}
+			if (i+1)%250_000 == 0 || i+1 == len(evs) {
+				if _, err := c.flush(t.batch, nil); err != nil {
+					b.Fatal(err)
+				}
+				c.markClean()
+			}
+			if err := t.batch.Commit(pebble.NoSync); err != nil {
+				b.Fatal(err)
+			}
+			c.evict()
+			t.batch = db.NewBatch()
+		}
+		b.StopTimer()
+		cpu += threadCPU(b) - start
+		t.batch.Close()
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(evs)), "cpu-ns/event")
+}
+
+// threadCPU is the CPU time of the calling OS thread.
+func threadCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
