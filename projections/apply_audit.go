@@ -88,6 +88,17 @@ type auditChunk struct {
 	hw    int64
 	buf   []byte
 	items []auditItem
+	// waiting are the items of tool calls waiting for their result: an
+	// entry is encoded when its result completes it or the chunk is
+	// stored, whichever comes first, not at the call and again at the
+	// result (a rebuild's tool calls are most of its audit entries).
+	waiting []auditWaiting
+}
+
+// auditWaiting is item i of a chunk, the entry of a waiting call.
+type auditWaiting struct {
+	i    int
+	call *auditCall
 }
 
 // add appends the item of entry seq, whose bytes are b.
@@ -101,6 +112,17 @@ func (c *auditChunk) add(seq uint64, b []byte) {
 func (c *auditChunk) set(i int, b []byte) {
 	c.items[i].off, c.items[i].n = uint32(len(c.buf)), uint32(len(b))
 	c.buf = append(c.buf, b...)
+	c.waiting = slices.DeleteFunc(c.waiting, func(w auditWaiting) bool { return w.i == i })
+}
+
+// settle encodes the entries of the waiting calls' items as they are now.
+func (c *auditChunk) settle() {
+	for _, w := range c.waiting {
+		off := len(c.buf)
+		c.buf = appendAuditEntry(c.buf, &w.call.e)
+		c.items[w.i].off, c.items[w.i].n = uint32(off), uint32(len(c.buf)-off)
+	}
+	c.waiting = nil
 }
 
 func (c *auditChunk) bytes(i int) []byte {
@@ -109,6 +131,7 @@ func (c *auditChunk) bytes(i int) []byte {
 }
 
 func (c *auditChunk) encode(b *pebble.Batch, k []byte, s *scratch) error {
+	c.settle()
 	s.val = appendAuditChunk(s.val[:0], c)
 	return b.Set(k, s.val, nil)
 }
@@ -412,20 +435,26 @@ func applyAudit(t *tx, ev *event) error {
 	if e.Agent == "" {
 		e.Agent = env.Source
 	}
-	t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
-	c, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf)
-	if err != nil {
-		return err
-	}
-	if env.Type == schemas.TypeToolCall {
+	if env.Type != schemas.TypeToolCall {
+		t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
+		if _, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf); err != nil {
+			return err
+		}
+	} else {
+		c, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, nil)
+		if err != nil {
+			return err
+		}
 		// A tool run cut off by a crash is called again under the same call
 		// id: the new call waits here instead, and the old one's entry stays
 		// as it is in its chunk, whatever the batches.
+		call := &auditCall{chunk: c.first, c: c, e: e}
+		c.waiting = append(c.waiting, auditWaiting{i: len(c.items) - 1, call: call})
 		m := &t.cache.audit
 		if m.calls == nil {
 			m.calls = map[string]*auditCall{}
 		}
-		m.calls[e.Details["call"]] = &auditCall{chunk: c.first, c: c, e: e}
+		m.calls[e.Details["call"]] = call
 	}
 	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
 	for _, i := range [...]struct {
