@@ -73,7 +73,7 @@ type auditItem struct {
 
 // auditChunk is a run of a list's items, in position order. Their bytes
 // share one buffer, so an item costs no allocation and the collector sees a
-// chunk as two pointers, not one an item: a rebuild holds every chunk it
+// chunk as a few pointers, not one an item: a rebuild holds every chunk it
 // fills until it writes them.
 type auditChunk struct {
 	// ent is the cache entry that held the chunk in generation gen of the
