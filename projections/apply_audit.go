@@ -110,6 +110,11 @@ func (c *auditChunk) add(seq uint64, b []byte) {
 // set makes b the bytes of item i. Its old bytes stay in the buffer until
 // the chunk is stored, which leaves them out.
 func (c *auditChunk) set(i int, b []byte) {
+	if len(c.buf)+len(b) > cap(c.buf) {
+		// Results complete a chunk's calls one by one: room for as many
+		// entries again as it has items, or its buffer doubled five times.
+		c.buf = slices.Grow(c.buf, len(b)*len(c.items))
+	}
 	c.items[i].off, c.items[i].n = uint32(len(c.buf)), uint32(len(b))
 	c.buf = append(c.buf, b...)
 	c.waiting = slices.DeleteFunc(c.waiting, func(w auditWaiting) bool { return w.i == i })
