@@ -50,6 +50,27 @@ func (ev *Event) Line() Line {
 	return l
 }
 
+// AppendLine appends ev's Line as JSON (json.Marshal's bytes) to b. payload
+// is the envelope's payload already decoded, or nil to decode it here.
+func (ev *Event) AppendLine(b []byte, payload any) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, `,"subject":`...)
+	b = schemas.AppendJSONString(b, ev.Subject)
+	switch {
+	case ev.Env != nil:
+		var err error
+		b = append(b, `,"envelope":`...)
+		if b, err = ev.Env.AppendJSON(b, payload); err != nil {
+			return nil, err
+		}
+	case ev.Err != nil && ev.Err.Error() != "":
+		b = append(b, `,"invalid":`...)
+		b = schemas.AppendJSONString(b, ev.Err.Error())
+	}
+	return append(b, '}'), nil
+}
+
 // Cursor says where reading starts. The zero Cursor reads everything.
 type Cursor struct {
 	// Seq starts at this stream sequence (inclusive).

@@ -1,8 +1,8 @@
 package web
 
 import (
-	"encoding/json"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,39 +204,26 @@ func subjectTokens(subject string) [4]string {
 	return toks
 }
 
+// scratch holds the buffers frames are encoded into before they are copied
+// out at their size.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // frameOf encodes a decoded event (payload its decoded payload, nil if it
-// has none) as its server-sent event. The line is json.Marshal(ev.Line())
-// byte for byte, without decoding the payload twice.
+// has none) as its server-sent event, its data the line `sylk tail --json`
+// prints (events.Event.AppendLine).
 func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
-	subject, err := json.Marshal(ev.Subject)
+	buf := scratch.Get().(*[]byte)
+	defer scratch.Put(buf)
+	b := append((*buf)[:0], "id: "...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, "\ndata: "...)
+	b, err := ev.AppendLine(b, payload)
 	if err != nil {
 		return nil, err
 	}
-	var key string
-	var value []byte
-	switch {
-	case ev.Env != nil:
-		key = ",\"envelope\":"
-		value, err = ev.Env.MarshalJSONWith(payload)
-	case ev.Err != nil:
-		key = ",\"invalid\":"
-		value, err = json.Marshal(ev.Err.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
+	b = append(b, "\n\n"...)
+	*buf = b
 	// One allocation of the record's size: the frames of every event a page
 	// watches are what the view adds to the garbage collector's work.
-	const fixed = len("id: \ndata: {\"seq\":,\"subject\":}\n\n") + 2*20 // two sequences of at most 20 digits
-	b := make([]byte, 0, fixed+len(subject)+len(key)+len(value))
-	b = append(b, "id: "...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, "\ndata: {\"seq\":"...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, ",\"subject\":"...)
-	b = append(b, subject...)
-	b = append(b, key...)
-	b = append(b, value...)
-	b = append(b, "}\n\n"...)
-	return &frame{seq: ev.Seq, toks: toks, record: b}, nil
+	return &frame{seq: ev.Seq, toks: toks, record: slices.Clone(b)}, nil
 }
