@@ -208,22 +208,29 @@ func subjectTokens(subject string) [4]string {
 // out at their size.
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// maxScratch is the largest buffer scratch keeps.
+const maxScratch = 256 << 10
+
 // frameOf encodes a decoded event (payload its decoded payload, nil if it
 // has none) as its server-sent event, its data the line `sylk tail --json`
 // prints (events.Event.AppendLine).
 func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
 	buf := scratch.Get().(*[]byte)
-	defer scratch.Put(buf)
 	b := append((*buf)[:0], "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\ndata: "...)
 	b, err := ev.AppendLine(b, payload)
 	if err != nil {
+		scratch.Put(buf)
 		return nil, err
 	}
 	b = append(b, "\n\n"...)
-	*buf = b
 	// One allocation of the record's size: the frames of every event a page
 	// watches are what the view adds to the garbage collector's work.
-	return &frame{seq: ev.Seq, toks: toks, record: slices.Clone(b)}, nil
+	f := &frame{seq: ev.Seq, toks: toks, record: slices.Clone(b)}
+	if cap(b) <= maxScratch { // a rare huge event's buffer is not kept
+		*buf = b
+		scratch.Put(buf)
+	}
+	return f, nil
 }
