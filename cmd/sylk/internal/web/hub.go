@@ -198,8 +198,16 @@ func decodeEvent(ev *events.Event) any {
 // (sylk.v1.<session>.<source>.<target>.<type>).
 func subjectTokens(subject string) [4]string {
 	var toks [4]string
-	if t := strings.Split(subject, "."); len(t) == 6 {
-		copy(toks[:], t[2:])
+	rest := subject
+	for i := -2; i < len(toks); i++ { // the first two are sylk.v1
+		tok, after, found := strings.Cut(rest, ".")
+		if found == (i == len(toks)-1) {
+			return [4]string{} // fewer or more than six tokens
+		}
+		if i >= 0 {
+			toks[i] = tok
+		}
+		rest = after
 	}
 	return toks
 }
