@@ -93,12 +93,15 @@ func (h *hub) unwatch(w *watcher) {
 	h.mu.Unlock()
 }
 
-// take hands a view the frames waiting for it, in order.
-func (h *hub) take(w *watcher) []*frame {
+// take hands a view the frames waiting for it, in order. sent is what the
+// previous take handed it, sent by now: its array gathers the next frames,
+// so a view's queue is not grown anew for every burst.
+func (h *hub) take(w *watcher, sent []*frame) []*frame {
+	clear(sent) // the frames are garbage once every view sent them
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := w.pending
-	w.pending = nil
+	w.pending = sent[:0]
 	return p
 }
 
