@@ -119,7 +119,8 @@ func (h *hub) Drops() int {
 // views as one batch: a view wakes once per burst, not once per event.
 func (h *hub) feed(ev *events.Event, payload any) {
 	if h.watching.Load() == 0 {
-		h.batch = nil
+		clear(h.batch)
+		h.batch = h.batch[:0]
 		return
 	}
 	f, err := frameOf(ev, subjectTokens(ev.Subject), payload)
@@ -131,7 +132,9 @@ func (h *hub) feed(ev *events.Event, payload any) {
 	// Pending events are stored already, so they come at once.
 	if len(h.batch) > 0 && (ev.Pending == 0 || len(h.batch) >= maxBatch) {
 		h.publish(h.batch)
-		h.batch = nil
+		// The views hold the frames now: the array gathers the next burst.
+		clear(h.batch)
+		h.batch = h.batch[:0]
 	}
 }
 
