@@ -33,7 +33,8 @@ type Event struct {
 
 // Line is an event as `sylk tail --json` prints it and the web view streams
 // it: the stream position and the envelope (its payload decoded), or the
-// reason the bytes are not one.
+// reason the bytes are not one. Both write it with AppendLine, without
+// encoding/json's reflection; json.Marshal of a Line gives the same bytes.
 type Line struct {
 	Seq      uint64            `json:"seq"`
 	Subject  string            `json:"subject"`
