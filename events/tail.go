@@ -33,7 +33,8 @@ type Event struct {
 
 // Line is an event as `sylk tail --json` prints it and the web view streams
 // it: the stream position and the envelope (its payload decoded), or the
-// reason the bytes are not one.
+// reason the bytes are not one. Both write it with AppendLine, without
+// encoding/json's reflection; json.Marshal of a Line gives the same bytes.
 type Line struct {
 	Seq      uint64            `json:"seq"`
 	Subject  string            `json:"subject"`
@@ -48,6 +49,27 @@ func (ev *Event) Line() Line {
 		l.Invalid = ev.Err.Error()
 	}
 	return l
+}
+
+// AppendLine appends ev's Line as JSON (json.Marshal's bytes) to b. payload
+// is the envelope's payload already decoded, or nil to decode it here.
+func (ev *Event) AppendLine(b []byte, payload any) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, `,"subject":`...)
+	b = schemas.AppendJSONString(b, ev.Subject)
+	switch {
+	case ev.Env != nil:
+		var err error
+		b = append(b, `,"envelope":`...)
+		if b, err = ev.Env.AppendJSON(b, payload); err != nil {
+			return nil, err
+		}
+	case ev.Err != nil && ev.Err.Error() != "":
+		b = append(b, `,"invalid":`...)
+		b = schemas.AppendJSONString(b, ev.Err.Error())
+	}
+	return append(b, '}'), nil
 }
 
 // Cursor says where reading starts. The zero Cursor reads everything.

@@ -377,20 +377,20 @@ func (f *CodeFile) encode(b *pebble.Batch, k []byte, s *scratch) error {
 
 func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
 	b = append(b, `{"path":`...)
-	b = appendJSONString(b, f.Path)
+	b = schemas.AppendJSONString(b, f.Path)
 	b = append(b, `,"hash":`...)
-	b = appendJSONString(b, f.Hash)
+	b = schemas.AppendJSONString(b, f.Hash)
 	b = appendIntField(b, "size", f.Size)
 	b = append(b, `,"lang":`...)
-	b = appendJSONString(b, f.Lang)
+	b = schemas.AppendJSONString(b, f.Lang)
 	b = appendIntField(b, "lines", int64(f.Lines))
 	b = appendStringField(b, "package", f.Package)
 	b = appendArrayField(b, "imports", f.Imports, appendJSONStringAt)
 	b = appendArrayField(b, "symbols", f.Symbols, func(b []byte, s *schemas.Symbol) []byte {
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, s.Name)
+		b = schemas.AppendJSONString(b, s.Name)
 		b = append(b, `,"kind":`...)
-		b = appendJSONString(b, s.Kind)
+		b = schemas.AppendJSONString(b, s.Kind)
 		b = appendStringField(b, "recv", s.Recv)
 		b = appendIntField(b, "line", int64(s.Line))
 		if s.EndLine != 0 {
@@ -404,9 +404,9 @@ func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
 	})
 	b = appendArrayField(b, "calls", f.Calls, func(b []byte, c *schemas.Call) []byte {
 		b = append(b, `{"from":`...)
-		b = appendJSONString(b, c.From)
+		b = schemas.AppendJSONString(b, c.From)
 		b = append(b, `,"to":`...)
-		b = appendJSONString(b, c.To)
+		b = schemas.AppendJSONString(b, c.To)
 		b = appendIntField(b, "line", int64(c.Line))
 		return append(b, '}')
 	})

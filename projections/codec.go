@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sylk/sylk/schemas"
 )
 
 // appendNodeJSON appends n as JSON, as encoding/json would write it (same
@@ -15,7 +17,7 @@ import (
 // TestNodeJSONMatchesEncodingJSON keeps the two in step.
 func appendNodeJSON(b []byte, n *Node) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, n.ID)
+	b = schemas.AppendJSONString(b, n.ID)
 	b = appendStringField(b, "agent", n.Agent)
 	b = appendStringField(b, "tool", n.Tool)
 	b = appendStringField(b, "prompt", n.Prompt)
@@ -23,7 +25,7 @@ func appendNodeJSON(b []byte, n *Node) []byte {
 	b = append(b, `,"layer":`...)
 	b = strconv.AppendInt(b, int64(n.Layer), 10)
 	b = append(b, `,"state":`...)
-	b = appendJSONString(b, string(n.State))
+	b = schemas.AppendJSONString(b, string(n.State))
 	if n.Attempt != 0 {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendInt(b, int64(n.Attempt), 10)
@@ -37,9 +39,9 @@ func appendNodeJSON(b []byte, n *Node) []byte {
 					b = append(b, ',')
 				}
 				first = false
-				b = appendJSONString(b, f.k)
+				b = schemas.AppendJSONString(b, f.k)
 				b = append(b, ':')
-				b = appendJSONString(b, f.v)
+				b = schemas.AppendJSONString(b, f.v)
 			}
 		}
 		if !first {
@@ -62,7 +64,7 @@ func appendNodeJSON(b []byte, n *Node) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, c.ID)
+			b = schemas.AppendJSONString(b, c.ID)
 			b = appendStringField(b, "tool", c.Tool)
 			if c.Attempt != 0 {
 				b = append(b, `,"attempt":`...)
@@ -107,7 +109,7 @@ func appendArrayField[T any](b []byte, k string, items []T, elem func([]byte, *T
 	return append(b, ']')
 }
 
-func appendJSONStringAt(b []byte, s *string) []byte { return appendJSONString(b, *s) }
+func appendJSONStringAt(b []byte, s *string) []byte { return schemas.AppendJSONString(b, *s) }
 
 func appendStringField(b []byte, k, v string) []byte {
 	if v == "" {
@@ -116,7 +118,7 @@ func appendStringField(b []byte, k, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, k...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, v)
+	return schemas.AppendJSONString(b, v)
 }
 
 func appendTimeField(b []byte, k string, t *time.Time) []byte {
@@ -127,58 +129,6 @@ func appendTimeField(b []byte, k string, t *time.Time) []byte {
 	b = append(b, k...)
 	b = append(b, '"', ':', '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaping as encoding/json does
-// (HTML-sensitive characters too; invalid UTF-8 becomes U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 

@@ -20,7 +20,7 @@ type observer struct {
 // was called if that is later (a caller reads what came before start from
 // the stream itself). ev has Seq, Subject and Pending, and Env (or Err, for
 // bytes that are no envelope); payload is the decoded payload, or nil when
-// the reader did not decode it (Envelope.MarshalJSONWith and
+// the reader did not decode it (Envelope.AppendJSON and
 // schemas.DecodePayload then do). An event the projector reads again (after
 // a stream error, or in a rebuild) is not handed again.
 //

@@ -11,7 +11,12 @@ import (
 // the stream position and the envelope (or why the bytes are not one).
 func PrintEvent(io *cmdutil.IOStreams, ev *events.Event, asJSON bool) error {
 	if asJSON {
-		return io.PrintJSON(ev.Line())
+		b, err := ev.AppendLine(nil, nil)
+		if err != nil {
+			return err
+		}
+		_, err = io.Out.Write(append(b, '\n'))
+		return err
 	}
 	_, err := fmt.Fprintln(io.Out, EventLine(ev))
 	return err

@@ -229,6 +229,7 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	window := time.NewTimer(frameInterval)
 	defer window.Stop()
+	var sent []*frame // the frames the last take handed over
 	for {
 		select {
 		case <-ctx.Done():
@@ -254,7 +255,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return
 			}
-			for _, f := range w.hub.take(wt) {
+			sent = w.hub.take(wt, sent)
+			for _, f := range sent {
 				if out.send(f) != nil {
 					return
 				}

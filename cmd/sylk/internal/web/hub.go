@@ -1,8 +1,8 @@
 package web
 
 import (
-	"encoding/json"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,12 +93,15 @@ func (h *hub) unwatch(w *watcher) {
 	h.mu.Unlock()
 }
 
-// take hands a view the frames waiting for it, in order.
-func (h *hub) take(w *watcher) []*frame {
+// take hands a view the frames waiting for it, in order. sent is what the
+// previous take handed it, sent by now: its array gathers the next frames,
+// so a view's queue is not grown anew for every burst.
+func (h *hub) take(w *watcher, sent []*frame) []*frame {
+	clear(sent) // the frames are garbage once every view sent them
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := w.pending
-	w.pending = nil
+	w.pending = sent[:0]
 	return p
 }
 
@@ -116,7 +119,8 @@ func (h *hub) Drops() int {
 // views as one batch: a view wakes once per burst, not once per event.
 func (h *hub) feed(ev *events.Event, payload any) {
 	if h.watching.Load() == 0 {
-		h.batch = nil
+		clear(h.batch)
+		h.batch = h.batch[:0]
 		return
 	}
 	f, err := frameOf(ev, subjectTokens(ev.Subject), payload)
@@ -128,7 +132,9 @@ func (h *hub) feed(ev *events.Event, payload any) {
 	// Pending events are stored already, so they come at once.
 	if len(h.batch) > 0 && (ev.Pending == 0 || len(h.batch) >= maxBatch) {
 		h.publish(h.batch)
-		h.batch = nil
+		// The views hold the frames now: the array gathers the next burst.
+		clear(h.batch)
+		h.batch = h.batch[:0]
 	}
 }
 
@@ -198,45 +204,47 @@ func decodeEvent(ev *events.Event) any {
 // (sylk.v1.<session>.<source>.<target>.<type>).
 func subjectTokens(subject string) [4]string {
 	var toks [4]string
-	if t := strings.Split(subject, "."); len(t) == 6 {
-		copy(toks[:], t[2:])
+	rest := subject
+	for i := -2; i < len(toks); i++ { // the first two are sylk.v1
+		tok, after, found := strings.Cut(rest, ".")
+		if found == (i == len(toks)-1) {
+			return [4]string{} // fewer or more than six tokens
+		}
+		if i >= 0 {
+			toks[i] = tok
+		}
+		rest = after
 	}
 	return toks
 }
 
+// scratch holds the buffers frames are encoded into before they are copied
+// out at their size.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxScratch is the largest buffer scratch keeps.
+const maxScratch = 256 << 10
+
 // frameOf encodes a decoded event (payload its decoded payload, nil if it
-// has none) as its server-sent event. The line is json.Marshal(ev.Line())
-// byte for byte, without decoding the payload twice.
+// has none) as its server-sent event, its data the line `sylk tail --json`
+// prints (events.Event.AppendLine).
 func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
-	subject, err := json.Marshal(ev.Subject)
+	buf := scratch.Get().(*[]byte)
+	b := append((*buf)[:0], "id: "...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, "\ndata: "...)
+	b, err := ev.AppendLine(b, payload)
 	if err != nil {
+		scratch.Put(buf)
 		return nil, err
 	}
-	var key string
-	var value []byte
-	switch {
-	case ev.Env != nil:
-		key = ",\"envelope\":"
-		value, err = ev.Env.MarshalJSONWith(payload)
-	case ev.Err != nil:
-		key = ",\"invalid\":"
-		value, err = json.Marshal(ev.Err.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
+	b = append(b, "\n\n"...)
 	// One allocation of the record's size: the frames of every event a page
 	// watches are what the view adds to the garbage collector's work.
-	const fixed = len("id: \ndata: {\"seq\":,\"subject\":}\n\n") + 2*20 // two sequences of at most 20 digits
-	b := make([]byte, 0, fixed+len(subject)+len(key)+len(value))
-	b = append(b, "id: "...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, "\ndata: {\"seq\":"...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, ",\"subject\":"...)
-	b = append(b, subject...)
-	b = append(b, key...)
-	b = append(b, value...)
-	b = append(b, "}\n\n"...)
-	return &frame{seq: ev.Seq, toks: toks, record: b}, nil
+	f := &frame{seq: ev.Seq, toks: toks, record: slices.Clone(b)}
+	if cap(b) <= maxScratch { // a rare huge event's buffer is not kept
+		*buf = b
+		scratch.Put(buf)
+	}
+	return f, nil
 }
