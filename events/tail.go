@@ -31,28 +31,11 @@ type Event struct {
 	Pending uint64
 }
 
-// Line is an event as `sylk tail --json` prints it and the web view streams
-// it: the stream position and the envelope (its payload decoded), or the
-// reason the bytes are not one. Both write it with AppendLine, without
-// encoding/json's reflection; json.Marshal of a Line gives the same bytes.
-type Line struct {
-	Seq      uint64            `json:"seq"`
-	Subject  string            `json:"subject"`
-	Envelope *schemas.Envelope `json:"envelope,omitempty"`
-	Invalid  string            `json:"invalid,omitempty"`
-}
-
-// Line is ev as a Line.
-func (ev *Event) Line() Line {
-	l := Line{Seq: ev.Seq, Subject: ev.Subject, Envelope: ev.Env}
-	if ev.Err != nil {
-		l.Invalid = ev.Err.Error()
-	}
-	return l
-}
-
-// AppendLine appends ev's Line as JSON (json.Marshal's bytes) to b. payload
-// is the envelope's payload already decoded, or nil to decode it here.
+// AppendLine appends ev as `sylk tail --json` prints it and the web view
+// streams it to b: {"seq", "subject", then "envelope" (its payload decoded)
+// or "invalid" (why the bytes are not one)}, the bytes json.Marshal gives
+// for that shape, without its reflection. payload is the envelope's payload
+// already decoded, or nil to decode it here.
 func (ev *Event) AppendLine(b []byte, payload any) ([]byte, error) {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, ev.Seq, 10)

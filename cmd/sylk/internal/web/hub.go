@@ -31,7 +31,7 @@ type frame struct {
 	seq  uint64
 	toks [4]string // session, source, target, type
 	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
-	// LINE the event as JSON (events.Line).
+	// LINE the event as JSON (events.Event.AppendLine).
 	record []byte
 }
 
