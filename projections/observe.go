@@ -67,6 +67,7 @@ func (p *Projector) observe(ctx context.Context, ev *events.Event, e *event) err
 			subject = full.Subject
 		}
 		ev.Subject, ev.Env, ev.Err = subject, e.env, e.err
+		e.shared = true // the observer may keep the envelope
 		o.seen = e.seq
 		o.fn(ev, e.payload)
 	}

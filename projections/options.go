@@ -58,6 +58,12 @@ const (
 	// RebuildCacheObjects is half the default: held objects are written
 	// when half the cache is dirty.
 	RebuildCacheObjects = 150_000
+	// RebuildBatchBytes is a quarter of the default. A rebuild's batches
+	// start at their full size, and two are held (one filling, one
+	// committing): at 16 MiB they were 40-50 MB of the heap, room the
+	// collector's limit then left the fold's garbage the less. Commits cost
+	// nothing per batch that matters: no log is written.
+	RebuildBatchBytes = 4 << 20
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
 	// how far the Go heap may grow during it beyond what the process held
 	// live when it started (the embedded server's index of the stream,
@@ -85,6 +91,9 @@ func (o Options) ForRebuild() Options {
 	}
 	if o.CacheObjects == 0 {
 		o.CacheObjects = RebuildCacheObjects
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = RebuildBatchBytes
 	}
 	return o
 }
