@@ -60,9 +60,10 @@ const (
 	RebuildCacheObjects = 150_000
 	// RebuildBatchBytes is a quarter of the default. A rebuild's batches
 	// start at their full size, and two are held (one filling, one
-	// committing): at 16 MiB they were 40-50 MB of the heap, room the
-	// collector's limit then left the fold's garbage the less. Commits cost
-	// nothing per batch that matters: no log is written.
+	// committing): at 16 MiB they were 52 MB of a 1M-event rebuild's live
+	// heap, room under the collector's limit the fold's garbage then did
+	// not have. Commits cost nothing per batch that matters: no log is
+	// written.
 	RebuildBatchBytes = 4 << 20
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
 	// how far the Go heap may grow during it beyond what the process held
