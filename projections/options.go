@@ -58,13 +58,6 @@ const (
 	// RebuildCacheObjects is half the default: held objects are written
 	// when half the cache is dirty.
 	RebuildCacheObjects = 150_000
-	// RebuildBatchBytes is a quarter of the default. A rebuild's batches
-	// start at their full size, and two are held (one filling, one
-	// committing): at 16 MiB they were 52 MB of a 1M-event rebuild's live
-	// heap, room under the collector's limit the fold's garbage then did
-	// not have. Commits cost nothing per batch that matters: no log is
-	// written.
-	RebuildBatchBytes = 4 << 20
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
 	// how far the Go heap may grow during it beyond what the process held
 	// live when it started (the embedded server's index of the stream,
@@ -92,9 +85,6 @@ func (o Options) ForRebuild() Options {
 	}
 	if o.CacheObjects == 0 {
 		o.CacheObjects = RebuildCacheObjects
-	}
-	if o.BatchBytes == 0 {
-		o.BatchBytes = RebuildBatchBytes
 	}
 	return o
 }

@@ -60,7 +60,7 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
-	{name: Code, version: 3, apply: applyCode},
+	{name: Code, version: 4, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 2, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},
@@ -118,41 +118,6 @@ type event struct {
 	// switch that the live fold accepted: only its effect on the session
 	// switched away from applies.
 	foreign bool
-
-	// pooled: the reader took this event from its eventPool, so the fold
-	// gives it back once done with it; shared: an observer was handed its
-	// envelope, which it may keep, so it is never reused.
-	pooled, shared bool
-}
-
-// eventPool recycles the reader's events. An event embeds its decoded
-// envelope, half a kilobyte, and a rebuild read a million of them: an
-// eighth of what it allocated, each allocation bringing the next collection
-// closer, and every collection scans the whole live heap (the fold's objects
-// and the embedded server's index of the stream).
-type eventPool chan *event
-
-// get returns a cleared event, reused when one is free.
-func (p eventPool) get() *event {
-	select {
-	case e := <-p:
-		return e
-	default:
-		return &event{pooled: true}
-	}
-}
-
-// put clears e for reuse, unless it is not the pool's or an observer was
-// handed it. Call it only when nothing refers to e any more.
-func (p eventPool) put(e *event) {
-	if e == nil || !e.pooled || e.shared {
-		return
-	}
-	*e = event{pooled: true}
-	select {
-	case p <- e:
-	default: // full: the collector has it
-	}
 }
 
 func newEvent(ev *events.Event) *event {
@@ -168,14 +133,13 @@ func newEvent(ev *events.Event) *event {
 	return e
 }
 
-// decodeEvent decodes a Raw read's event into e, a cleared event: the
-// envelope and its payload in one pass, since validating the envelope
-// decodes the payload anyway.
-func decodeEvent(ev *events.Event, e *event) *event {
+// decodeEvent decodes a Raw read's event: the envelope and its payload in one
+// pass, since validating the envelope decodes the payload anyway.
+func decodeEvent(ev *events.Event) *event {
 	if ev.Env != nil || ev.Err != nil {
 		return newEvent(ev) // decoded already
 	}
-	e.seq, e.subject, e.data, e.pending = ev.Seq, ev.Subject, ev.Data, ev.Pending
+	e := &event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
 	if e.payload, e.err = schemas.UnmarshalPayloadInto(ev.Data, &e.envelope); e.err == nil {
 		e.env = &e.envelope
 		e.id, e.decoded = e.env.ID, true

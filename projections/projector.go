@@ -290,7 +290,6 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan *event, readAhead)
-	pool := make(eventPool, 2*readAhead) // the channel's and a batch's
 	rerr := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -298,7 +297,7 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 		// (events.Raw hands over the bytes), so the fold's goroutine only
 		// folds.
 		send := func(ev *events.Event) error {
-			e := decodeEvent(ev, pool.get())
+			e := decodeEvent(ev)
 			if e.env == nil && (e.subject == "" || e.id == "" && ev.Header == nil) {
 				// Bytes that are no envelope, read in bulk: their rejection
 				// names them by their message id, under the session of
@@ -343,7 +342,7 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 			}
 		}
 	}()
-	ferr := p.applyLoop(ctx, ch, pool, live, progress)
+	ferr := p.applyLoop(ctx, ch, live, progress)
 	cancel()
 	for range ch {
 	}
@@ -377,9 +376,8 @@ func (e *streamError) Unwrap() error { return e.err }
 // applyLoop folds events from ch in batches: a batch grows while the stream
 // says more events follow, up to the batch limits or BatchDelay, and is
 // committed at once when an event has nothing behind it. A committer goroutine
-// writes batch N while this one folds batch N+1. Events it is done with go
-// back to pool.
-func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, pool eventPool, live bool, progress func(Progress)) error {
+// writes batch N while this one folds batch N+1.
+func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, progress func(Progress)) error {
 	o := p.s.opts
 	cursors, follows := p.s.cursorsCopy(), p.s.followsCopy()
 	var fresh [][]byte
@@ -399,10 +397,9 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, pool eventP
 	defer timer.Stop()
 	start := time.Now()
 	var first uint64
-	held := 0         // events whose changed objects wait in the cache
-	var carry *event  // a fork event that starts the next batch
-	var prev *event   // the last event of the batch before
-	var done []*event // the batch's events before its last
+	held := 0        // events whose changed objects wait in the cache
+	var carry *event // a fork event that starts the next batch
+	var prev *event  // the last event of the batch before
 	fail := func(err error) error {
 		cm.stop()
 		p.c.reset()
@@ -451,9 +448,6 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, pool eventP
 			if err := p.apply(ctx, t, e, cursors); err != nil {
 				b.Close()
 				return fail(err)
-			}
-			if last != nil {
-				done = append(done, last)
 			}
 			last = e
 			n++
@@ -510,14 +504,6 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, pool eventP
 		}
 		p.c.evict()
 		caughtUp := last.pending == 0
-		// Only the batch's last event is read after it (it is the next
-		// one's prev, whose seq and id a flush before a fork writes).
-		for _, d := range done {
-			pool.put(d)
-		}
-		clear(done)
-		done = done[:0]
-		pool.put(prev)
 		prev = last
 		held += n
 		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2

@@ -262,7 +262,7 @@ func (s *Store) foldAsOf(ctx context.Context, session string, until AsOf) (*Stor
 		ch <- newEvent(ev)
 	}
 	close(ch)
-	if err := mp.applyLoop(ctx, ch, nil, false, nil); err != nil {
+	if err := mp.applyLoop(ctx, ch, false, nil); err != nil {
 		mem.Close()
 		return nil, 0, nil, err
 	}

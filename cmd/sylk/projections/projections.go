@@ -108,8 +108,8 @@ func newProjectionsRebuildCmd(f *cmdutil.Factory) *cobra.Command {
 bar and the rate on a terminal. With 'sylk serve' running the server does it
 and keeps answering; this command follows its progress.
 
-Without a server, this process rebuilds the store with 128 MiB memtables,
-4 MiB batches and 150,000 cached objects, and while it folds its Go collector runs at GOGC 200
+Without a server, this process rebuilds the store with 128 MiB memtables and
+150,000 cached objects, and while it folds its Go collector runs at GOGC 200
 with a heap limit 640 MiB above what the process held when the rebuild began
 (the embedded server's index of the stream); GOMEMLIMIT replaces the limit. It writes
 no write-ahead log: the store is marked unfinished until the whole stream is
