@@ -9,8 +9,9 @@ import (
 )
 
 // TestRouteCluster runs the cluster benchmark small: the throughput of three
-// servers with three copies against one server's, with its target, and the
-// two latencies beside it, every message through on both sides.
+// servers with three copies against one server's in paired rounds, with its
+// target and the leaders named, and the two latencies beside it, every
+// message through on both sides.
 func TestRouteCluster(t *testing.T) {
 	cs, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 200, LatencyMessages: 50, LatencyRate: 1000, SyncModes: []string{broker.SyncInterval}}, 3, nil)
 	if err != nil {
@@ -23,12 +24,20 @@ func TestRouteCluster(t *testing.T) {
 		prefix string
 		target float64
 		ops    int
-	}{{"routed path, 3 servers x 3 replicas", TargetClusterThroughput, 200}, {"routed p50 latency, 3 servers", 0, 50}, {"routed p99 latency, 3 servers", 0, 50}} {
+	}{{"routed path, 3 servers x 3 replicas", TargetClusterThroughput, clusterRounds * 200}, {"routed p50 latency, 3 servers", 0, 50}, {"routed p99 latency, 3 servers", 0, 50}} {
 		c := cs[i]
 		if !strings.HasPrefix(c.Name, want.prefix) || c.Target != want.target || c.Ratio <= 0 || c.Sylk.Ops != want.ops || c.Baseline.Ops != want.ops {
 			t.Errorf("comparison %d: %q target %v ratio %v, %d and %d ops; want %q..., target %v, a ratio > 0, %d ops each",
 				i, c.Name, c.Target, c.Ratio, c.Sylk.Ops, c.Baseline.Ops, want.prefix, want.target, want.ops)
 		}
+	}
+	tput := cs[0]
+	checkPaired(t, tput, clusterRounds, 200)
+	if !strings.Contains(tput.Sylk.Name, "SYLK led by sylk-127.0.0.1-") || !strings.Contains(tput.Sylk.Name, "guide's consumer by sylk-127.0.0.1-") {
+		t.Errorf("the cluster's measure %q does not name the leaders", tput.Sylk.Name)
+	}
+	if tput.Sylk.P99MS <= 0 || tput.Baseline.P99MS <= 0 {
+		t.Errorf("throughput without latencies beside it: cluster p99 %v ms, one server %v ms", tput.Sylk.P99MS, tput.Baseline.P99MS)
 	}
 	if _, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir()}, 1, nil); err == nil || !strings.Contains(err.Error(), "--replicas 1") {
 		t.Errorf("a cluster of one: %v, want an error naming --replicas 1", err)
