@@ -2,6 +2,7 @@ package agentbench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,10 +11,10 @@ import (
 
 // TestRouteCluster runs the cluster benchmark small: the throughput of three
 // servers with three copies against one server's in paired rounds, with its
-// target and the leaders named, and the two latencies beside it, every
-// message through on both sides.
+// target and the leaders named, and the two latencies beside it, sampled at
+// a rate both sides sustain, every message through on both sides.
 func TestRouteCluster(t *testing.T) {
-	cs, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 200, LatencyMessages: 50, LatencyRate: 1000, SyncModes: []string{broker.SyncInterval}}, 3, nil)
+	cs, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 200, LatencyMessages: 50, SyncModes: []string{broker.SyncInterval}}, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +39,12 @@ func TestRouteCluster(t *testing.T) {
 	}
 	if tput.Sylk.P99MS <= 0 || tput.Baseline.P99MS <= 0 {
 		t.Errorf("throughput without latencies beside it: cluster p99 %v ms, one server %v ms", tput.Sylk.P99MS, tput.Baseline.P99MS)
+	}
+	// No --latency-rate: latencies are sampled at half the slower side's
+	// throughput, which both sustain.
+	rate := int(min(tput.Sylk.PerSec, tput.Baseline.PerSec) / 2)
+	if want := fmt.Sprintf(" at %d/s", rate); !strings.HasSuffix(cs[1].Sylk.Name, want) || !strings.HasSuffix(cs[2].Baseline.Name, want) {
+		t.Errorf("latencies %q and %q, want them sampled%s", cs[1].Sylk.Name, cs[2].Baseline.Name, want)
 	}
 	if _, err := RouteCluster(context.Background(), RouteConfig{DataDir: t.TempDir()}, 1, nil); err == nil || !strings.Contains(err.Error(), "--replicas 1") {
 		t.Errorf("a cluster of one: %v, want an error naming --replicas 1", err)

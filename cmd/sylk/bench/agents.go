@@ -38,7 +38,9 @@ on its own (with --sync always, one fsync each). The two are measured in 3
 paired rounds of --events each, back to back, the side that goes first
 alternating; the ratio is the median of the rounds' (target >= 0.6 with
 --sync always, for information with interval). Both sides carry their p50
-and p99 latencies, sampled afterwards at --latency-rate.
+and p99 latencies, sampled afterwards at --latency-rate: by default half the
+slowest throughput the run measured, a rate every side sustains, so a
+latency is not the length of a queue.
 
 Then, on the same totals: the routed path against raw JetStream async publish
 (one stored message each; target >= 0.25), the bare chain against it (for
@@ -61,7 +63,7 @@ overhead per node and nodes per second.
 With --replicas N (at least 2) it measures a cluster instead: N embedded
 servers routed to each other on loopback, SYLK and SYLK_DLQ with N copies,
 against one server, both running side by side. The routed path's throughput
-on the cluster over one server's, in 3 paired rounds (the median of their
+on the cluster over one server's, in 5 paired rounds (the median of their
 ratios), is the ratio (target >= 0.4), with the p50 and p99 latencies at
 --latency-rate beside it and the members that lead the stream and the agents'
 consumers named in the cluster's measure.
@@ -115,7 +117,7 @@ Examples:
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
-	cmd.Flags().IntVar(&rate, "latency-rate", 1000, "messages per second while sampling latency")
+	cmd.Flags().IntVar(&rate, "latency-rate", 0, "messages per second while sampling latency (0: half the slowest throughput measured)")
 	cmd.Flags().IntVar(&nodes, "nodes", 1000, "nodes of the no-op DAG run afterwards (0: skip it)")
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "measure a cluster of this many servers, each stream with this many copies, against one server (1: no cluster)")
 	return cmd
