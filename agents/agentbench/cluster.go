@@ -2,11 +2,15 @@ package agentbench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/agents"
 	"github.com/sylk/sylk/agents/guide"
@@ -75,6 +79,10 @@ func clusterMode(ctx context.Context, cfg RouteConfig, replicas int, mode string
 		}
 		defer stop()
 	}
+	report("moving the leaders of SYLK and of the agents' consumers to the member the client and the agents use")
+	if err := leadOn(ctx, client); err != nil {
+		return nil, err
+	}
 	name := fmt.Sprintf("%d servers x %d replicas vs one server (sync %s)", replicas, replicas, mode)
 	tput, err := eventbench.Paired("routed path, "+name, clusterRounds, TargetClusterThroughput,
 		routedRounds(ctx, client, cfg.Messages, clusterRounds, fmt.Sprintf("%d servers", replicas), report),
@@ -105,24 +113,111 @@ func clusterMode(ctx context.Context, cfg RouteConfig, replicas int, mode string
 	}, nil
 }
 
-// leaders says which members lead SYLK and the agents' consumers, beside
-// the one the client and the agents use (b): what crosses a route depends on
-// the election, so a run's figures are read with it.
-func leaders(ctx context.Context, b *broker.Broker) (string, error) {
-	js := b.JetStream()
-	rs, err := broker.Replicas(ctx, js)
-	if err != nil {
-		return "", err
+// routedAgents are the agents the routed path runs: their consumers are
+// what leadOn places.
+var routedAgents = []string{guide.Name, "librarian"}
+
+// leadOn moves the leadership of SYLK and of the agents' consumers to member
+// b, the one the client and the agents use, and returns once b leads them
+// all. Left to the election, the leaders fell anywhere, and a run whose
+// every leader was on another member spent up to 1.4 times the CPU per
+// message of one whose leaders were all on b (every publish, delivery and
+// ack crossing a route twice, all on the same two cores): runs compared
+// different clusters. Placed, each run measures the same thing, the cost of
+// keeping three copies.
+func leadOn(ctx context.Context, b *broker.Broker) error {
+	if err := agents.AwaitConsumers(ctx, b.JetStream(), routedAgents, 10*time.Millisecond, nil); err != nil {
+		return err
 	}
-	parts := []string{"client on " + b.ServerName(), "SYLK led by " + rs[0].Leader}
-	for _, agent := range []string{guide.Name, "librarian"} {
-		c, err := js.Consumer(ctx, broker.Stream, agents.ConsumerName(agent))
+	name := b.ServerName()
+	groups := []string{"STREAM.LEADER.STEPDOWN." + broker.Stream}
+	for _, agent := range routedAgents {
+		groups = append(groups, "CONSUMER.LEADER.STEPDOWN."+broker.Stream+"."+agents.ConsumerName(agent))
+	}
+	req, err := json.Marshal(map[string]any{"placement": map[string]string{"preferred": name}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for i, group := range groups {
+		refused := "" // the server's last answer, if it refused a move
+		for {
+			leader, err := groupLeader(ctx, b.JetStream(), i)
+			if err != nil {
+				return fmt.Errorf("move the leader of %s to %s: %w", group, name, err)
+			}
+			if leader == name {
+				break
+			}
+			// With no leader, an election is on: wait for its outcome.
+			if leader != "" {
+				resp, err := b.Conn().RequestWithContext(ctx, "$JS.API."+group, req)
+				if err != nil {
+					return fmt.Errorf("move the leader of %s to %s (led by %s): %w", group, name, leader, err)
+				}
+				var answer struct {
+					Error *jetstream.APIError `json:"error"`
+				}
+				if json.Unmarshal(resp.Data, &answer) == nil && answer.Error != nil {
+					refused = "; the server answered: " + answer.Error.Error()
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("move the leader of %s to %s (led by %q%s): %w", group, name, leader, refused, ctx.Err())
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// groupLeader is the leader of SYLK (i = 0) or of routedAgents[i-1]'s
+// consumer: "" while none is elected.
+func groupLeader(ctx context.Context, js jetstream.JetStream, i int) (string, error) {
+	var ci *jetstream.ClusterInfo
+	if i == 0 {
+		s, err := js.Stream(ctx, broker.Stream)
 		if err != nil {
-			return "", fmt.Errorf("consumer of %s: %w", agent, err)
+			return "", err
 		}
-		if ci := c.CachedInfo().Cluster; ci != nil {
-			parts = append(parts, agent+"'s consumer by "+ci.Leader)
+		info, err := s.Info(ctx)
+		if err != nil {
+			return "", err
 		}
+		ci = info.Cluster
+	} else {
+		c, err := js.Consumer(ctx, broker.Stream, agents.ConsumerName(routedAgents[i-1]))
+		if err != nil {
+			return "", err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return "", err
+		}
+		ci = info.Cluster
+	}
+	if ci == nil {
+		return "", nil
+	}
+	return ci.Leader, nil
+}
+
+// leaders says which members lead SYLK and the agents' consumers, beside
+// the one the client and the agents use (b), as the run ended.
+func leaders(ctx context.Context, b *broker.Broker) (string, error) {
+	parts := []string{"client on " + b.ServerName()}
+	for i := range len(routedAgents) + 1 {
+		leader, err := groupLeader(ctx, b.JetStream(), i)
+		if err != nil {
+			return "", err
+		}
+		what := broker.Stream
+		if i > 0 {
+			what = routedAgents[i-1] + "'s consumer"
+		}
+		parts = append(parts, what+" led by "+leader)
 	}
 	return strings.Join(parts, ", "), nil
 }
