@@ -65,8 +65,10 @@ servers routed to each other on loopback, SYLK and SYLK_DLQ with N copies,
 against one server, both running side by side. The routed path's throughput
 on the cluster over one server's, in 5 paired rounds (the median of their
 ratios), is the ratio (target >= 0.4), with the p50 and p99 latencies at
---latency-rate beside it and the members that lead the stream and the agents'
-consumers named in the cluster's measure.
+--latency-rate beside it. The client and the agents use the first member, and
+the leaders of the stream and of the agents' consumers are moved to it before
+the rounds, so every run measures the same placement (the cluster's measure
+names them as the run ended).
 
 Examples:
   sylk bench route                          # every comparison, both sync modes
