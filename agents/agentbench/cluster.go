@@ -35,9 +35,9 @@ const clusterRounds = 5
 // to each other on loopback, SYLK and SYLK_DLQ with replicas copies, against
 // the same on one server, in each sync mode: throughput in paired rounds
 // (target TargetClusterThroughput) and the p50 and p99 latencies at a steady
-// rate, reported beside it. The agents and the client use the first member;
-// the stream's and the consumers' leaders are whichever members the cluster
-// elects, named in the cluster's measure.
+// rate, reported beside it. The agents and the client use the first member,
+// which is made the leader of the stream and of the agents' consumers (see
+// leadOn); the cluster's measure names the leaders as the run ended.
 func RouteCluster(ctx context.Context, cfg RouteConfig, replicas int, progress func(string)) ([]eventbench.Comparison, error) {
 	if replicas < 2 {
 		return nil, fmt.Errorf("cluster benchmark: --replicas %d: a cluster has at least 2 servers (3 survives losing one)", replicas)
