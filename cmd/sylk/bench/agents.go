@@ -21,7 +21,7 @@ type routeReport struct {
 func newBenchRouteCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &BenchOptions{}
 	var syncModes []string
-	var rate, nodes, replicas int
+	var rate, latencies, nodes, replicas int
 	cmd := &cobra.Command{
 		Use:   "route",
 		Short: "The routed message path vs raw JetStream, throughput and latency",
@@ -76,6 +76,9 @@ Examples:
   sylk bench route --replicas 3 --sync always --events 2000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if latencies < 1 {
+				return cmdutil.UsageError{Err: fmt.Errorf("--latency-messages %d: want at least 1 message whose latency is sampled, e.g. 2000", latencies)}
+			}
 			if replicas < 1 {
 				return cmdutil.UsageError{Err: fmt.Errorf("--replicas %d: want 1 (one server) or the size of the cluster to measure, e.g. 3", replicas)}
 			}
@@ -84,7 +87,7 @@ Examples:
 				return err
 			}
 			defer cleanup()
-			cfg := agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate}
+			cfg := agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate, LatencyMessages: latencies}
 			if replicas > 1 {
 				cs, err := agentbench.RouteCluster(cmd.Context(), cfg, replicas, opts.progress(f.IO))
 				if err != nil {
@@ -120,6 +123,7 @@ Examples:
 	opts.bind(cmd, 5000)
 	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
 	cmd.Flags().IntVar(&rate, "latency-rate", 0, "messages per second while sampling latency (0: half the slowest throughput measured)")
+	cmd.Flags().IntVar(&latencies, "latency-messages", 2000, "messages whose latency is sampled, on each side")
 	cmd.Flags().IntVar(&nodes, "nodes", 1000, "nodes of the no-op DAG run afterwards (0: skip it)")
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "measure a cluster of this many servers, each stream with this many copies, against one server (1: no cluster)")
 	return cmd
