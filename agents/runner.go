@@ -429,7 +429,11 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 	if err != nil {
 		return err
 	}
-	return r.appendOutputs(ctx, append(d.takeEmitted(), outs...))
+	if err := r.appendOutputs(ctx, append(d.takeEmitted(), outs...)); err != nil {
+		return err
+	}
+	d.outputsAppended()
+	return nil
 }
 
 // hooked runs the handler between the message hooks, if any.
