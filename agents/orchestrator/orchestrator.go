@@ -181,14 +181,22 @@ func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, da
 	if err := agents.CatchUpFloor(ctx, d, o.Store); err != nil {
 		return nil, err
 	}
-	// Read before the snapshot is taken: the snapshot holds at least this.
-	applied := o.Store.Cursor()
-	snap, err := o.Store.OpenDAG(ctx, session, dagID)
-	if errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
-	}
+	snap, applied, err := o.open(ctx, session, dagID)
 	if err != nil {
-		return nil, agents.Transient(err, 0)
+		return nil, err
+	}
+	if snap.Frontier.State == projections.DAGRunning && snap.Frontier.Counts[projections.NodeCancelled] > 0 {
+		// A cancel signal's handler is ending the DAG (the signal cancelled
+		// its open nodes): read it caught up with the whole stream, as that
+		// handler does, so its workflow_complete, if appended, is seen, and
+		// this step does not end the DAG its own way.
+		snap.Close()
+		if err := o.catchUp(ctx); err != nil {
+			return nil, err
+		}
+		if snap, applied, err = o.open(ctx, session, dagID); err != nil {
+			return nil, err
+		}
 	}
 	defer snap.Close()
 	dag := snap.Frontier
@@ -206,6 +214,21 @@ func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, da
 	}
 	d.OnAppended(func() { o.cover(def, applied) })
 	return outs, nil
+}
+
+// open opens a snapshot of a session's DAG, and returns with it the stream
+// sequence every projection had applied before it was taken: the snapshot
+// holds at least that.
+func (o *Orchestrator) open(ctx context.Context, session, dagID string) (*projections.DAGSnapshot, uint64, error) {
+	applied := o.Store.Cursor()
+	snap, err := o.Store.OpenDAG(ctx, session, dagID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, 0, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
+	}
+	if err != nil {
+		return nil, 0, agents.Transient(err, 0)
+	}
+	return snap, applied, nil
 }
 
 // covered reports whether a step, its events appended, read the session's
