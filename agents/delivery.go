@@ -33,9 +33,8 @@ type Delivery struct {
 
 	runner *Runner
 
-	mu       sync.Mutex
-	emitted  []*schemas.Envelope
-	appended []func()
+	mu      sync.Mutex
+	emitted []*schemas.Envelope
 }
 
 // Emit queues events the runner appends with the handler's outputs, before
@@ -53,28 +52,6 @@ func (d *Delivery) takeEmitted() []*schemas.Envelope {
 	out := d.emitted
 	d.emitted = nil
 	return out
-}
-
-// OnAppended registers f to run once the handler's outputs, and what it
-// emitted, are in the stream: never when the handler fails or they cannot be
-// appended (the message is then handled again). A handler that remembers
-// what it decided, to spare work on later messages, remembers it here, not
-// before its decisions are durable.
-func (d *Delivery) OnAppended(f func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.appended = append(d.appended, f)
-}
-
-// outputsAppended runs the functions OnAppended registered.
-func (d *Delivery) outputsAppended() {
-	d.mu.Lock()
-	fs := d.appended
-	d.appended = nil
-	d.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
 }
 
 // Now is the runner's clock, for the timestamps of derived events.

@@ -119,51 +119,6 @@ func TestRunnerAppendsOutputsThenAcks(t *testing.T) {
 	}
 }
 
-// A function a handler registers with OnAppended runs once its outputs are
-// in the stream, and never when they are not: a handler that fails, or
-// outputs the stream refuses.
-func TestOnAppendedRunsOnlyOnceTheOutputsAreStored(t *testing.T) {
-	h := newHarness(t)
-	var ran, sawOutput, handled atomic.Int32
-	h.run(HandlerFunc(func(ctx context.Context, d *Delivery) ([]*schemas.Envelope, error) {
-		handled.Add(1)
-		outs, err := echo(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		d.OnAppended(func() {
-			ran.Add(1)
-			evs, err := d.Log().Read(ctx, events.Filter{Type: schemas.TypeNotice}.Subject(), events.Cursor{}, 0)
-			if err == nil && len(evs) == 1 && evs[0].Env.ID == outs[0].ID {
-				sawOutput.Add(1)
-			}
-		})
-		p, _ := schemas.PayloadAs[schemas.UserInput](d.Env)
-		switch p.Text {
-		case "fail":
-			return nil, Permanent(errors.New("the handler gave up"))
-		case "refused":
-			outs[0].Type = "no_such_type"
-		}
-		return outs, nil
-	}), Options{Agent: "echoer"})
-	h.send("S1", "echoer", "fail")
-	h.send("S1", "echoer", "refused")
-	brokertest.Eventually(t, 10*time.Second, "both dead-lettered", func() bool {
-		return h.count(events.Filter{Type: schemas.TypeDeadLetter}.Subject()) == 2 && h.consumerIdle("echoer")
-	})
-	if ran.Load() != 0 {
-		t.Fatalf("OnAppended ran %d times for outputs never stored", ran.Load())
-	}
-	h.send("S1", "echoer", "ok")
-	brokertest.Eventually(t, 10*time.Second, "the ok message handled and acked", func() bool {
-		return handled.Load() == 3 && h.consumerIdle("echoer")
-	})
-	if ran.Load() != 1 || sawOutput.Load() != 1 {
-		t.Fatalf("OnAppended ran %d times, %d of them with the output in the stream; want once, with it", ran.Load(), sawOutput.Load())
-	}
-}
-
 func TestRedeliveryDoesNotDuplicateOutputs(t *testing.T) {
 	h := newHarness(t)
 	var calls atomic.Int32

@@ -5,11 +5,9 @@
 // writes a checkpoint as each layer completes and ends with workflow_complete.
 //
 // It keeps no state of its own. Each message makes it read the DAG's
-// projection, caught up with the message and its own earlier steps, and
-// append what follows from it. A step decides from everything the projection
-// had applied when it read it, so a message a step has seen applied needs no
-// step of its own: a wide DAG's completions, queued while a step runs, are
-// answered by the next one together. A step reads the DAG's frontier (counts, the first ready nodes, the
+// projection, caught up with the message, its own earlier steps and what the
+// projector has received of the stream, and append what follows from it. A
+// step reads the DAG's frontier (counts, the first ready nodes, the
 // failed and blocked ones) and the few nodes it decides about, never the whole
 // DAG, so a step of a 10,000-node DAG costs what a step of a 10-node one does.
 // The events it appends have ids fixed by the DAG and the node attempt, so
@@ -41,8 +39,8 @@ const PipelineAgent = "pipeline"
 // Store is what the Orchestrator reads from the projections.
 type Store interface {
 	agents.Caught
-	// Cursor is the last stream sequence every projection has applied.
-	Cursor() uint64
+	// Received is the last stream sequence the projector has received.
+	Received() uint64
 	OpenDAG(ctx context.Context, session, id string) (*projections.DAGSnapshot, error)
 	DAGs(ctx context.Context, f projections.DAGFilter) ([]*projections.DAG, error)
 }
@@ -75,10 +73,6 @@ type definition struct {
 	index      map[string]int      // node id -> place in the plan
 	layers     [][]string          // by longest path, as the projection has them
 	dependents map[string][]string // node id -> the nodes depending on it
-	// covered is the stream sequence up to which the projection had
-	// applied everything when a step whose events are in the stream read
-	// the DAG: a message at or below it was decided on (see covered).
-	covered uint64
 }
 
 // Handle takes the messages addressed to the Orchestrator.
@@ -105,9 +99,6 @@ func (o *Orchestrator) Handle(ctx context.Context, d *agents.Delivery) ([]*schem
 		id, err := dagOf(d.Env)
 		if err != nil {
 			return nil, agents.Permanent(err)
-		}
-		if o.covered(d.Env.SessionID, id, d.Seq) {
-			return nil, nil
 		}
 		return o.step(ctx, d, d.Env.SessionID, id)
 	case schemas.TypeSignal:
@@ -168,20 +159,22 @@ func (o *Orchestrator) fork(ctx context.Context, d *agents.Delivery) ([]*schemas
 	return outs, nil
 }
 
-// step reads the DAG with d and the Orchestrator's earlier steps applied, and
-// returns its next steps. Once they are appended, the messages the
-// projection had applied when the step read the DAG are covered.
+// step reads the DAG with d, the Orchestrator's earlier steps and what the
+// projector has received applied, and returns its next steps.
 func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, dagID string) ([]*schemas.Envelope, error) {
 	if o.isFinished(session, dagID) {
 		return nil, nil
 	}
 	// The message and this process's own earlier steps are what a step
-	// must see: waiting for the stream's last sequence cost a request at
-	// every step, and what came after the message has messages of its own.
-	if err := agents.CatchUpFloor(ctx, d, o.Store); err != nil {
+	// must see (what came after the message has messages of its own); it
+	// waits as well for the events the projector has received, so that it
+	// decides from state as fresh as the stream's (the fold, left alone,
+	// holds a busy stream's events up to BatchDelay before it commits them)
+	// without asking the server for its last sequence at every step.
+	if err := agents.CatchUpTo(ctx, o.Store, max(d.Floor(), o.Store.Received())); err != nil {
 		return nil, err
 	}
-	snap, applied, err := o.open(ctx, session, dagID)
+	snap, err := o.open(ctx, session, dagID)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +187,7 @@ func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, da
 		if err := o.catchUp(ctx); err != nil {
 			return nil, err
 		}
-		if snap, applied, err = o.open(ctx, session, dagID); err != nil {
+		if snap, err = o.open(ctx, session, dagID); err != nil {
 			return nil, err
 		}
 	}
@@ -208,48 +201,19 @@ func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, da
 	if err != nil {
 		return nil, err
 	}
-	outs, err := next(snap, def, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	d.OnAppended(func() { o.cover(def, applied) })
-	return outs, nil
+	return next(snap, def, time.Now())
 }
 
-// open opens a snapshot of a session's DAG, and returns with it the stream
-// sequence every projection had applied before it was taken: the snapshot
-// holds at least that.
-func (o *Orchestrator) open(ctx context.Context, session, dagID string) (*projections.DAGSnapshot, uint64, error) {
-	applied := o.Store.Cursor()
+// open opens a snapshot of a session's DAG.
+func (o *Orchestrator) open(ctx context.Context, session, dagID string) (*projections.DAGSnapshot, error) {
 	snap, err := o.Store.OpenDAG(ctx, session, dagID)
 	if errors.Is(err, projections.ErrNotFound) {
-		return nil, 0, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
+		return nil, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
 	}
 	if err != nil {
-		return nil, 0, agents.Transient(err, 0)
+		return nil, agents.Transient(err, 0)
 	}
-	return snap, applied, nil
-}
-
-// covered reports whether a step, its events appended, read the session's
-// DAG with the message at seq applied. Every message that moves a DAG on
-// (a node's outcome) comes to the Orchestrator, so the last of them is
-// stepped on with everything before it applied: skipping the ones a step
-// has seen loses no decision. The mark is this process's, in memory: after
-// a restart, or in another Orchestrator process, messages are stepped on.
-func (o *Orchestrator) covered(session, dagID string, seq uint64) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	def, ok := o.definitions[defKey(session, dagID)]
-	return ok && seq <= def.covered
-}
-
-// cover records that the stream up to seq was applied when a step of def's
-// DAG, now appended, read it.
-func (o *Orchestrator) cover(def *definition, seq uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	def.covered = max(def.covered, seq)
+	return snap, nil
 }
 
 // catchUp waits until the projections have applied everything in the stream,
