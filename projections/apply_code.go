@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -83,16 +84,22 @@ type codeFamily struct {
 }
 
 func (f codeFamily) listPrefix(rid, name string) []byte { return under(key(f.prefix, rid, name)) }
-func (f codeFamily) listKey(rid, name string, seg uint64) []byte {
-	return binary.BigEndian.AppendUint64(f.listPrefix(rid, name), seg)
-}
 
 // segmentLists gathers one family's lists of a segment while its files
-// are folded: one map lookup per entry.
+// are folded: one map lookup per entry. It is reused from one event to
+// the next (see codeScratches), its map and lists keeping their room.
 type segmentLists struct {
 	slot  map[string]int32
 	names []string
 	vals  [][]byte
+}
+
+// reset empties l for the next segment. Its names went into the last
+// segment's record: the next ones get a slice of their own.
+func (l *segmentLists) reset() {
+	clear(l.slot)
+	l.names = make([]string, 0, len(l.names))
+	l.vals = l.vals[:0]
 }
 
 // add appends the entry xs (the file's index first) to name's list.
@@ -104,7 +111,13 @@ func (l *segmentLists) add(name string, xs ...uint64) {
 		}
 		k = int32(len(l.names))
 		l.slot[name] = k
-		l.names, l.vals = append(l.names, name), append(l.vals, nil)
+		l.names = append(l.names, name)
+		if len(l.vals) < cap(l.vals) {
+			l.vals = l.vals[:k+1]
+			l.vals[k] = l.vals[k][:0]
+		} else {
+			l.vals = append(l.vals, nil)
+		}
 	}
 	for _, x := range xs {
 		l.vals[k] = binary.AppendUvarint(l.vals[k], x)
@@ -115,7 +128,11 @@ func (l *segmentLists) add(name string, xs ...uint64) {
 // sorted, in seg.
 func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *codeSegment) error {
 	for k, name := range l.names {
-		if err := t.set(f.listKey(rid, name, seq), l.vals[k]); err != nil {
+		key := append(t.kbuf[:0], f.prefix...)
+		key = append(append(key, rid...), sep)
+		key = append(append(key, name...), sep)
+		t.kbuf = binary.BigEndian.AppendUint64(key, seq)
+		if err := t.set(t.kbuf, l.vals[k]); err != nil {
 			return err
 		}
 	}
@@ -123,6 +140,23 @@ func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *c
 	*f.names(seg) = l.names
 	return nil
 }
+
+// codeLists are the lists of one segment, and the counts of the file
+// being folded.
+type codeLists struct {
+	terms, symbols, calls, imports, packages segmentLists
+	counts                                   []termCount
+}
+
+type termCount struct {
+	term string
+	n    int
+}
+
+// codeScratches keeps codeLists from one index_update to the next: a
+// segment's terms number thousands, and a map grown from empty for each
+// was a fifth of the fold.
+var codeScratches = sync.Pool{New: func() any { return new(codeLists) }}
 
 // RootID names a work directory in the code index's keys: the first 8 bytes
 // of the SHA-256 of its absolute path, in hex.
@@ -178,13 +212,15 @@ func applyCode(t *tx, ev *event) error {
 	// its count, the file's length) and each symbol's (index, line),
 	// callee's (index, the call's index in the file), import's and
 	// package's (index).
-	var terms, symbols, calls, imports, packages segmentLists
-	paths := make([]byte, 0, len(p.Files)*32)
-	type termCount struct {
-		term string
-		n    int
+	lists := codeScratches.Get().(*codeLists)
+	defer codeScratches.Put(lists)
+	for _, l := range []*segmentLists{&lists.terms, &lists.symbols, &lists.calls, &lists.imports, &lists.packages} {
+		l.reset()
 	}
-	var counts []termCount
+	terms, symbols, calls, imports, packages := &lists.terms, &lists.symbols, &lists.calls, &lists.imports, &lists.packages
+	paths := make([]byte, 0, len(p.Files)*32)
+	counts := lists.counts[:0]
+	defer func() { lists.counts = counts[:0] }()
 	for i := range p.Files {
 		f := &p.Files[i]
 		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
@@ -234,7 +270,7 @@ func applyCode(t *tx, ev *event) error {
 	for _, w := range []struct {
 		l *segmentLists
 		f codeFamily
-	}{{&terms, codeTermFamily}, {&symbols, codeSymbolFamily}, {&calls, codeCallFamily}, {&imports, codeImportFamily}, {&packages, codePackageFamily}} {
+	}{{terms, codeTermFamily}, {symbols, codeSymbolFamily}, {calls, codeCallFamily}, {imports, codeImportFamily}, {packages, codePackageFamily}} {
 		if err := w.l.write(t, w.f, rid, ev.seq, seg); err != nil {
 			return err
 		}
@@ -315,7 +351,7 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	case seg.Live <= 1:
 		for _, f := range codeFamilies {
 			for _, name := range *f.names(seg) {
-				if err := b.Delete(f.listKey(rid, name, old.Seq), nil); err != nil {
+				if err := b.Delete(binary.BigEndian.AppendUint64(f.listPrefix(rid, name), old.Seq), nil); err != nil {
 					return err
 				}
 			}
