@@ -14,8 +14,10 @@ import (
 // at the top level, a function's name and parameters, a semicolon after
 // each declaration), characters no token may hold, literals that are not
 // well formed, an operator with no operand after it, two operands with
-// nothing between them, a line that ends a list of parameters or
-// arguments without a comma, and an else that follows no block. What is
+// nothing between them (but in a declaration), a call, an expression in
+// parentheses or a block followed on its line by an operand or a
+// statement, a line that ends a list of parameters or arguments without a
+// comma, and an else that follows no block. What is
 // reported is go/parser's first error: the earliest, by line. A mistake
 // inside a statement that none of these catch (a misplaced keyword, a
 // malformed type) goes unreported: checking every production of the
@@ -237,6 +239,10 @@ func (c *goCode) tokenError() (int, string) {
 	// declarations, 'p' parameters or results, 'c' the arguments of a call
 	// (or a parenthesised expression), '['.
 	var open []byte
+	// decls are the depths of open (len(open)) at which a declaration
+	// statement (var, const, type) is being read: a name and a type follow
+	// each other there.
+	var decls []int
 	ascii := isASCII(c.src)
 	for i := range c.toks {
 		t := &c.toks[i]
@@ -249,6 +255,9 @@ func (c *goCode) tokenError() (int, string) {
 				case 'p', 'c', '[':
 					return i, "missing ',' before newline"
 				}
+			}
+			if n := len(decls); n > 0 && decls[n-1] == len(open) {
+				decls = decls[:n-1]
 			}
 		case tOp:
 			s := c.text(i)
@@ -271,7 +280,16 @@ func (c *goCode) tokenError() (int, string) {
 			case '[':
 				open = append(open, t.op)
 			case ')', ']', '}':
-				open = open[:max(len(open)-1, 0)]
+				closed := byte(0)
+				if len(open) > 0 {
+					closed, open = open[len(open)-1], open[:len(open)-1]
+				}
+				for len(decls) > 0 && decls[len(decls)-1] > len(open) {
+					decls = decls[:len(decls)-1]
+				}
+				if at, what := c.afterClose(i, closed, open); what != "" {
+					return at, what
+				}
 			}
 			switch t.op {
 			case '@', '#', '$', '?', '\\':
@@ -302,13 +320,15 @@ func (c *goCode) tokenError() (int, string) {
 			case c.keyword(i, "if") && c.is(i+1, '{'):
 				return i + 1, "missing condition in if statement"
 			case len(open) == 0:
-			// A statement (or an element) does not start with two
-			// operands: only a field of a struct or a method of an
-			// interface starts with a name and a type; nor does an
-			// argument of a call: only a parameter does.
-			case open[len(open)-1] == 'b' && (c.semi(i-1) || c.is(i-1, '{')) && c.ident(i) && c.operand(i+1):
+			case open[len(open)-1] == 'b' && (c.semi(i-1) || c.is(i-1, '{') || c.is(i-1, ':')) && (c.keyword(i, "var") || c.keyword(i, "const") || c.keyword(i, "type")):
+				decls = append(decls, len(open))
+			// Two operands do not follow each other in a statement or an
+			// element (only a field of a struct or a method of an
+			// interface has a name and a type, and a declaration), nor
+			// in the arguments of a call (only parameters do).
+			case open[len(open)-1] == 'b' && c.ident(i) && c.operand(i+1) && (len(decls) == 0 || decls[len(decls)-1] != len(open)):
 				return i + 1, "expected ';', found " + c.found(i+1)
-			case open[len(open)-1] == 'c' && (c.is(i-1, '(') || c.is(i-1, ',')) && c.ident(i) && c.operand(i+1):
+			case open[len(open)-1] == 'c' && c.ident(i) && c.operand(i+1):
 				return i + 1, "missing ',' in argument list"
 			}
 		case tLit, tString, tChar:
@@ -319,6 +339,31 @@ func (c *goCode) tokenError() (int, string) {
 				return i + 1, "expected ';', found " + c.found(i+1)
 			}
 		}
+	}
+	return 0, ""
+}
+
+// afterClose is what is wrong after the bracket at i that closed a bracket
+// of kind closed, open being those still open ("" for nothing): on the
+// same line, a call's arguments or an expression in parentheses are not
+// followed by an operand or a statement's keyword, nor is a block or a
+// composite literal (but by else).
+func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
+	n := i + 1
+	if n >= len(c.toks) || c.toks[n].kind == tSemi || c.toks[n].kind == tOp {
+		return 0, ""
+	}
+	stmt := c.toks[n].kind == tIdent && statementKeywords[c.text(n)]
+	switch {
+	case closed == 'c' && (c.operand(n) || stmt), closed == 'b' && (c.operand(n) || stmt && !c.keyword(n, "else")):
+	default:
+		return 0, ""
+	}
+	switch {
+	case len(open) == 0 || open[len(open)-1] == 'b':
+		return n, "expected ';', found " + c.found(n)
+	case open[len(open)-1] == 'c':
+		return n, "missing ',' in argument list"
 	}
 	return 0, ""
 }

@@ -60,6 +60,13 @@ func TestGoParseErrorsAgreeWithGoParser(t *testing.T) {
 		"broken before unbalanced": "package p\n\nfunc F() {\n\tG(a b)\n\tif x {\n}\n",
 		"a call without a comma":   "package p\n\nfunc F() {\n\tG(a,\n\t\tb\n\t)\n}\n",
 		"params without a comma":   "package p\n\nfunc F(\n\ta int\n) {\n}\n",
+		"two calls on a line":      "package p\n\nfunc F() {\n\tG(a)\n\tG(b)\tG(c)\n}\n",
+		"a call and a keyword":     "package p\n\nfunc F() {\n\tG(a)\n\tG(b) return\n}\n",
+		"a block and a statement":  "package p\n\nfunc F() {\n\tif x {\n\t\tG()\n\t}\treturn\n}\n",
+		"two operands in a stmt":   "package p\n\nfunc F() {\n\tx, y = y x\n}\n",
+		"two operands in args":     "package p\n\nfunc F() {\n\tG(a.b c)\n}\n",
+		"a call in args, then one": "package p\n\nfunc F() {\n\tG(H(a) b)\n}\n",
+		"a literal and an operand": "package p\n\nvar x = []int{1}\n\nfunc F() {\n\t_ = T{} y\n}\n",
 	} {
 		want := goParserLine(t, name, src)
 		got := tokenParseError(src)
@@ -89,14 +96,15 @@ func goParserLine(t *testing.T, name, src string) int {
 // Files go/parser reads get no parse error, however their tokens look.
 func TestGoParseErrorsOnlyWhereGoParserHasOne(t *testing.T) {
 	for name, src := range map[string]string{
-		"fields and methods": "package p\n\ntype T struct {\n\ta, b int\n\tc string `json:\"c\"`\n}\n\ntype I interface {\n\tM(a int) (n int, err error)\n\tN()\n}\n",
-		"groups":             "package p\n\nimport (\n\t. \"fmt\"\n\tx \"os\"\n)\n\nvar (\n\ta int\n\tb, c = 1, 2\n)\n\nconst (\n\tk int = iota\n\tl\n)\n",
-		"numbers":            "package p\n\nvar a, b, c, d, e, f = 0x7E+1, 1e+3, 0x1p-2, 08i, 0o17, 1_000\n",
-		"functions":          "package p\n\nfunc (t *T) M(a, b int) (c int) { return a }\n\nfunc G[K comparable, V any](m map[K]V) (out []V) {\n\tf := func(a int) int { return a }\n\t_ = f\n\treturn nil\n}\n\nfunc H() struct{ a int } { return struct{ a int }{1} }\n",
-		"statements":         "package p\n\nfunc F(x any) {\nL:\n\tfor i := range 3 {\n\t\tif i > 1 {\n\t\t\tbreak L\n\t\t} else if i == 0 {\n\t\t\tcontinue\n\t\t}\n\t}\n\tswitch v := x.(type) {\n\tcase int, string:\n\t\t_ = v\n\t}\n\tvar a, b int\n\t_, _ = a, b\n\tG(a, -b, !true, <-ch, &T{a: 1}, []int{1, 2,}, 'x', \"\\n\")\n}\n",
-		"lists over lines":   "package p\n\nfunc F(\n\ta int,\n) {\n\tG(a,\n\t\tfunc() {\n\t\t\tH()\n\t\t},\n\t)\n\t_ = x[\n\t\t1]\n}\n",
-		"a method chain":     "package p\n\nfunc F() {\n\tt := T{}.\n\t\tM().\n\t\tN()\n\t_ = t\n}\n",
-		"a non-ASCII name":   "package p\n\nvar café = 1\n",
+		"fields and methods":     "package p\n\ntype T struct {\n\ta, b int\n\tc string `json:\"c\"`\n}\n\ntype I interface {\n\tM(a int) (n int, err error)\n\tN()\n}\n",
+		"groups":                 "package p\n\nimport (\n\t. \"fmt\"\n\tx \"os\"\n)\n\nvar (\n\ta int\n\tb, c = 1, 2\n)\n\nconst (\n\tk int = iota\n\tl\n)\n",
+		"numbers":                "package p\n\nvar a, b, c, d, e, f = 0x7E+1, 1e+3, 0x1p-2, 08i, 0o17, 1_000\n",
+		"functions":              "package p\n\nfunc (t *T) M(a, b int) (c int) { return a }\n\nfunc G[K comparable, V any](m map[K]V) (out []V) {\n\tf := func(a int) int { return a }\n\t_ = f\n\treturn nil\n}\n\nfunc H() struct{ a int } { return struct{ a int }{1} }\n",
+		"statements":             "package p\n\nfunc F(x any) {\nL:\n\tfor i := range 3 {\n\t\tif i > 1 {\n\t\t\tbreak L\n\t\t} else if i == 0 {\n\t\t\tcontinue\n\t\t}\n\t}\n\tswitch v := x.(type) {\n\tcase int, string:\n\t\t_ = v\n\t}\n\tvar a, b int\n\t_, _ = a, b\n\tG(a, -b, !true, <-ch, &T{a: 1}, []int{1, 2,}, 'x', \"\\n\")\n}\n",
+		"lists over lines":       "package p\n\nfunc F(\n\ta int,\n) {\n\tG(a,\n\t\tfunc() {\n\t\t\tH()\n\t\t},\n\t)\n\t_ = x[\n\t\t1]\n}\n",
+		"a method chain":         "package p\n\nfunc F() {\n\tt := T{}.\n\t\tM().\n\t\tN()\n\t_ = t\n}\n",
+		"a non-ASCII name":       "package p\n\nvar café = 1\n",
+		"declarations in blocks": "package p\n\nfunc F(x any) {\n\tswitch x.(type) {\n\tcase int:\n\t\tvar a, b uint32\n\t\t_, _ = a, b\n\t}\n\tconst c int = 1\n\ttype T struct{ a int }\n\tvar f = func() { var g int; _ = g }\n\tif f != nil {\n\t} else {\n\t}\n\t_ = (T{}).a\n}\n",
 	} {
 		if _, err := parser.ParseFile(token.NewFileSet(), name, src, parser.SkipObjectResolution); err != nil {
 			t.Fatalf("%s: go/parser rejects it: %v", name, err)
