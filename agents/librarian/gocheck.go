@@ -16,7 +16,9 @@ import (
 // well formed, an operator with no operand after it, two operands with
 // nothing between them (but in a declaration), a call, an expression in
 // parentheses or a block followed on its line by an operand or a
-// statement, a line that ends a list of parameters or arguments without a
+// statement, a parameter, field or declared name with more than one type
+// or a literal for one, an element missing from a list, a selector with no
+// operand, a line that ends a list of parameters or arguments without a
 // comma, and an else that follows no block. What is
 // reported is go/parser's first error: the earliest, by line. A mistake
 // inside a statement that none of these catch (a misplaced keyword, a
@@ -236,8 +238,9 @@ var statementKeywords = map[string]bool{
 func (c *goCode) tokenError() (int, string) {
 	// The brackets open around each token: 'b' a block or a composite
 	// literal, 't' the body of a struct or interface type, 'g' a group of
-	// declarations, 'p' parameters or results, 'c' the arguments of a call
-	// (or a parenthesised expression), '['.
+	// var, const or type declarations, 'i' a group of imports, 'p'
+	// parameters or results, 'c' the arguments of a call (or a
+	// parenthesised expression), '['.
 	var open []byte
 	// decls are the depths of open (len(open)) at which a declaration
 	// statement (var, const, type) is being read: a name and a type follow
@@ -271,7 +274,9 @@ func (c *goCode) tokenError() (int, string) {
 			case '(':
 				kind := byte('c') // a call's arguments, or an expression
 				switch {
-				case c.keyword(i-1, "var"), c.keyword(i-1, "const"), c.keyword(i-1, "import"), c.keyword(i-1, "type"):
+				case c.keyword(i-1, "import"):
+					kind = 'i'
+				case c.keyword(i-1, "var"), c.keyword(i-1, "const"), c.keyword(i-1, "type"):
 					kind = 'g'
 				case c.params(i, open):
 					kind = 'p'
@@ -308,6 +313,15 @@ func (c *goCode) tokenError() (int, string) {
 			if cls&notFirst != 0 && i > 2 && (c.semi(i-1) || c.is(i-1, '{')) && !(s == "." && i+1 < len(c.toks) && c.toks[i+1].kind == tString) {
 				return i, "expected statement, found " + c.found(i)
 			}
+			// An element of a list is not missing, and a selector follows
+			// an operand (a dot after an operator, a keyword or a list's
+			// start starts none).
+			switch {
+			case (s == "," || s == ":") && c.is(i-1, ','), s == "," && (c.is(i-1, '(') || c.is(i-1, '[')):
+				return i, "expected operand, found " + c.found(i)
+			case s == "." && i > 2 && (c.toks[i-1].kind == tOp && strings.IndexByte(")]}", c.toks[i-1].op) < 0 || c.toks[i-1].kind == tIdent && isKeyword(c.text(i-1))) && !(i+1 < len(c.toks) && c.toks[i+1].kind == tString):
+				return i, "expected operand, found '.'"
+			}
 		case tIdent:
 			if !ascii {
 				if what := identError(c.text(i)); what != "" {
@@ -330,6 +344,19 @@ func (c *goCode) tokenError() (int, string) {
 				return i + 1, "expected ';', found " + c.found(i+1)
 			case open[len(open)-1] == 'c' && c.ident(i) && c.operand(i+1):
 				return i + 1, "missing ',' in argument list"
+			case open[len(open)-1] == 'b' && c.ident(i) && c.typeKeyword(i+1) && (len(decls) == 0 || decls[len(decls)-1] != len(open)):
+				return i + 1, "expected ';', found " + c.found(i+1)
+			// A parameter, a field or a declared name has one type: a
+			// name (or a qualified one) is not followed by two more.
+			case strings.IndexByte("ptg", open[len(open)-1]) >= 0 && (c.ident(i-1) || c.is(i-1, '.')) && c.ident(i) && c.ident(i+1):
+				if open[len(open)-1] == 'p' {
+					return i + 1, "missing ',' in parameter list"
+				}
+				return i + 1, "expected ';', found " + c.found(i+1)
+			// Nor is a name of a var or const group followed by a literal
+			// (an import's name is, by its path).
+			case open[len(open)-1] == 'g' && c.ident(i) && c.operand(i+1) && !c.ident(i+1):
+				return i + 1, "expected ';', found " + c.found(i+1)
 			}
 		case tLit, tString, tChar:
 			if what := c.literalError(i); what != "" {
@@ -366,6 +393,11 @@ func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
 		return n, "missing ',' in argument list"
 	}
 	return 0, ""
+}
+
+// typeKeyword: token i is a keyword that starts a type.
+func (c *goCode) typeKeyword(i int) bool {
+	return c.keyword(i, "func") || c.keyword(i, "map") || c.keyword(i, "chan") || c.keyword(i, "struct") || c.keyword(i, "interface")
 }
 
 // operand: token i is a name or a literal.
