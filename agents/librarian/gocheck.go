@@ -18,8 +18,9 @@ import (
 // parentheses or a block followed on its line by an operand or a
 // statement, a parameter, field or declared name with more than one type
 // or a literal for one, an element missing from a list, a selector with no
-// operand, a line that ends a list of parameters or arguments without a
-// comma, and an else that follows no block. What is
+// operand, a line that ends a list of parameters, arguments or a composite
+// literal's elements without a comma, an if or switch header that runs
+// past its line, and an else that follows no block. What is
 // reported is go/parser's first error: the earliest, by line. A mistake
 // inside a statement that none of these catch (a misplaced keyword, a
 // malformed type) goes unreported: checking every production of the
@@ -236,16 +237,21 @@ var statementKeywords = map[string]bool{
 // tokenError is the first error a token or a pair of tokens shows: the
 // token it is at and what is wrong ("" for none).
 func (c *goCode) tokenError() (int, string) {
-	// The brackets open around each token: 'b' a block or a composite
+	// The brackets open around each token: 'b' a block, 'l' a composite
 	// literal, 't' the body of a struct or interface type, 'g' a group of
 	// var, const or type declarations, 'i' a group of imports, 'p'
 	// parameters or results, 'c' the arguments of a call (or a
-	// parenthesised expression), '['.
+	// parenthesised expression), '['. closed is the kind of the bracket
+	// closed last.
 	var open []byte
+	var closed byte
 	// decls are the depths of open (len(open)) at which a declaration
 	// statement (var, const, type) is being read: a name and a type follow
 	// each other there.
 	var decls []int
+	// heads are the headers (of if, for, switch, select, and of a func)
+	// waiting for their block, at the depth of open they will open it.
+	var heads []head
 	ascii := isASCII(c.src)
 	for i := range c.toks {
 		t := &c.toks[i]
@@ -257,18 +263,47 @@ func (c *goCode) tokenError() (int, string) {
 				switch open[len(open)-1] {
 				case 'p', 'c', '[':
 					return i, "missing ',' before newline"
+				case 'l':
+					return i, "missing ',' before newline in composite literal"
 				}
 			}
 			if n := len(decls); n > 0 && decls[n-1] == len(open) {
 				decls = decls[:n-1]
+			}
+			// A func's type ends with its statement; the header of an
+			// if or a switch holds one semicolon at most (after its
+			// statement), a for's up to two, whose line may end there.
+			for len(heads) > 0 && heads[len(heads)-1].depth == len(open) {
+				h := &heads[len(heads)-1]
+				if !h.fn {
+					if h.semis++; h.semis > 1 && !h.loop {
+						return i, "expected '{', found " + c.found(i)
+					}
+					break
+				}
+				heads = heads[:len(heads)-1]
 			}
 		case tOp:
 			s := c.text(i)
 			switch t.op {
 			case '{':
 				kind := byte('b')
-				if c.keyword(i-1, "struct") || c.keyword(i-1, "interface") {
+				n := len(heads) - 1
+				switch {
+				case c.keyword(i-1, "struct") || c.keyword(i-1, "interface"):
 					kind = 't'
+				case n >= 0 && heads[n].depth == len(open) && (heads[n].fn || !c.literalType(i, closed)):
+					// The header's block; a func's ends the func types of
+					// its signature too (func() func() {).
+					fn := heads[n].fn
+					heads = heads[:n]
+					for fn && n > 0 && heads[n-1].fn && heads[n-1].depth == len(open) {
+						n--
+						heads = heads[:n]
+					}
+				case c.ident(i-1) || c.is(i-1, ']') || c.is(i-1, '}') && closed == 't',
+					len(open) > 0 && open[len(open)-1] == 'l' && (c.is(i-1, '{') || c.is(i-1, ',') || c.is(i-1, ':')):
+					kind = 'l'
 				}
 				open = append(open, kind)
 			case '(':
@@ -285,12 +320,15 @@ func (c *goCode) tokenError() (int, string) {
 			case '[':
 				open = append(open, t.op)
 			case ')', ']', '}':
-				closed := byte(0)
+				closed = 0
 				if len(open) > 0 {
 					closed, open = open[len(open)-1], open[:len(open)-1]
 				}
 				for len(decls) > 0 && decls[len(decls)-1] > len(open) {
 					decls = decls[:len(decls)-1]
+				}
+				for len(heads) > 0 && heads[len(heads)-1].depth > len(open) {
+					heads = heads[:len(heads)-1]
 				}
 				if at, what := c.afterClose(i, closed, open); what != "" {
 					return at, what
@@ -328,6 +366,10 @@ func (c *goCode) tokenError() (int, string) {
 					return i, what
 				}
 			}
+			switch w := c.text(i); w {
+			case "if", "for", "switch", "select", "func":
+				heads = append(heads, head{depth: len(open), fn: w == "func", loop: w == "for"})
+			}
 			switch {
 			case c.keyword(i, "else") && !c.is(i-1, '}'):
 				return i, "expected statement, found 'else'"
@@ -340,6 +382,8 @@ func (c *goCode) tokenError() (int, string) {
 			// element (only a field of a struct or a method of an
 			// interface has a name and a type, and a declaration), nor
 			// in the arguments of a call (only parameters do).
+			case open[len(open)-1] == 'l' && c.ident(i) && (c.operand(i+1) || c.typeKeyword(i+1)):
+				return i + 1, "missing ',' in composite literal"
 			case open[len(open)-1] == 'b' && c.ident(i) && c.operand(i+1) && (len(decls) == 0 || decls[len(decls)-1] != len(open)):
 				return i + 1, "expected ';', found " + c.found(i+1)
 			case open[len(open)-1] == 'c' && c.ident(i) && c.operand(i+1):
@@ -382,7 +426,7 @@ func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
 	}
 	stmt := c.toks[n].kind == tIdent && statementKeywords[c.text(n)]
 	switch {
-	case closed == 'c' && (c.operand(n) || stmt), closed == 'b' && (c.operand(n) || stmt && !c.keyword(n, "else")):
+	case closed == 'c' && (c.operand(n) || stmt), (closed == 'b' || closed == 'l') && (c.operand(n) || stmt && !c.keyword(n, "else")):
 	default:
 		return 0, ""
 	}
@@ -391,8 +435,47 @@ func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
 		return n, "expected ';', found " + c.found(n)
 	case open[len(open)-1] == 'c':
 		return n, "missing ',' in argument list"
+	case open[len(open)-1] == 'l':
+		return n, "missing ',' in composite literal"
 	}
 	return 0, ""
+}
+
+// head is a header waiting for its block: at which depth of the open
+// brackets, whether it is a func's or a for's, and the semicolons met in
+// it.
+type head struct {
+	depth    int
+	fn, loop bool
+	semis    int
+}
+
+// literalType says whether the brace at i, in a control statement's
+// header, opens a composite literal rather than the statement's block: it
+// follows a slice, array or map type (a name after a ']', qualified or
+// not, pointed to or not) or a struct's (closed, the kind of the bracket
+// closed last).
+func (c *goCode) literalType(i int, closed byte) bool {
+	j := i - 1
+	if c.is(j, '}') {
+		return closed == 't'
+	}
+	if !c.ident(j) {
+		return false
+	}
+	if c.is(j-1, '.') && c.ident(j-2) {
+		j -= 2
+	}
+	for c.is(j-1, '*') {
+		j--
+	}
+	if !c.is(j-1, ']') {
+		return false
+	}
+	// A type's brackets, not an index's: empty, a map's, or an array's
+	// length where no operand ends before it.
+	o := int(c.match[j-1])
+	return o == j-2 || c.keyword(o-1, "map") || !(c.primaryEnd(o-1) || c.operand(o-1))
 }
 
 // typeKeyword: token i is a keyword that starts a type.
