@@ -71,7 +71,16 @@ var (
 	codeCallFamily    = codeFamily{"code/c/", func(s *codeSegment) *[]string { return &s.Calls }, 1}
 	codeImportFamily  = codeFamily{"code/i/", func(s *codeSegment) *[]string { return &s.Imports }, 0}
 	codePackageFamily = codeFamily{"code/p/", func(s *codeSegment) *[]string { return &s.Packages }, 0}
-	codeFamilies      = []codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily, codeImportFamily, codePackageFamily}
+	codeFamilies      = [...]codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily, codeImportFamily, codePackageFamily}
+)
+
+// Indexes of codeFamilies (and of codeLists.lists).
+const (
+	codeTerms = iota
+	codeSymbols
+	codeCalls
+	codeImports
+	codePackages
 )
 
 // codeFamily is a kind of a segment's lists: its key prefix, where the
@@ -141,11 +150,11 @@ func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *c
 	return nil
 }
 
-// codeLists are the lists of one segment, and the counts of the file
-// being folded.
+// codeLists are the lists of one segment, by family (as codeFamilies),
+// and the counts of the file being folded.
 type codeLists struct {
-	terms, symbols, calls, imports, packages segmentLists
-	counts                                   []termCount
+	lists  [len(codeFamilies)]segmentLists
+	counts []termCount
 }
 
 type termCount struct {
@@ -212,15 +221,15 @@ func applyCode(t *tx, ev *event) error {
 	// its count, the file's length) and each symbol's (index, line),
 	// callee's (index, the call's index in the file), import's and
 	// package's (index).
-	lists := codeScratches.Get().(*codeLists)
-	defer codeScratches.Put(lists)
-	for _, l := range []*segmentLists{&lists.terms, &lists.symbols, &lists.calls, &lists.imports, &lists.packages} {
-		l.reset()
+	scratch := codeScratches.Get().(*codeLists)
+	defer codeScratches.Put(scratch)
+	lists := &scratch.lists
+	for k := range lists {
+		lists[k].reset()
 	}
-	terms, symbols, calls, imports, packages := &lists.terms, &lists.symbols, &lists.calls, &lists.imports, &lists.packages
 	paths := make([]byte, 0, len(p.Files)*32)
-	counts := lists.counts[:0]
-	defer func() { lists.counts = counts[:0] }()
+	counts := scratch.counts[:0]
+	defer func() { scratch.counts = counts[:0] }()
 	for i := range p.Files {
 		f := &p.Files[i]
 		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
@@ -244,19 +253,19 @@ func applyCode(t *tx, ev *event) error {
 		}
 		idx := uint64(i)
 		for _, tc := range counts {
-			terms.add(tc.term, idx, uint64(tc.n), uint64(length))
+			lists[codeTerms].add(tc.term, idx, uint64(tc.n), uint64(length))
 		}
 		for _, s := range f.Symbols {
-			symbols.add(strings.ToLower(s.Name), idx, uint64(s.Line))
+			lists[codeSymbols].add(strings.ToLower(s.Name), idx, uint64(s.Line))
 		}
 		for k, c := range f.Calls {
-			calls.add(calleeName(c.To), idx, uint64(k))
+			lists[codeCalls].add(calleeName(c.To), idx, uint64(k))
 		}
 		for _, imp := range f.Imports {
-			imports.add(imp, idx)
+			lists[codeImports].add(imp, idx)
 		}
 		if f.Package != "" {
-			packages.add(f.Package, idx)
+			lists[codePackages].add(f.Package, idx)
 		}
 		if i > 0 {
 			paths = append(paths, '\n')
@@ -267,11 +276,8 @@ func applyCode(t *tx, ev *event) error {
 		}
 	}
 	seg := &codeSegment{Live: len(p.Files)}
-	for _, w := range []struct {
-		l *segmentLists
-		f codeFamily
-	}{{terms, codeTermFamily}, {symbols, codeSymbolFamily}, {calls, codeCallFamily}, {imports, codeImportFamily}, {packages, codePackageFamily}} {
-		if err := w.l.write(t, w.f, rid, ev.seq, seg); err != nil {
+	for k, f := range codeFamilies {
+		if err := lists[k].write(t, f, rid, ev.seq, seg); err != nil {
 			return err
 		}
 	}
