@@ -482,10 +482,16 @@ func CatchUp(ctx context.Context, log *events.Log, c Caught) error {
 // is caught up with the whole stream by the runner first). Its errors are
 // Transient.
 func CatchUpFloor(ctx context.Context, d *Delivery, c Caught) error {
+	return CatchUpTo(ctx, c, d.Floor())
+}
+
+// CatchUpTo waits until c has applied seq, for at most CatchUpWait. Its
+// errors are Transient.
+func CatchUpTo(ctx context.Context, c Caught, seq uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
 	defer cancel()
-	if err := c.WaitFor(ctx, d.Floor()); err != nil {
-		return Transient(fmt.Errorf("projections catching up to seq %d: %w", d.Floor(), err), 0)
+	if err := c.WaitFor(ctx, seq); err != nil {
+		return Transient(fmt.Errorf("projections catching up to seq %d: %w", seq, err), 0)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -43,15 +44,128 @@ type codeRoot struct {
 	Files  int    `json:"files"`
 	Length int64  `json:"length"`
 	Seq    uint64 `json:"seq"`
+	// Skips: a file of this directory was ever skipped. Until one is, an
+	// indexed file has no skip record to delete.
+	Skips bool `json:"skips,omitempty"`
 }
 
-// codeSegment is what the fold remembers of a segment: its terms (to
-// delete their keys when the segment dies) and how many of its files are
-// still live.
+// codeSegment is what the fold remembers of a segment: the names of its
+// lists (to delete their keys when the segment dies) and how many of its
+// files are still live.
 type codeSegment struct {
-	Terms []string `json:"terms"`
-	Live  int      `json:"live"`
+	Terms    []string `json:"terms"`
+	Symbols  []string `json:"symbols,omitempty"`
+	Calls    []string `json:"calls,omitempty"`
+	Imports  []string `json:"imports,omitempty"`
+	Packages []string `json:"packages,omitempty"`
+	Live     int      `json:"live"`
 }
+
+// A segment's lists: each term's postings, and each symbol's, callee's,
+// import's and package's entries, one key per name and segment, whose
+// value is the entries of the segment's files (uvarints, each starting
+// with the file's index in the segment).
+var (
+	codeTermFamily    = codeFamily{"code/t/", func(s *codeSegment) *[]string { return &s.Terms }, 2}
+	codeSymbolFamily  = codeFamily{"code/y/", func(s *codeSegment) *[]string { return &s.Symbols }, 1}
+	codeCallFamily    = codeFamily{"code/c/", func(s *codeSegment) *[]string { return &s.Calls }, 1}
+	codeImportFamily  = codeFamily{"code/i/", func(s *codeSegment) *[]string { return &s.Imports }, 0}
+	codePackageFamily = codeFamily{"code/p/", func(s *codeSegment) *[]string { return &s.Packages }, 0}
+	codeFamilies      = [...]codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily, codeImportFamily, codePackageFamily}
+)
+
+// Indexes of codeFamilies (and of codeLists.lists).
+const (
+	codeTerms = iota
+	codeSymbols
+	codeCalls
+	codeImports
+	codePackages
+)
+
+// codeFamily is a kind of a segment's lists: its key prefix, where the
+// segment record keeps its names, and how many values follow the file's
+// index in an entry.
+type codeFamily struct {
+	prefix string
+	names  func(*codeSegment) *[]string
+	values int
+}
+
+func (f codeFamily) listPrefix(rid, name string) []byte { return under(key(f.prefix, rid, name)) }
+
+// segmentLists gathers one family's lists of a segment while its files
+// are folded: one map lookup per entry. It is reused from one event to
+// the next (see codeScratches), its map and lists keeping their room.
+type segmentLists struct {
+	slot  map[string]int32
+	names []string
+	vals  [][]byte
+}
+
+// reset empties l for the next segment. Its names went into the last
+// segment's record: the next ones get a slice of their own.
+func (l *segmentLists) reset() {
+	clear(l.slot)
+	l.names = make([]string, 0, len(l.names))
+	l.vals = l.vals[:0]
+}
+
+// add appends the entry xs (the file's index first) to name's list.
+func (l *segmentLists) add(name string, xs ...uint64) {
+	k, ok := l.slot[name]
+	if !ok {
+		if l.slot == nil {
+			l.slot = map[string]int32{}
+		}
+		k = int32(len(l.names))
+		l.slot[name] = k
+		l.names = append(l.names, name)
+		if len(l.vals) < cap(l.vals) {
+			l.vals = l.vals[:k+1]
+			l.vals[k] = l.vals[k][:0]
+		} else {
+			l.vals = append(l.vals, nil)
+		}
+	}
+	for _, x := range xs {
+		l.vals[k] = binary.AppendUvarint(l.vals[k], x)
+	}
+}
+
+// write stores the lists under f's keys of segment seq and their names,
+// sorted, in seg.
+func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *codeSegment) error {
+	for k, name := range l.names {
+		key := append(t.kbuf[:0], f.prefix...)
+		key = append(append(key, rid...), sep)
+		key = append(append(key, name...), sep)
+		t.kbuf = binary.BigEndian.AppendUint64(key, seq)
+		if err := t.set(t.kbuf, l.vals[k]); err != nil {
+			return err
+		}
+	}
+	slices.Sort(l.names)
+	*f.names(seg) = l.names
+	return nil
+}
+
+// codeLists are the lists of one segment, by family (as codeFamilies),
+// and the counts of the file being folded.
+type codeLists struct {
+	lists  [len(codeFamilies)]segmentLists
+	counts []termCount
+}
+
+type termCount struct {
+	term string
+	n    int
+}
+
+// codeScratches keeps codeLists from one index_update to the next: a
+// segment's terms number thousands, and a map grown from empty for each
+// was a fifth of the fold.
+var codeScratches = sync.Pool{New: func() any { return new(codeLists) }}
 
 // RootID names a work directory in the code index's keys: the first 8 bytes
 // of the SHA-256 of its absolute path, in hex.
@@ -94,6 +208,7 @@ func applyCode(t *tx, ev *event) error {
 		if err := dropCodeFile(t, rid, s.Path, r); err != nil {
 			return err
 		}
+		r.Skips = true
 		if err := t.set(codeSkipKey(rid, s.Path), []byte(s.Reason)); err != nil {
 			return err
 		}
@@ -103,23 +218,27 @@ func applyCode(t *tx, ev *event) error {
 		return nil
 	}
 	// The segment: each term's postings (the file's index in the segment,
-	// its count, the file's length), found by one map lookup per term.
-	slot := map[string]int32{}
-	var postings [][]byte
-	var terms []string
-	paths := make([]byte, 0, len(p.Files)*32)
-	type termCount struct {
-		term string
-		n    int
+	// its count, the file's length) and each symbol's (index, line),
+	// callee's (index, the call's index in the file), import's and
+	// package's (index).
+	scratch := codeScratches.Get().(*codeLists)
+	defer codeScratches.Put(scratch)
+	lists := &scratch.lists
+	for k := range lists {
+		lists[k].reset()
 	}
-	var counts []termCount
+	paths := make([]byte, 0, len(p.Files)*32)
+	counts := scratch.counts[:0]
+	defer func() { scratch.counts = counts[:0] }()
 	for i := range p.Files {
 		f := &p.Files[i]
 		if err := dropCodeFile(t, rid, f.Path, r); err != nil {
 			return err
 		}
-		if err := t.batch.Delete(codeSkipKey(rid, f.Path), nil); err != nil {
-			return err
+		if r.Skips {
+			if err := t.batch.Delete(codeSkipKey(rid, f.Path), nil); err != nil {
+				return err
+			}
 		}
 		length := 0
 		counts = counts[:0]
@@ -132,16 +251,21 @@ func applyCode(t *tx, ev *event) error {
 		if err != nil {
 			return t.reject(Code, ev, "file %s: %v", quote(f.Path), err)
 		}
+		idx := uint64(i)
 		for _, tc := range counts {
-			k, ok := slot[tc.term]
-			if !ok {
-				k = int32(len(postings))
-				slot[tc.term] = k
-				postings, terms = append(postings, nil), append(terms, tc.term)
-			}
-			v := binary.AppendUvarint(postings[k], uint64(i))
-			v = binary.AppendUvarint(v, uint64(tc.n))
-			postings[k] = binary.AppendUvarint(v, uint64(length))
+			lists[codeTerms].add(tc.term, idx, uint64(tc.n), uint64(length))
+		}
+		for _, s := range f.Symbols {
+			lists[codeSymbols].add(strings.ToLower(s.Name), idx, uint64(s.Line))
+		}
+		for k, c := range f.Calls {
+			lists[codeCalls].add(calleeName(c.To), idx, uint64(k))
+		}
+		for _, imp := range f.Imports {
+			lists[codeImports].add(imp, idx)
+		}
+		if f.Package != "" {
+			lists[codePackages].add(f.Package, idx)
 		}
 		if i > 0 {
 			paths = append(paths, '\n')
@@ -151,13 +275,12 @@ func applyCode(t *tx, ev *event) error {
 			return err
 		}
 	}
-	for k, term := range terms {
-		if err := t.set(codeTermKey(rid, term, ev.seq), postings[k]); err != nil {
+	seg := &codeSegment{Live: len(p.Files)}
+	for k, f := range codeFamilies {
+		if err := lists[k].write(t, f, rid, ev.seq, seg); err != nil {
 			return err
 		}
 	}
-	slices.Sort(terms)
-	seg := &codeSegment{Terms: terms, Live: len(p.Files)}
 	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
 		return err
 	}
@@ -218,26 +341,6 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 		return err
 	}
 	b := t.batch
-	for _, s := range old.Symbols {
-		if err := b.Delete(codeSymbolKey(rid, s.Name, pth, s.Line), nil); err != nil {
-			return err
-		}
-	}
-	for i, c := range old.Calls {
-		if err := b.Delete(codeCallKey(rid, calleeName(c.To), pth, i), nil); err != nil {
-			return err
-		}
-	}
-	for _, imp := range old.Imports {
-		if err := b.Delete(codeImportKey(rid, imp, pth), nil); err != nil {
-			return err
-		}
-	}
-	if old.Package != "" {
-		if err := b.Delete(codePackageKey(rid, old.Package, pth), nil); err != nil {
-			return err
-		}
-	}
 	if err := b.Delete(codeHashKey(rid, pth), nil); err != nil {
 		return err
 	}
@@ -252,9 +355,11 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	switch {
 	case seg == nil: // cannot happen: the file's event wrote it
 	case seg.Live <= 1:
-		for _, term := range seg.Terms {
-			if err := b.Delete(codeTermKey(rid, term, old.Seq), nil); err != nil {
-				return err
+		for _, f := range codeFamilies {
+			for _, name := range *f.names(seg) {
+				if err := b.Delete(binary.BigEndian.AppendUint64(f.listPrefix(rid, name), old.Seq), nil); err != nil {
+					return err
+				}
 			}
 		}
 		dead := codeDeadPrefix(rid, old.Seq)
@@ -282,26 +387,6 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint64, r *codeRoot) error {
 	cf := &CodeFile{IndexedFile: *f, Length: length, Seq: seq}
 	cf.Terms = ""
-	for _, s := range f.Symbols {
-		if err := t.set(codeSymbolKey(rid, s.Name, f.Path, s.Line), nil); err != nil {
-			return err
-		}
-	}
-	for i, c := range f.Calls {
-		if err := t.set(codeCallKey(rid, calleeName(c.To), f.Path, i), nil); err != nil {
-			return err
-		}
-	}
-	for _, imp := range f.Imports {
-		if err := t.set(codeImportKey(rid, imp, f.Path), nil); err != nil {
-			return err
-		}
-	}
-	if f.Package != "" {
-		if err := t.set(codePackageKey(rid, f.Package, f.Path), nil); err != nil {
-			return err
-		}
-	}
 	if err := t.set(codeHashKey(rid, f.Path), []byte(f.Hash)); err != nil {
 		return err
 	}
@@ -330,42 +415,20 @@ func calleeName(to string) string {
 }
 
 // Keys of the code index (see the package comment).
-func codeRootKey(rid string) []byte          { return key("code/r/", rid) }
-func codeFileKey(rid, pth string) []byte     { return key("code/f/", rid, pth) }
-func codeFilesPrefix(rid string) []byte      { return under(key("code/f/", rid)) }
-func codeHashKey(rid, pth string) []byte     { return key("code/h/", rid, pth) }
-func codeHashesPrefix(rid string) []byte     { return under(key("code/h/", rid)) }
-func codeEmbedKey(rid, pth string) []byte    { return key("code/e/", rid, pth) }
-func codeEmbedsPrefix(rid string) []byte     { return under(key("code/e/", rid)) }
-func codeSkipKey(rid, pth string) []byte     { return key("code/s/", rid, pth) }
-func codeSkipsPrefix(rid string) []byte      { return under(key("code/s/", rid)) }
-func codeTermPrefix(rid, term string) []byte { return under(key("code/t/", rid, term)) }
-func codeTermKey(rid, term string, seg uint64) []byte {
-	return binary.BigEndian.AppendUint64(codeTermPrefix(rid, term), seg)
-}
+func codeRootKey(rid string) []byte                { return key("code/r/", rid) }
+func codeFileKey(rid, pth string) []byte           { return key("code/f/", rid, pth) }
+func codeFilesPrefix(rid string) []byte            { return under(key("code/f/", rid)) }
+func codeHashKey(rid, pth string) []byte           { return key("code/h/", rid, pth) }
+func codeHashesPrefix(rid string) []byte           { return under(key("code/h/", rid)) }
+func codeEmbedKey(rid, pth string) []byte          { return key("code/e/", rid, pth) }
+func codeEmbedsPrefix(rid string) []byte           { return under(key("code/e/", rid)) }
+func codeSkipKey(rid, pth string) []byte           { return key("code/s/", rid, pth) }
+func codeSkipsPrefix(rid string) []byte            { return under(key("code/s/", rid)) }
 func codeSegmentKey(rid string, seg uint64) []byte { return withSeq(key("code/g/", rid), seg) }
 func codeSegmentPathsKey(rid string, seg uint64) []byte {
 	return withSeq(key("code/gp/", rid), seg)
 }
 func codeDeadPrefix(rid string, seg uint64) []byte { return under(withSeq(key("code/d/", rid), seg)) }
-func codeSymbolPrefix(rid, name string) []byte {
-	return under(key("code/y/", rid, strings.ToLower(name)))
-}
-func codeSymbolKey(rid, name, pth string, line int) []byte {
-	k := append(codeSymbolPrefix(rid, name), pth...)
-	k = append(k, sep)
-	return binary.BigEndian.AppendUint32(k, uint32(line))
-}
-func codeCallPrefix(rid, callee string) []byte { return under(key("code/c/", rid, callee)) }
-func codeCallKey(rid, callee, pth string, i int) []byte {
-	k := append(codeCallPrefix(rid, callee), pth...)
-	k = append(k, sep)
-	return binary.BigEndian.AppendUint32(k, uint32(i))
-}
-func codeImportPrefix(rid, imp string) []byte    { return under(key("code/i/", rid, imp)) }
-func codeImportKey(rid, imp, pth string) []byte  { return key("code/i/", rid, imp, pth) }
-func codePackagePrefix(rid, pkg string) []byte   { return under(key("code/p/", rid, pkg)) }
-func codePackageKey(rid, pkg, pth string) []byte { return key("code/p/", rid, pkg, pth) }
 
 // encode writes f as encoding/json would (TestCodeFileJSONMatchesEncodingJSON
 // keeps the two in step): a fold writes one record per indexed file, and

@@ -52,13 +52,13 @@
 //	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
 //	             code/h/<root>\0<path>             the file's content hash
 //	             code/t/<root>\0<term>\0<seg>      postings of a segment: file index, count, length (uvarints)
-//	             code/g/<root>\0<seg>              the segment's terms and live files
+//	             code/g/<root>\0<seg>              the names of the segment's lists, its live files
 //	             code/gp/<root>\0<seg>             the segment's paths, one a line
 //	             code/d/<root>\0<seg>\0<path>      a dead file of the segment (indexed since, or gone)
-//	             code/y/<root>\0<name>\0<path>\0<line>  a symbol (name lower-cased)
-//	             code/c/<root>\0<callee>\0<path>\0<i>   the file's i-th call (callee's last name, lower-cased)
-//	             code/i/<root>\0<import>\0<path>   the file imports a package
-//	             code/p/<root>\0<package>\0<path>  the file is in a package
+//	             code/y/<root>\0<name>\0<seg>      symbols of a segment: file index, line (name lower-cased)
+//	             code/c/<root>\0<callee>\0<seg>    calls of a segment: file index, the call's index in the file (callee's last name, lower-cased)
+//	             code/i/<root>\0<import>\0<seg>    files of a segment importing a package: file index
+//	             code/p/<root>\0<package>\0<seg>   files of a segment in a package: file index
 //	             code/s/<root>\0<path>             why the file was skipped
 //	             code/e/<root>\0<path>             the file's embed hash (the text its vector is of)
 //	             (<root>: RootID of the work directory; <seg>: the seq of the index_update)

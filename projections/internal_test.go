@@ -344,14 +344,26 @@ func TestAuditChunkRoundTrip(t *testing.T) {
 	}
 }
 
-// A TermCounter counts what TermCounts counts, text after text, and
-// CountOnce counts each distinct term of its text once.
+// A TermCounter counts what TermCounts counts, text after text (a text
+// of more terms than its table starts with, one larger than the table it
+// keeps, and small ones after them), and CountOnce counts each distinct term
+// of its text once.
 func TestTermCounter(t *testing.T) {
 	var c TermCounter
+	words := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "w%dX Term%d_ÜBER%d term%d ", i%(n/2+1), i, i%7, i)
+		}
+		return b.String()
+	}
 	for _, text := range []string{
 		"func parseConfigFile(HTTPServer *srv) { parseConfigFile(x); max_term_len := 42 }",
+		words(300),
 		"Ünïcode ÜBER über Config CONFIG config 2024 a",
+		words(4 * keptTermSlots),
 		"",
+		"func parseConfigFile(HTTPServer *srv) { parseConfigFile(x); max_term_len := 42 }",
 	} {
 		c.Reset()
 		c.Count(text)

@@ -49,7 +49,7 @@ func line(ev *events.Event) string {
 // none), whether the projector read it in bulk while catching up (no
 // subject in the read) or live; a rebuild hands nothing again; an observer
 // started while the projector runs starts after what it has read; stop
-// stops it.
+// stops it. Received is the last event the projector read.
 func TestObserveHandsEachEventOnceDecoded(t *testing.T) {
 	w := newWorld(t)
 	first := sessionsOf(t, w.ctx, w.log, "old", 1) // seqs 1, 2: before the start
@@ -58,6 +58,9 @@ func TestObserveHandsEachEventOnceDecoded(t *testing.T) {
 	start, stop := w.store.Observe(first, o.fn)
 	if start != first {
 		t.Fatalf("start = %d, want %d (the projector has read nothing)", start, first)
+	}
+	if got := w.store.Received(); got != 0 {
+		t.Fatalf("Received = %d before the projector ran, want 0", got)
 	}
 	p := w.store.Projector(w.log)
 	w.follow(p)
@@ -74,6 +77,9 @@ func TestObserveHandsEachEventOnceDecoded(t *testing.T) {
 	}
 	if err := w.store.WaitFor(w.ctx, last.Sequence); err != nil {
 		t.Fatal(err)
+	}
+	if got := w.store.Received(); got != last.Sequence {
+		t.Fatalf("Received = %d with every event folded, want the last, %d", got, last.Sequence)
 	}
 	stored, err := w.log.Read(w.ctx, events.Prefix+".>", events.Cursor{Seq: first + 1}, last.Sequence)
 	if err != nil {

@@ -316,11 +316,6 @@ func (c *codeReader) file(pth string) (*CodeFile, error) {
 	return f, nil
 }
 
-// lastPart is the text after k's last separator.
-func lastPart(k []byte) string {
-	return string(k[bytes.LastIndexByte(k, sep)+1:])
-}
-
 // segment is a segment's paths and its dead files. A path is made a string
 // only for the files a search returns.
 type segment struct {
@@ -512,7 +507,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 	)
 	for _, term := range terms {
 		ps := sc.postings[:0]
-		prefix := codeTermPrefix(c.rid, term)
+		prefix := codeTermFamily.listPrefix(c.rid, term)
 		err := scanPrefix(c.r, prefix, func(key, v []byte) error {
 			g, err := c.segment(binary.BigEndian.Uint64(key[len(prefix):]))
 			if err != nil {
@@ -915,29 +910,79 @@ func splitSymbol(name string) (qual, last string) {
 
 // symbols finds the declarations named name: "Name", "Recv.Method", or a
 // package-qualified "pkg.Name" (the package's import path or its last
-// element), of the types and in the files q keeps.
+// element), of the types and in the files q keeps, by path and line.
 func (c *codeReader) symbols(name string, limit int, q *CodeQuery) ([]CodeSymbolHit, error) {
 	qual, last := splitSymbol(strings.TrimSpace(name))
+	at, err := c.entries(codeSymbolFamily, strings.ToLower(last))
+	if err != nil {
+		return nil, err
+	}
 	var out []CodeSymbolHit
-	err := scanPrefix(c.r, codeSymbolPrefix(c.rid, last), func(k, _ []byte) error {
+	for _, e := range at {
 		if len(out) >= limit {
-			return nil
+			break
 		}
-		rest := k[len(codeSymbolPrefix(c.rid, last)):]
-		pth := string(rest[:bytes.IndexByte(rest, sep)])
-		line := int(binary.BigEndian.Uint32(rest[len(rest)-4:]))
-		f, err := c.file(pth)
+		f, err := c.file(e.path)
 		if err != nil || f == nil || !q.keepsFile(f) {
-			return err
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		for _, sym := range f.Symbols {
-			if sym.Line == line && strings.EqualFold(sym.Name, last) && symbolQualifies(qual, sym.Recv, f.Package) && q.keepsSymbol(&sym) {
-				out = append(out, CodeSymbolHit{Symbol: sym, Path: pth, Package: f.Package})
+			if sym.Line == e.at && strings.EqualFold(sym.Name, last) && symbolQualifies(qual, sym.Recv, f.Package) && q.keepsSymbol(&sym) {
+				out = append(out, CodeSymbolHit{Symbol: sym, Path: e.path, Package: f.Package})
 			}
 		}
-		return nil
+	}
+	return out, nil
+}
+
+// listEntry is one live file's entry of a segment list: the file's path and
+// what follows its index (a symbol's line, a call's index; 0 for none).
+type listEntry struct {
+	path string
+	at   int
+}
+
+// entries reads f's lists of name (one key a segment) and returns the
+// entries of their live files by path and value, each once.
+func (c *codeReader) entries(f codeFamily, name string) ([]listEntry, error) {
+	var out []listEntry
+	err := scanPrefix(c.r, f.listPrefix(c.rid, name), func(k, v []byte) error {
+		return c.liveEntries(f, k, v, func(pth []byte, at int) {
+			out = append(out, listEntry{path: string(pth), at: at})
+		})
 	})
-	return out, err
+	slices.SortFunc(out, func(a, b listEntry) int { return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.at, b.at)) })
+	return slices.Compact(out), err
+}
+
+// liveEntries calls fn with each live file's entry of f's segment list at
+// key k: its path and the entry's first value after the file's index (0
+// when it has none).
+func (c *codeReader) liveEntries(f codeFamily, k, v []byte, fn func(pth []byte, at int)) error {
+	g, err := c.segment(seqSuffix(k))
+	if err != nil {
+		return err
+	}
+	var x [3]uint64
+	for len(v) > 0 {
+		for j := range 1 + f.values {
+			var n int
+			if x[j], n = binary.Uvarint(v); n <= 0 {
+				return fmt.Errorf("code: a corrupt list at %q", k)
+			}
+			v = v[n:]
+		}
+		if x[0] >= uint64(g.len()) {
+			return fmt.Errorf("code: an entry of file %d in a segment of %d at %q", x[0], g.len(), k)
+		}
+		if i := int(x[0]); g.dead == nil || !g.dead[i] {
+			fn(g.path(i), int(x[1]))
+		}
+	}
+	return nil
 }
 
 // symbolQualifies: qual ("" for none) names the receiver or the package.
@@ -951,33 +996,36 @@ func symbolQualifies(qual, recv, pkg string) bool {
 	return pkg != "" && (qual == pkg || strings.HasSuffix(pkg, "/"+qual) || !strings.Contains(pkg, "/") && qual == pkg)
 }
 
-// callers lists the calls to name in the files q keeps. A qualified name
-// ("pkg.Func", "Recv.Method") keeps calls whose callee has that qualifier,
-// and calls of a method on a value of unresolved type ("?.Method").
+// callers lists the calls to name in the files q keeps, by path and
+// call. A qualified name ("pkg.Func", "Recv.Method") keeps calls whose
+// callee has that qualifier, and calls of a method on a value of
+// unresolved type ("?.Method").
 func (c *codeReader) callers(name string, limit int, q *CodeQuery) ([]CodeCall, error) {
 	qual, last := splitSymbol(strings.TrimSpace(name))
-	prefix := codeCallPrefix(c.rid, calleeName(last))
+	at, err := c.entries(codeCallFamily, calleeName(last))
+	if err != nil {
+		return nil, err
+	}
 	var out []CodeCall
-	err := scanPrefix(c.r, prefix, func(k, _ []byte) error {
+	for _, e := range at {
 		if len(out) >= limit {
-			return nil
+			break
 		}
-		rest := k[len(prefix):]
-		pth := string(rest[:bytes.IndexByte(rest, sep)])
-		i := int(binary.BigEndian.Uint32(rest[len(rest)-4:]))
-		f, err := c.file(pth)
-		if err != nil || f == nil || i >= len(f.Calls) || !q.keepsFile(f) {
-			return err
+		f, err := c.file(e.path)
+		if err != nil {
+			return nil, err
 		}
-		call := f.Calls[i]
+		if f == nil || e.at >= len(f.Calls) || !q.keepsFile(f) {
+			continue
+		}
+		call := f.Calls[e.at]
 		cq, cl := splitSymbol(call.To)
 		if cl != last || qual != "" && cq != "?" && cq != qual && !strings.HasSuffix(cq, "/"+qual) && !strings.EqualFold(cq, qual) {
-			return nil
+			continue
 		}
-		out = append(out, CodeCall{Call: call, Path: pth, Package: f.Package})
-		return nil
-	})
-	return out, err
+		out = append(out, CodeCall{Call: call, Path: e.path, Package: f.Package})
+	}
+	return out, nil
 }
 
 // callees lists the calls made by the functions or methods named name, in
@@ -1006,27 +1054,34 @@ func (c *codeReader) callees(name string, limit int, q *CodeQuery) ([]CodeCall, 
 	return out, nil
 }
 
-// packageFiles lists the files of pkg: an import path, or the last elements
-// of one when that names a single package.
+// packageFiles lists the files of pkg, by path: an import path, or the
+// last elements of one when that names a single package.
 func (c *codeReader) packageFiles(pkg string) ([]string, error) {
-	var files []string
-	collect := func(p []byte) error {
-		return scanPrefix(c.r, p, func(k, _ []byte) error {
-			files = append(files, lastPart(k))
-			return nil
-		})
+	collect := func(pkg string) ([]string, error) {
+		at, err := c.entries(codePackageFamily, pkg)
+		files := make([]string, len(at))
+		for i, e := range at {
+			files[i] = e.path
+		}
+		return files, err
 	}
-	if err := collect(codePackagePrefix(c.rid, pkg)); err != nil || len(files) > 0 {
+	if files, err := collect(pkg); err != nil || len(files) > 0 {
 		return files, err
 	}
 	var matches []string
-	err := scanPrefix(c.r, under(key("code/p/", c.rid)), func(k, _ []byte) error {
-		rest := k[len(under(key("code/p/", c.rid))):]
+	all := under(key(codePackageFamily.prefix, c.rid))
+	err := scanPrefix(c.r, all, func(k, v []byte) error {
+		rest := k[len(all):]
 		p := string(rest[:bytes.IndexByte(rest, sep)])
-		if strings.HasSuffix(p, "/"+pkg) && !slices.Contains(matches, p) {
+		if !strings.HasSuffix(p, "/"+pkg) || slices.Contains(matches, p) {
+			return nil
+		}
+		live := false
+		err := c.liveEntries(codePackageFamily, k, v, func([]byte, int) { live = true })
+		if live {
 			matches = append(matches, p)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -1035,7 +1090,7 @@ func (c *codeReader) packageFiles(pkg string) ([]string, error) {
 	case 0:
 		return nil, fmt.Errorf("package %q: %w", pkg, ErrNotFound)
 	case 1:
-		return files, collect(codePackagePrefix(c.rid, matches[0]))
+		return collect(matches[0])
 	}
 	return nil, fmt.Errorf("package %q could be %s: %w", pkg, strings.Join(matches, ", "), ErrAmbiguous)
 }
@@ -1068,20 +1123,25 @@ func (c *codeReader) dependents(pkg string) ([]string, error) {
 			imp = f.Package
 		}
 	}
+	at, err := c.entries(codeImportFamily, imp)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	err := scanPrefix(c.r, codeImportPrefix(c.rid, imp), func(k, _ []byte) error {
-		f, err := c.file(lastPart(k))
-		if err != nil || f == nil {
-			return err
+	for _, e := range at {
+		f, err := c.file(e.path)
+		if err != nil {
+			return nil, err
 		}
-		if f.Package != "" {
+		switch {
+		case f == nil:
+		case f.Package != "":
 			out = append(out, f.Package)
-		} else {
+		default:
 			out = append(out, f.Path)
 		}
-		return nil
-	})
-	return dedup(out), err
+	}
+	return dedup(out), nil
 }
 
 // health summarises the files under the path prefix area.

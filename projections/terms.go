@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"bytes"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
@@ -50,33 +52,41 @@ func TermCounts(text string) map[string]int {
 }
 
 // TermCounter counts the terms of texts as Terms finds them, reusing its
-// memory from one text to the next: an indexer counts millions of terms,
-// most of them met in earlier texts, and a term already met costs a lookup
-// and no allocation.
+// memory from one text to the next. A text's terms are counted in a small
+// table of their own (an indexer counts a few hundred terms a file; one map
+// of every term ever met grew to hundreds of thousands and missed the cache
+// at each lookup), their bytes copied once into an arena: a term costs a
+// hash and a probe, and no allocation.
 type TermCounter struct {
-	ids   map[string]int32 // every term met (up to maxKnownTerms) -> its id
-	terms []string         // id -> term
-	count []int32          // id -> its count in the current text
-	text  []uint32         // id -> the text count belongs to
-	once  []uint32         // id -> the CountOnce call that last counted it
-	order []int32          // the ids of the current text, in the order met
-	gen   uint32           // the current text
-	onceN uint32           // the current CountOnce call
-	buf   []byte
+	seed  maphash.Seed
+	slots []int32       // open addressing: 1 + the term's index, 0 for empty
+	terms []countedTerm // the current text's terms, in the order met
+	arena []byte        // their bytes, lower-cased
+	onceN uint32        // the current CountOnce call
 }
 
-// maxKnownTerms bounds the terms a TermCounter remembers between texts.
-const maxKnownTerms = 1 << 20
+// countedTerm is one term of the current text.
+type countedTerm struct {
+	hash     uint64
+	off, end int32 // its bytes in the arena
+	count    int32
+	once     uint32 // the CountOnce call that last counted it
+}
+
+// Table sizes: the smallest, and the largest kept from one text to the
+// next (a huge file's table is let go).
+const (
+	minTermSlots  = 256
+	keptTermSlots = 1 << 14
+)
 
 // Reset forgets what was counted.
 func (c *TermCounter) Reset() {
-	c.order = c.order[:0]
-	c.gen++
-	if len(c.terms) >= maxKnownTerms || c.gen == 0 {
-		clear(c.ids)
-		c.terms, c.count, c.text, c.once = c.terms[:0], c.count[:0], c.text[:0], c.once[:0]
-		c.gen, c.onceN = 1, 0
+	if len(c.slots) > keptTermSlots {
+		c.slots, c.terms, c.arena = nil, nil, nil
 	}
+	clear(c.slots)
+	c.terms, c.arena, c.onceN = c.terms[:0], c.arena[:0], 0
 }
 
 // Count counts each term of text, repeats included.
@@ -118,83 +128,86 @@ func (c *TermCounter) scan(text string, once bool) {
 
 // add counts term t (as written).
 func (c *TermCounter) add(t string, once bool) {
-	id := c.id(t)
-	if c.text[id] != c.gen {
-		c.text[id], c.count[id] = c.gen, 0
-		c.order = append(c.order, id)
-	}
+	e := &c.terms[c.id(t)]
 	if once {
-		if c.once[id] == c.onceN {
+		if e.once == c.onceN {
 			return
 		}
-		c.once[id] = c.onceN
+		e.once = c.onceN
 	}
-	c.count[id]++
+	e.count++
 }
 
-// id is the id of term t (as written, so lower-cased here), made when it
-// is new.
+// id is the index of term t (as written, so lower-cased here) among the
+// text's terms, added when it is new. The term is lower-cased into the
+// arena, where it stays if it is new.
 func (c *TermCounter) id(t string) int32 {
-	if c.ids == nil {
-		c.ids = map[string]int32{}
+	off := len(c.arena)
+	for i := 0; i < len(t); i++ {
+		b := t[i]
+		if b >= 0x80 {
+			c.arena = append(c.arena[:off], lower(t)...) // Unicode case rules
+			break
+		}
+		if isUpper(b) {
+			b += 'a' - 'A'
+		}
+		c.arena = append(c.arena, b)
 	}
-	var key string
-	if isLowerASCII(t) {
-		if id, ok := c.ids[t]; ok {
-			return id
+	key := c.arena[off:]
+	if c.slots == nil {
+		c.seed = maphash.MakeSeed()
+		c.slots = make([]int32, minTermSlots)
+	}
+	h := maphash.Bytes(c.seed, key)
+	mask := uint64(len(c.slots) - 1)
+	for i := h & mask; c.slots[i] != 0; i = (i + 1) & mask {
+		if e := &c.terms[c.slots[i]-1]; e.hash == h && bytes.Equal(c.arena[e.off:e.end], key) {
+			c.arena = c.arena[:off]
+			return c.slots[i] - 1
 		}
-		key = strings.Clone(t) // kept: not a piece of the text
-	} else {
-		c.buf = c.buf[:0]
-		for i := 0; i < len(t); i++ {
-			b := t[i]
-			if b >= 0x80 {
-				c.buf = append(c.buf[:0], lower(t)...) // Unicode case rules
-				break
-			}
-			if isUpper(b) {
-				b += 'a' - 'A'
-			}
-			c.buf = append(c.buf, b)
-		}
-		if id, ok := c.ids[string(c.buf)]; ok {
-			return id
-		}
-		key = string(c.buf)
 	}
 	id := int32(len(c.terms))
-	c.ids[key] = id
-	c.terms = append(c.terms, key)
-	c.count, c.text, c.once = append(c.count, 0), append(c.text, 0), append(c.once, 0)
+	c.terms = append(c.terms, countedTerm{hash: h, off: int32(off), end: int32(len(c.arena))})
+	if 2*len(c.terms) > len(c.slots) {
+		c.rehash(2 * len(c.slots))
+	} else {
+		c.place(id)
+	}
 	return id
 }
 
-func isLowerASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if isUpper(s[i]) || s[i] >= 0x80 {
-			return false
-		}
+// place puts term id in its slot.
+func (c *TermCounter) place(id int32) {
+	mask := uint64(len(c.slots) - 1)
+	i := c.terms[id].hash & mask
+	for c.slots[i] != 0 {
+		i = (i + 1) & mask
 	}
-	return true
+	c.slots[i] = id + 1
+}
+
+// rehash makes the table n slots and places every term again.
+func (c *TermCounter) rehash(n int) {
+	c.slots = make([]int32, n)
+	for id := range c.terms {
+		c.place(int32(id))
+	}
 }
 
 // Format is the counts in IndexedFile.Terms's format ("term count ..."),
 // in the order the terms were first met.
 func (c *TermCounter) Format() string {
-	n := 0
-	for _, id := range c.order {
-		n += len(c.terms[id]) + 3 // most counts are one digit
-	}
 	var b strings.Builder
-	b.Grow(n)
+	b.Grow(len(c.arena) + 3*len(c.terms)) // most counts are one digit
 	var num [20]byte
-	for i, id := range c.order {
+	for i, e := range c.terms {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(c.terms[id])
+		b.Write(c.arena[e.off:e.end])
 		b.WriteByte(' ')
-		b.Write(strconv.AppendInt(num[:0], int64(c.count[id]), 10))
+		b.Write(strconv.AppendInt(num[:0], int64(e.count), 10))
 	}
 	return b.String()
 }

@@ -2,7 +2,6 @@ package agentbench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -65,25 +64,14 @@ func routeAuthCost(ctx context.Context, cfg RouteConfig, mode string, progress f
 		return eventbench.Comparison{}, err
 	}
 	defer stopOn()
-	stopOff, err := startAgents(ctx, cfg, mode, func(string) jetstream.JetStream { return off.JetStream() })
+	stopOff, err := startAgentsOn(ctx, cfg, off)
 	if err != nil {
 		return eventbench.Comparison{}, err
 	}
 	defer stopOff()
 
-	rounds, n := authRounds, cfg.Messages
-	side := func(name string, b *broker.Broker) func(int) (eventbench.Measure, error) {
-		return func(round int) (eventbench.Measure, error) {
-			if progress != nil {
-				progress(fmt.Sprintf("sync %s: round %d/%d: %d requests routed, %s", mode, round+1, rounds, n, name))
-			}
-			m, _, err := routed(ctx, b, n, nil, nil)
-			if err != nil {
-				return eventbench.Measure{}, errors.Join(fmt.Errorf("%s", name), err)
-			}
-			return m, nil
-		}
-	}
-	return eventbench.Paired(fmt.Sprintf("routed path with auth on (agent credentials) vs auth off (sync %s)", mode), rounds, eventbench.TargetAuthCost,
-		side("auth on, agent credentials", on), side("auth off", off))
+	report := func(s string) { say(progress, fmt.Sprintf("sync %s: %s", mode, s)) }
+	return eventbench.Paired(fmt.Sprintf("routed path with auth on (agent credentials) vs auth off (sync %s)", mode), authRounds, eventbench.TargetAuthCost,
+		routedRounds(ctx, on, cfg.Messages, authRounds, "auth on, agent credentials", report),
+		routedRounds(ctx, off, cfg.Messages, authRounds, "auth off", report))
 }

@@ -9,48 +9,71 @@ import (
 	"github.com/sylk/sylk/events/eventbench"
 )
 
-// TestRoute runs the routed-path benchmark small: every comparison is there,
-// measured (a positive ratio), with the targets on Sylk's own lines
-// and none on the ceilings, and every message made it through.
+// TestRoute runs the routed-path benchmark small, in the durable mode the
+// issue's target is for: every comparison is there, measured (a positive
+// ratio), with the targets on Sylk's own lines and none on the bare chain's;
+// the routed path and the bare chain are paired in rounds of every message,
+// each side carrying its latencies; and every message made it through.
 func TestRoute(t *testing.T) {
-	cs, err := Route(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 300, LatencyMessages: 100, LatencyRate: 2000, SyncModes: []string{broker.SyncInterval}}, nil)
+	cs, err := Route(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 300, LatencyMessages: 100, LatencyRate: 2000, SyncModes: []string{broker.SyncAlways}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cs) != 8 {
 		t.Fatalf("%d comparisons, want 8: %v", len(cs), cs)
 	}
-	targets := []float64{TargetRouteThroughput, 0, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0, eventbench.TargetAuthCost}
+	targets := []float64{TargetDurableThroughput, TargetRouteThroughput, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0, eventbench.TargetAuthCost}
 	for i, c := range cs {
 		if c.Ratio <= 0 || c.Target != targets[i] {
 			t.Errorf("%s: ratio %v, target %v; want a ratio > 0 and target %v", c.Name, c.Ratio, c.Target, targets[i])
 		}
-		if strings.HasPrefix(c.Name, "ceiling:") != (i == 1 || i == 5 || i == 6) {
+		if strings.HasPrefix(c.Name, "bare chain ") != (i == 2 || i == 5 || i == 6) {
 			t.Errorf("comparison %d is %q", i, c.Name)
 		}
 	}
-	if cs[0].Sylk.Ops != 300 || cs[1].Sylk.Ops != 300 || cs[3].Sylk.Ops != 100 || cs[5].Sylk.Ops != 100 {
-		t.Errorf("ops: routed %d, chain %d, routed latencies %d, chain latencies %d; want 300, 300, 100, 100",
-			cs[0].Sylk.Ops, cs[1].Sylk.Ops, cs[3].Sylk.Ops, cs[5].Sylk.Ops)
+	durable := cs[0]
+	if !strings.HasPrefix(durable.Name, "durable throughput: routed path vs bare two-hop chain (sync always)") {
+		t.Errorf("comparison 0 is %q", durable.Name)
 	}
-	// The auth comparison pairs its rounds: every message in each, the side
-	// going first alternating, and the ratio is a round's (the median).
+	checkPaired(t, durable, routeRounds, 300)
+	for _, m := range []eventbench.Measure{durable.Sylk, durable.Baseline, cs[1].Baseline} {
+		if m.P50MS <= 0 || m.P99MS < m.P50MS {
+			t.Errorf("%s: latency p50 %v ms, p99 %v ms; want both measured", m.Name, m.P50MS, m.P99MS)
+		}
+	}
+	if cs[1].Sylk != durable.Sylk || cs[2].Sylk != durable.Baseline {
+		t.Errorf("the comparisons with raw async publish are not of the paired rounds' totals: %v, %v", cs[1].Sylk, cs[2].Sylk)
+	}
+	if durable.Sylk.Ops != 900 || cs[3].Sylk.Ops != 100 || cs[5].Sylk.Ops != 100 {
+		t.Errorf("ops: routed %d, routed latencies %d, chain latencies %d; want 900 (3 rounds), 100, 100",
+			durable.Sylk.Ops, cs[3].Sylk.Ops, cs[5].Sylk.Ops)
+	}
 	auth := cs[7]
-	if !strings.Contains(auth.Name, "auth on") || len(auth.Rounds) != authRounds {
-		t.Fatalf("auth comparison %s: %d rounds, want %d", auth.Name, len(auth.Rounds), authRounds)
+	if !strings.Contains(auth.Name, "auth on") {
+		t.Errorf("comparison 7 is %q", auth.Name)
+	}
+	checkPaired(t, auth, authRounds, 300)
+	if durable.Sylk.CPUPerOp <= 0 {
+		t.Errorf("routed path: no CPU time per op measured")
+	}
+}
+
+// checkPaired checks a paired comparison: rounds rounds of n ops a side, the
+// side going first alternating, and the ratio a round's (the median).
+func checkPaired(t *testing.T, c eventbench.Comparison, rounds, n int) {
+	t.Helper()
+	if len(c.Rounds) != rounds {
+		t.Fatalf("%s: %d rounds, want %d", c.Name, len(c.Rounds), rounds)
 	}
 	median := false
-	for i, r := range auth.Rounds {
-		if r.Sylk.Ops != 300 || r.Baseline.Ops != 300 || r.SylkFirst != (i%2 == 0) || r.Ratio <= 0 {
-			t.Errorf("auth round %d: %d and %d ops, sylk first %v, ratio %v; want 300 each, sylk first %v, a ratio", i, r.Sylk.Ops, r.Baseline.Ops, r.SylkFirst, r.Ratio, i%2 == 0)
+	for i, r := range c.Rounds {
+		if r.Sylk.Ops != n || r.Baseline.Ops != n || r.SylkFirst != (i%2 == 0) || r.Ratio <= 0 {
+			t.Errorf("%s: round %d: %d and %d ops, sylk first %v, ratio %v; want %d each, sylk first %v, a ratio", c.Name, i, r.Sylk.Ops, r.Baseline.Ops, r.SylkFirst, r.Ratio, n, i%2 == 0)
 		}
-		median = median || r.Ratio == auth.Ratio
+		median = median || r.Ratio == c.Ratio
 	}
 	if !median {
-		t.Errorf("auth ratio %v is none of the rounds' %v", auth.Ratio, auth.Rounds)
-	}
-	if cs[0].Sylk.CPUPerOp <= 0 {
-		t.Errorf("routed path: no CPU time per op measured")
+		t.Errorf("%s: ratio %v is none of the rounds' %v", c.Name, c.Ratio, c.Rounds)
 	}
 }
 
@@ -75,7 +98,7 @@ func BenchmarkRoute(b *testing.B) {
 		}
 		var names []string
 		for _, mode := range []string{"interval", "always"} {
-			for _, n := range []string{"route/raw", "chain/raw", "route/chain", "p50/raw", "p99/raw", "chain_p50/raw", "chain_p99/raw", "auth/noauth"} {
+			for _, n := range []string{"route/chain", "route/raw", "chain/raw", "p50/raw", "p99/raw", "chain_p50/raw", "chain_p99/raw", "auth/noauth"} {
 				names = append(names, n+"_"+mode)
 			}
 		}

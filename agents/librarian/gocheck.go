@@ -14,8 +14,13 @@ import (
 // at the top level, a function's name and parameters, a semicolon after
 // each declaration), characters no token may hold, literals that are not
 // well formed, an operator with no operand after it, two operands with
-// nothing between them, a line that ends a list of parameters or
-// arguments without a comma, and an else that follows no block. What is
+// nothing between them (but in a declaration), a call, an expression in
+// parentheses or a block followed on its line by an operand or a
+// statement, a parameter, field or declared name with more than one type
+// or a literal for one, an element missing from a list, a selector with no
+// operand, a line that ends a list of parameters, arguments or a composite
+// literal's elements without a comma, an if or switch header that runs
+// past its line, and an else that follows no block. What is
 // reported is go/parser's first error: the earliest, by line. A mistake
 // inside a statement that none of these catch (a misplaced keyword, a
 // malformed type) goes unreported: checking every production of the
@@ -232,11 +237,21 @@ var statementKeywords = map[string]bool{
 // tokenError is the first error a token or a pair of tokens shows: the
 // token it is at and what is wrong ("" for none).
 func (c *goCode) tokenError() (int, string) {
-	// The brackets open around each token: 'b' a block or a composite
+	// The brackets open around each token: 'b' a block, 'l' a composite
 	// literal, 't' the body of a struct or interface type, 'g' a group of
-	// declarations, 'p' parameters or results, 'c' the arguments of a call
-	// (or a parenthesised expression), '['.
+	// var, const or type declarations, 'i' a group of imports, 'p'
+	// parameters or results, 'c' the arguments of a call (or a
+	// parenthesised expression), '['. closed is the kind of the bracket
+	// closed last.
 	var open []byte
+	var closed byte
+	// decls are the depths of open (len(open)) at which a declaration
+	// statement (var, const, type) is being read: a name and a type follow
+	// each other there.
+	var decls []int
+	// heads are the headers (of if, for, switch, select, and of a func)
+	// waiting for their block, at the depth of open they will open it.
+	var heads []head
 	ascii := isASCII(c.src)
 	for i := range c.toks {
 		t := &c.toks[i]
@@ -248,21 +263,55 @@ func (c *goCode) tokenError() (int, string) {
 				switch open[len(open)-1] {
 				case 'p', 'c', '[':
 					return i, "missing ',' before newline"
+				case 'l':
+					return i, "missing ',' before newline in composite literal"
 				}
+			}
+			if n := len(decls); n > 0 && decls[n-1] == len(open) {
+				decls = decls[:n-1]
+			}
+			// A func's type ends with its statement; the header of an
+			// if or a switch holds one semicolon at most (after its
+			// statement), a for's up to two, whose line may end there.
+			for len(heads) > 0 && heads[len(heads)-1].depth == len(open) {
+				h := &heads[len(heads)-1]
+				if !h.fn {
+					if h.semis++; h.semis > 1 && !h.loop {
+						return i, "expected '{', found " + c.found(i)
+					}
+					break
+				}
+				heads = heads[:len(heads)-1]
 			}
 		case tOp:
 			s := c.text(i)
 			switch t.op {
 			case '{':
 				kind := byte('b')
-				if c.keyword(i-1, "struct") || c.keyword(i-1, "interface") {
+				n := len(heads) - 1
+				switch {
+				case c.keyword(i-1, "struct") || c.keyword(i-1, "interface"):
 					kind = 't'
+				case n >= 0 && heads[n].depth == len(open) && (heads[n].fn || !c.literalType(i, closed)):
+					// The header's block; a func's ends the func types of
+					// its signature too (func() func() {).
+					fn := heads[n].fn
+					heads = heads[:n]
+					for fn && n > 0 && heads[n-1].fn && heads[n-1].depth == len(open) {
+						n--
+						heads = heads[:n]
+					}
+				case c.ident(i-1) || c.is(i-1, ']') || c.is(i-1, '}') && closed == 't',
+					len(open) > 0 && open[len(open)-1] == 'l' && (c.is(i-1, '{') || c.is(i-1, ',') || c.is(i-1, ':')):
+					kind = 'l'
 				}
 				open = append(open, kind)
 			case '(':
 				kind := byte('c') // a call's arguments, or an expression
 				switch {
-				case c.keyword(i-1, "var"), c.keyword(i-1, "const"), c.keyword(i-1, "import"), c.keyword(i-1, "type"):
+				case c.keyword(i-1, "import"):
+					kind = 'i'
+				case c.keyword(i-1, "var"), c.keyword(i-1, "const"), c.keyword(i-1, "type"):
 					kind = 'g'
 				case c.params(i, open):
 					kind = 'p'
@@ -271,7 +320,19 @@ func (c *goCode) tokenError() (int, string) {
 			case '[':
 				open = append(open, t.op)
 			case ')', ']', '}':
-				open = open[:max(len(open)-1, 0)]
+				closed = 0
+				if len(open) > 0 {
+					closed, open = open[len(open)-1], open[:len(open)-1]
+				}
+				for len(decls) > 0 && decls[len(decls)-1] > len(open) {
+					decls = decls[:len(decls)-1]
+				}
+				for len(heads) > 0 && heads[len(heads)-1].depth > len(open) {
+					heads = heads[:len(heads)-1]
+				}
+				if at, what := c.afterClose(i, closed, open); what != "" {
+					return at, what
+				}
 			}
 			switch t.op {
 			case '@', '#', '$', '?', '\\':
@@ -290,11 +351,24 @@ func (c *goCode) tokenError() (int, string) {
 			if cls&notFirst != 0 && i > 2 && (c.semi(i-1) || c.is(i-1, '{')) && !(s == "." && i+1 < len(c.toks) && c.toks[i+1].kind == tString) {
 				return i, "expected statement, found " + c.found(i)
 			}
+			// An element of a list is not missing, and a selector follows
+			// an operand (a dot after an operator, a keyword or a list's
+			// start starts none).
+			switch {
+			case (s == "," || s == ":") && c.is(i-1, ','), s == "," && (c.is(i-1, '(') || c.is(i-1, '[')):
+				return i, "expected operand, found " + c.found(i)
+			case s == "." && i > 2 && (c.toks[i-1].kind == tOp && strings.IndexByte(")]}", c.toks[i-1].op) < 0 || c.toks[i-1].kind == tIdent && isKeyword(c.text(i-1))) && !(i+1 < len(c.toks) && c.toks[i+1].kind == tString):
+				return i, "expected operand, found '.'"
+			}
 		case tIdent:
 			if !ascii {
 				if what := identError(c.text(i)); what != "" {
 					return i, what
 				}
+			}
+			switch w := c.text(i); w {
+			case "if", "for", "switch", "select", "func":
+				heads = append(heads, head{depth: len(open), fn: w == "func", loop: w == "for"})
 			}
 			switch {
 			case c.keyword(i, "else") && !c.is(i-1, '}'):
@@ -302,14 +376,31 @@ func (c *goCode) tokenError() (int, string) {
 			case c.keyword(i, "if") && c.is(i+1, '{'):
 				return i + 1, "missing condition in if statement"
 			case len(open) == 0:
-			// A statement (or an element) does not start with two
-			// operands: only a field of a struct or a method of an
-			// interface starts with a name and a type; nor does an
-			// argument of a call: only a parameter does.
-			case open[len(open)-1] == 'b' && (c.semi(i-1) || c.is(i-1, '{')) && c.ident(i) && c.operand(i+1):
+			case open[len(open)-1] == 'b' && (c.semi(i-1) || c.is(i-1, '{') || c.is(i-1, ':')) && (c.keyword(i, "var") || c.keyword(i, "const") || c.keyword(i, "type")):
+				decls = append(decls, len(open))
+			// Two operands do not follow each other in a statement or an
+			// element (only a field of a struct or a method of an
+			// interface has a name and a type, and a declaration), nor
+			// in the arguments of a call (only parameters do).
+			case open[len(open)-1] == 'l' && c.ident(i) && (c.operand(i+1) || c.typeKeyword(i+1)):
+				return i + 1, "missing ',' in composite literal"
+			case open[len(open)-1] == 'b' && c.ident(i) && c.operand(i+1) && (len(decls) == 0 || decls[len(decls)-1] != len(open)):
 				return i + 1, "expected ';', found " + c.found(i+1)
-			case open[len(open)-1] == 'c' && (c.is(i-1, '(') || c.is(i-1, ',')) && c.ident(i) && c.operand(i+1):
+			case open[len(open)-1] == 'c' && c.ident(i) && c.operand(i+1):
 				return i + 1, "missing ',' in argument list"
+			case open[len(open)-1] == 'b' && c.ident(i) && c.typeKeyword(i+1) && (len(decls) == 0 || decls[len(decls)-1] != len(open)):
+				return i + 1, "expected ';', found " + c.found(i+1)
+			// A parameter, a field or a declared name has one type: a
+			// name (or a qualified one) is not followed by two more.
+			case strings.IndexByte("ptg", open[len(open)-1]) >= 0 && (c.ident(i-1) || c.is(i-1, '.')) && c.ident(i) && c.ident(i+1):
+				if open[len(open)-1] == 'p' {
+					return i + 1, "missing ',' in parameter list"
+				}
+				return i + 1, "expected ';', found " + c.found(i+1)
+			// Nor is a name of a var or const group followed by a literal
+			// (an import's name is, by its path).
+			case open[len(open)-1] == 'g' && c.ident(i) && c.operand(i+1) && !c.ident(i+1):
+				return i + 1, "expected ';', found " + c.found(i+1)
 			}
 		case tLit, tString, tChar:
 			if what := c.literalError(i); what != "" {
@@ -321,6 +412,75 @@ func (c *goCode) tokenError() (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// afterClose is what is wrong after the bracket at i that closed a bracket
+// of kind closed, open being those still open ("" for nothing): on the
+// same line, a call's arguments or an expression in parentheses are not
+// followed by an operand or a statement's keyword, nor is a block or a
+// composite literal (but by else).
+func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
+	n := i + 1
+	if n >= len(c.toks) || c.toks[n].kind == tSemi || c.toks[n].kind == tOp {
+		return 0, ""
+	}
+	stmt := c.toks[n].kind == tIdent && statementKeywords[c.text(n)]
+	switch {
+	case closed == 'c' && (c.operand(n) || stmt), (closed == 'b' || closed == 'l') && (c.operand(n) || stmt && !c.keyword(n, "else")):
+	default:
+		return 0, ""
+	}
+	switch {
+	case len(open) == 0 || open[len(open)-1] == 'b':
+		return n, "expected ';', found " + c.found(n)
+	case open[len(open)-1] == 'c':
+		return n, "missing ',' in argument list"
+	case open[len(open)-1] == 'l':
+		return n, "missing ',' in composite literal"
+	}
+	return 0, ""
+}
+
+// head is a header waiting for its block: at which depth of the open
+// brackets, whether it is a func's or a for's, and the semicolons met in
+// it.
+type head struct {
+	depth    int
+	fn, loop bool
+	semis    int
+}
+
+// literalType says whether the brace at i, in a control statement's
+// header, opens a composite literal rather than the statement's block: it
+// follows a slice, array or map type (a name after a ']', qualified or
+// not, pointed to or not) or a struct's (closed, the kind of the bracket
+// closed last).
+func (c *goCode) literalType(i int, closed byte) bool {
+	j := i - 1
+	if c.is(j, '}') {
+		return closed == 't'
+	}
+	if !c.ident(j) {
+		return false
+	}
+	if c.is(j-1, '.') && c.ident(j-2) {
+		j -= 2
+	}
+	for c.is(j-1, '*') {
+		j--
+	}
+	if !c.is(j-1, ']') {
+		return false
+	}
+	// A type's brackets, not an index's: empty, a map's, or an array's
+	// length where no operand ends before it.
+	o := int(c.match[j-1])
+	return o == j-2 || c.keyword(o-1, "map") || !(c.primaryEnd(o-1) || c.operand(o-1))
+}
+
+// typeKeyword: token i is a keyword that starts a type.
+func (c *goCode) typeKeyword(i int) bool {
+	return c.keyword(i, "func") || c.keyword(i, "map") || c.keyword(i, "chan") || c.keyword(i, "struct") || c.keyword(i, "interface")
 }
 
 // operand: token i is a name or a literal.

@@ -5,8 +5,9 @@
 // writes a checkpoint as each layer completes and ends with workflow_complete.
 //
 // It keeps no state of its own. Each message makes it read the DAG's
-// projection, caught up with the whole stream, and append what follows from
-// it. A step reads the DAG's frontier (counts, the first ready nodes, the
+// projection, caught up with the message, its own earlier steps and what the
+// projector has received of the stream, and append what follows from it. A
+// step reads the DAG's frontier (counts, the first ready nodes, the
 // failed and blocked ones) and the few nodes it decides about, never the whole
 // DAG, so a step of a 10,000-node DAG costs what a step of a 10-node one does.
 // The events it appends have ids fixed by the DAG and the node attempt, so
@@ -38,6 +39,8 @@ const PipelineAgent = "pipeline"
 // Store is what the Orchestrator reads from the projections.
 type Store interface {
 	agents.Caught
+	// Received is the last stream sequence the projector has received.
+	Received() uint64
 	OpenDAG(ctx context.Context, session, id string) (*projections.DAGSnapshot, error)
 	DAGs(ctx context.Context, f projections.DAGFilter) ([]*projections.DAG, error)
 }
@@ -89,7 +92,7 @@ func (o *Orchestrator) Handle(ctx context.Context, d *agents.Delivery) ([]*schem
 			}
 			return []*schemas.Envelope{out}, nil
 		}
-		return o.step(ctx, d.Env.SessionID, p.DAG.ID)
+		return o.step(ctx, d, d.Env.SessionID, p.DAG.ID)
 	case schemas.TypeSessionFork:
 		return o.fork(ctx, d)
 	case schemas.TypeTaskComplete, schemas.TypeTaskFailed, schemas.TypeTaskHelp, schemas.TypeNodeRetry:
@@ -97,7 +100,7 @@ func (o *Orchestrator) Handle(ctx context.Context, d *agents.Delivery) ([]*schem
 		if err != nil {
 			return nil, agents.Permanent(err)
 		}
-		return o.step(ctx, d.Env.SessionID, id)
+		return o.step(ctx, d, d.Env.SessionID, id)
 	case schemas.TypeSignal:
 		return o.signal(ctx, d)
 	case schemas.TypeValidationResult, schemas.TypeDAGStatus:
@@ -147,7 +150,7 @@ func (o *Orchestrator) fork(ctx context.Context, d *agents.Delivery) ([]*schemas
 	}
 	var outs []*schemas.Envelope
 	for _, dag := range dags {
-		more, err := o.step(ctx, dag.Session, dag.ID)
+		more, err := o.step(ctx, d, dag.Session, dag.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -156,20 +159,37 @@ func (o *Orchestrator) fork(ctx context.Context, d *agents.Delivery) ([]*schemas
 	return outs, nil
 }
 
-// step reads the DAG as of the end of the stream and appends its next steps.
-func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*schemas.Envelope, error) {
+// step reads the DAG with d, the Orchestrator's earlier steps and what the
+// projector has received applied, and returns its next steps.
+func (o *Orchestrator) step(ctx context.Context, d *agents.Delivery, session, dagID string) ([]*schemas.Envelope, error) {
 	if o.isFinished(session, dagID) {
 		return nil, nil
 	}
-	if err := o.catchUp(ctx); err != nil {
+	// The message and this process's own earlier steps are what a step
+	// must see (what came after the message has messages of its own); it
+	// waits as well for the events the projector has received, so that it
+	// decides from state as fresh as the stream's (the fold, left alone,
+	// holds a busy stream's events up to BatchDelay before it commits them)
+	// without asking the server for its last sequence at every step.
+	if err := agents.CatchUpTo(ctx, o.Store, max(d.Floor(), o.Store.Received())); err != nil {
 		return nil, err
 	}
-	snap, err := o.Store.OpenDAG(ctx, session, dagID)
-	if errors.Is(err, projections.ErrNotFound) {
-		return nil, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
-	}
+	snap, err := o.open(ctx, session, dagID)
 	if err != nil {
-		return nil, agents.Transient(err, 0)
+		return nil, err
+	}
+	if snap.Frontier.State == projections.DAGRunning && snap.Frontier.Counts[projections.NodeCancelled] > 0 {
+		// A cancel signal's handler is ending the DAG (the signal cancelled
+		// its open nodes): read it caught up with the whole stream, as that
+		// handler does, so its workflow_complete, if appended, is seen, and
+		// this step does not end the DAG its own way.
+		snap.Close()
+		if err := o.catchUp(ctx); err != nil {
+			return nil, err
+		}
+		if snap, err = o.open(ctx, session, dagID); err != nil {
+			return nil, err
+		}
 	}
 	defer snap.Close()
 	dag := snap.Frontier
@@ -182,6 +202,18 @@ func (o *Orchestrator) step(ctx context.Context, session, dagID string) ([]*sche
 		return nil, err
 	}
 	return next(snap, def, time.Now())
+}
+
+// open opens a snapshot of a session's DAG.
+func (o *Orchestrator) open(ctx context.Context, session, dagID string) (*projections.DAGSnapshot, error) {
+	snap, err := o.Store.OpenDAG(ctx, session, dagID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return nil, agents.Permanent(fmt.Errorf("DAG %q in session %s: %w", dagID, session, err))
+	}
+	if err != nil {
+		return nil, agents.Transient(err, 0)
+	}
+	return snap, nil
 }
 
 // catchUp waits until the projections have applied everything in the stream,

@@ -27,6 +27,11 @@ type Measure struct {
 	// window (starting a runtime), not in Seconds: reported beside it, so a
 	// fixed cost left out of the window is still seen.
 	StartupSeconds float64 `json:"startup_seconds,omitempty"`
+	// P50MS and P99MS are the latencies, in milliseconds, of a benchmark that
+	// samples them beside its throughput (at a steady rate the path
+	// sustains, in a run of their own): each side's raw figures in one entry.
+	P50MS float64 `json:"p50_ms,omitempty"`
+	P99MS float64 `json:"p99_ms,omitempty"`
 }
 
 // Comparison is Sylk's measure beside its baseline's. Ratio is Sylk's speed

@@ -32,11 +32,7 @@ const TargetAuditVerify = 0.5
 // Samples and Logger are not used.
 func AuditVerify(ctx context.Context, cfg Config) ([]eventbench.Comparison, error) {
 	cfg.EnsureDefaults()
-	ds, err := Generate(ctx, filepath.Join(cfg.Dir, "audit"), cfg.Events, cfg.Progress)
-	if err != nil {
-		return nil, err
-	}
-	b, err := ds.Start(ctx)
+	ds, b, err := GenerateStarted(ctx, filepath.Join(cfg.Dir, "audit"), cfg.Events, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}

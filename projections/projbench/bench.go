@@ -115,11 +115,7 @@ type RebuildResult struct {
 // stop.
 func Rebuild(ctx context.Context, cfg Config) (*RebuildResult, error) {
 	cfg.EnsureDefaults()
-	ds, err := Generate(ctx, cfg.Dir, cfg.Events, cfg.Progress)
-	if err != nil {
-		return nil, err
-	}
-	b, err := ds.Start(ctx)
+	ds, b, err := GenerateStarted(ctx, cfg.Dir, cfg.Events, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -164,3 +164,17 @@ func Generate(ctx context.Context, dir string, n int, progress func(string)) (*D
 func (d *Dataset) Start(ctx context.Context) (*broker.Broker, error) {
 	return broker.Start(ctx, broker.Options{DataDir: d.Dir, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "projbench"})
 }
+
+// GenerateStarted generates (or reuses) a stream of n events in dir, as
+// Generate does, and starts its server. Close the broker.
+func GenerateStarted(ctx context.Context, dir string, n int, progress func(string)) (*Dataset, *broker.Broker, error) {
+	ds, err := Generate(ctx, dir, n, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := ds.Start(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, b, nil
+}

@@ -21,23 +21,34 @@ type routeReport struct {
 func newBenchRouteCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &BenchOptions{}
 	var syncModes []string
-	var rate, nodes, replicas int
+	var rate, latencies, nodes, replicas int
 	cmd := &cobra.Command{
 		Use:   "route",
 		Short: "The routed message path vs raw JetStream, throughput and latency",
 		Long: `Appends unaddressed context requests; the Guide routes each to an agent that
 answers at once, and the answer is appended: append -> Guide -> agent -> reply.
-Throughput is compared with raw JetStream async publish (target ratio >= 0.25);
-latency, sampled at a steady rate on both sides, with raw publish-to-delivery
-(target: p50 and p99 at most 3x raw, a ratio >= 0.33).
 
-The lines marked "ceiling" run the same two hops in bare JetStream, with
-messages of Sylk's shape (body, headers, subjects, consumer filters) and no
-runtime at all: each consumer publishes the next hop without waiting and acks
-once it is stored. Their ratios are the best any design that stores every hop
-can reach on this machine; Sylk's own lines are also compared with them. Each
-measure prints the CPU time the process spent per op, the embedded server's
-included: when both cores are busy, that cost is what sets the rate.
+Durable throughput: the routed path against the bare two-hop chain, the same
+two hops done in bare JetStream with no runtime at all: messages of Sylk's
+shape (body, headers, subjects, consumer filters) published to hop 0, and two
+durable consumers that each publish a copy to the next hop without waiting and
+ack their message once the copy is stored. Three stored messages, two
+deliveries and two acks a message, as on the routed path, each message stored
+on its own (with --sync always, one fsync each). The two are measured in 3
+paired rounds of --events each, back to back, the side that goes first
+alternating; the ratio is the median of the rounds' (target >= 0.6 with
+--sync always, for information with interval). Both sides carry their p50
+and p99 latencies, sampled afterwards at --latency-rate: by default half the
+slowest throughput the run measured, a rate every side sustains, so a
+latency is not the length of a queue.
+
+Then, on the same totals: the routed path against raw JetStream async publish
+(one stored message where the routed path stores three; target >= 0.25), the
+bare chain against it (for information), and the p50 and p99 latencies of each against raw
+publish-to-delivery (target for the routed path: at most 3x raw, a ratio >=
+0.33). Each measure prints the CPU time the process spent per op, the
+embedded server's included: when both cores are busy, that cost is what sets
+the rate.
 
 In each sync mode it also routes through agent credentials (the Guide's and the
 answering agent's own, their permissions checked on every publish, fetch and
@@ -51,9 +62,13 @@ overhead per node and nodes per second.
 
 With --replicas N (at least 2) it measures a cluster instead: N embedded
 servers routed to each other on loopback, SYLK and SYLK_DLQ with N copies,
-against one server, same run. The routed path's throughput on the cluster over
-one server's is the ratio (target >= 0.4), with the p50 and p99 latencies at
---latency-rate beside it.
+against one server, both running side by side. The routed path's throughput
+on the cluster over one server's, in 5 paired rounds (the median of their
+ratios), is the ratio (target >= 0.4), with the p50 and p99 latencies at
+--latency-rate beside it. The client and the agents use the first member, and
+the leaders of the stream and of the agents' consumers are moved to it before
+the rounds, so every run measures the same placement (the cluster's measure
+names them as the run ended).
 
 Examples:
   sylk bench route                          # every comparison, both sync modes
@@ -61,6 +76,9 @@ Examples:
   sylk bench route --replicas 3 --sync always --events 2000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if latencies < 1 {
+				return cmdutil.UsageError{Err: fmt.Errorf("--latency-messages %d: want at least 1 message whose latency is sampled, e.g. 2000", latencies)}
+			}
 			if replicas < 1 {
 				return cmdutil.UsageError{Err: fmt.Errorf("--replicas %d: want 1 (one server) or the size of the cluster to measure, e.g. 3", replicas)}
 			}
@@ -69,7 +87,7 @@ Examples:
 				return err
 			}
 			defer cleanup()
-			cfg := agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate}
+			cfg := agentbench.RouteConfig{DataDir: dir, Messages: opts.Events, SyncModes: syncModes, LatencyRate: rate, LatencyMessages: latencies}
 			if replicas > 1 {
 				cs, err := agentbench.RouteCluster(cmd.Context(), cfg, replicas, opts.progress(f.IO))
 				if err != nil {
@@ -104,7 +122,8 @@ Examples:
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().StringSliceVar(&syncModes, "sync", []string{broker.SyncInterval, broker.SyncAlways}, "sync modes to measure")
-	cmd.Flags().IntVar(&rate, "latency-rate", 1000, "messages per second while sampling latency")
+	cmd.Flags().IntVar(&rate, "latency-rate", 0, "messages per second while sampling latency (0: half the slowest throughput measured)")
+	cmd.Flags().IntVar(&latencies, "latency-messages", 2000, "messages whose latency is sampled, on each side")
 	cmd.Flags().IntVar(&nodes, "nodes", 1000, "nodes of the no-op DAG run afterwards (0: skip it)")
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "measure a cluster of this many servers, each stream with this many copies, against one server (1: no cluster)")
 	return cmd

@@ -114,16 +114,18 @@ type benchReport struct {
 	Pass        bool                    `json:"pass"`
 }
 
-// cpuPerOp describes a measure's CPU cost, if it has one.
-// cpuPerOp is a measure's CPU per op and its start-up time, where it has
-// them.
-func cpuPerOp(m eventbench.Measure) string {
+// measureDetails is a measure's CPU per op, its start-up time and its latencies,
+// where it has them.
+func measureDetails(m eventbench.Measure) string {
 	var s string
 	if m.CPUPerOp != 0 {
 		s = fmt.Sprintf(", %.1f µs CPU/op", m.CPUPerOp)
 	}
 	if m.StartupSeconds != 0 {
 		s += fmt.Sprintf(" (after %.3fs of start-up, not timed)", m.StartupSeconds)
+	}
+	if m.P50MS != 0 {
+		s += fmt.Sprintf("; latency p50 %.1f ms, p99 %.1f ms", m.P50MS, m.P99MS)
 	}
 	return s
 }
@@ -134,8 +136,8 @@ func printComparisons(f *cmdutil.Factory, opts *BenchOptions, name string, cs []
 	}
 	for _, c := range cs {
 		fmt.Fprintln(f.IO.Out, c)
-		fmt.Fprintf(f.IO.Out, "    sylk:     %-40s %8d ops in %.3fs, %.1f allocs/op%s\n", c.Sylk.Name, c.Sylk.Ops, c.Sylk.Seconds, c.Sylk.AllocsPerOp, cpuPerOp(c.Sylk))
-		fmt.Fprintf(f.IO.Out, "    baseline: %-40s %8d ops in %.3fs%s\n", c.Baseline.Name, c.Baseline.Ops, c.Baseline.Seconds, cpuPerOp(c.Baseline))
+		fmt.Fprintf(f.IO.Out, "    sylk:     %-40s %8d ops in %.3fs, %.1f allocs/op%s\n", c.Sylk.Name, c.Sylk.Ops, c.Sylk.Seconds, c.Sylk.AllocsPerOp, measureDetails(c.Sylk))
+		fmt.Fprintf(f.IO.Out, "    baseline: %-40s %8d ops in %.3fs%s\n", c.Baseline.Name, c.Baseline.Ops, c.Baseline.Seconds, measureDetails(c.Baseline))
 	}
 	return nil
 }
