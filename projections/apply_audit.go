@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,10 +77,9 @@ type auditItem struct {
 // chunk as a few pointers, not one an item: a rebuild holds every chunk it
 // fills until it writes them.
 type auditChunk struct {
-	// ent is the cache entry that held the chunk in generation gen of the
-	// audit's memo (see auditMemo.chunk); nil for a chunk read back.
+	// ent is the cache entry that held the chunk when the fold last added
+	// to it or stored it (see auditMemo.chunk); nil for a chunk read back.
 	ent   *entry
-	gen   uint64
 	first uint64 // the position of the first item: the chunk's key, once sealed
 	// hw is the latest time of an item of this chunk or of any before it in
 	// the list (Unix nanoseconds): a --since query stops at the first chunk
@@ -240,8 +240,11 @@ func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte 
 
 // appendAuditCallKey appends the key of a pending tool call to b.
 func appendAuditCallKey(b []byte, call string) []byte {
-	return append(append(b, "audit/call/"...), call...)
+	return append(append(b, auditCallPrefix...), call...)
 }
+
+// auditCallPrefix starts the keys of pending tool calls.
+const auditCallPrefix = "audit/call/"
 
 // loadAudit is load for an audit object stored in a form of its own (a
 // chunk, a pending call): cached, else decoded from Pebble. It returns the
@@ -276,12 +279,11 @@ func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
 // result completes were four lookups in a map of a rebuild's 150,000
 // objects, and half of the audit's cost to a rebuild.
 type auditMemo struct {
-	// open is the cache entry of each list's open chunk. An entry is its
-	// key's until the cache evicts (a put reuses it), which clears open.
-	open map[auditListName]*entry
-	// gen counts the evictions: a chunk's entry from another generation
-	// may have left the cache.
-	gen uint64
+	// open is the cache entry of each list's open chunk, by dimension (see
+	// auditDim) and value. It holds an entry until the cache drops it
+	// (entry.gone), not only until the next eviction: cleared at each
+	// batch, every session's list was looked up again in the cache.
+	open [len(auditDims)]map[string]*entry
 	// calls are the tool calls waiting for their result since the last
 	// flush, by call id. A flush stores them as the cache's transient
 	// objects under their keys, where a result after it (or after a
@@ -294,24 +296,47 @@ type auditMemo struct {
 	// from calls deletes none without asking the filter (six random reads
 	// of its 8 MiB, a tenth of the audit's fold).
 	stored map[string]struct{}
+	// fresh is the key filter freshCalls answered for (nil: none yet), and
+	// freshCalls whether call records are in a projection it knows started
+	// empty: one answer a fold, not one a tool result.
+	fresh      *keyFilter
+	freshCalls bool
 }
 
-// auditListName names a list: its dimension and value (see auditListPrefix).
-type auditListName struct {
-	dim   byte
-	value string
+// auditDims are the lists' dimensions: a category's entries, a session's,
+// an agent's and an outcome's postings.
+const auditDims = "csao"
+
+// auditDim is the index of dimension dim in auditDims.
+func auditDim(dim byte) int {
+	return strings.IndexByte(auditDims, dim)
 }
 
-// evicted forgets the entries the cache may have evicted.
+// evicted forgets the entries the cache dropped.
 func (m *auditMemo) evicted() {
-	m.gen++
-	clear(m.open)
+	for _, open := range m.open {
+		maps.DeleteFunc(open, func(_ string, e *entry) bool { return e.gone })
+	}
 }
 
 // reset forgets everything, with the cache.
 func (m *auditMemo) reset() {
-	m.evicted()
+	for _, open := range m.open {
+		clear(open)
+	}
 	clear(m.calls)
+}
+
+// callsFresh reports whether no call record was stored before this fold
+// but those stored lists (see stored).
+func (m *auditMemo) callsFresh(f *keyFilter) bool {
+	if f == nil {
+		return false
+	}
+	if m.fresh != f {
+		m.fresh, m.freshCalls = f, f.fresh([]byte(auditCallPrefix))
+	}
+	return m.freshCalls
 }
 
 // spill hands the waiting calls to c, to be flushed.
@@ -333,7 +358,7 @@ func (m *auditMemo) spill(c *cache) {
 // chunk returns c's cache entry when the memo can vouch that it still holds
 // c (nil: look it up).
 func (m *auditMemo) chunk(c *auditChunk) *entry {
-	if c == nil || c.ent == nil || c.gen != m.gen || c.ent.obj != c {
+	if c == nil || c.ent == nil || c.ent.gone || c.ent.obj != c {
 		return nil
 	}
 	return c.ent
@@ -342,9 +367,8 @@ func (m *auditMemo) chunk(c *auditChunk) *entry {
 // openAuditChunk returns the cache entry of the open chunk of list
 // dim/value, created (with no chunk yet) if there is none.
 func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
-	m := &t.cache.audit
-	l := auditListName{dim, value}
-	if e, ok := m.open[l]; ok {
+	open := &t.cache.audit.open[auditDim(dim)]
+	if e, ok := (*open)[value]; ok && !e.gone {
 		return e, nil
 	}
 	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
@@ -356,10 +380,10 @@ func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
 	if e == nil {
 		e = t.cache.put(k, nil, true) // the caller adds the chunk
 	}
-	if m.open == nil {
-		m.open = map[auditListName]*entry{}
+	if *open == nil {
+		*open = map[string]*entry{}
 	}
-	m.open[l] = e
+	(*open)[value] = e
 	return e, nil
 }
 
@@ -383,7 +407,7 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 	}
 	c.hw = max(c.hw, at.UnixNano())
 	c.add(seq, b)
-	c.ent, c.gen = e, t.cache.audit.gen
+	c.ent = e
 	t.cache.update(e, c)
 	return c, nil
 }
@@ -801,8 +825,6 @@ func auditToolResult(t *tx, ev *event) error {
 // takeAuditCall returns the call id's waiting call and deletes its record
 // (nil: none).
 func takeAuditCall(t *tx, id string) (*auditCall, error) {
-	k := appendAuditCallKey(t.kbuf[:0], id)
-	t.kbuf = k
 	m := &t.cache.audit
 	_, stored := m.stored[id]
 	delete(m.stored, id)
@@ -810,12 +832,14 @@ func takeAuditCall(t *tx, id string) (*auditCall, error) {
 		delete(m.calls, id)
 		// A record of the same id stored before (of a run cut off by a
 		// crash) goes too, as the cached one it replaced would have.
-		if f := t.cache.written; f == nil || !f.fresh(k) || stored {
-			t.cache.put(k, nil, true)
+		if stored || !m.callsFresh(t.cache.written) {
+			t.kbuf = appendAuditCallKey(t.kbuf[:0], id)
+			t.cache.put(t.kbuf, nil, true)
 		}
 		return call, nil
 	}
-	call, ce, err := loadAudit(t, k, decodeAuditCall)
+	t.kbuf = appendAuditCallKey(t.kbuf[:0], id)
+	call, ce, err := loadAudit(t, t.kbuf, decodeAuditCall)
 	if err != nil || call == nil {
 		return nil, err
 	}
