@@ -124,7 +124,7 @@ func (c *auditChunk) set(i int, b []byte) {
 func (c *auditChunk) settle() {
 	for _, w := range c.waiting {
 		off := len(c.buf)
-		c.buf = appendAuditRecord(c.buf, &w.call.r)
+		c.buf = w.call.appendEntry(c.buf)
 		c.items[w.i].off, c.items[w.i].n = uint32(off), uint32(len(c.buf)-off)
 	}
 	c.waiting = nil
@@ -437,10 +437,27 @@ type auditCall struct {
 	chunk uint64
 	c     *auditChunk // that chunk, while the memo vouches for it; nil read back
 	r     auditRecord
+	// head is r's stored form up to its outcome (appendAuditHead), which
+	// its result does not change: encoded with the call, while its
+	// strings are in the processor's caches, not with its result.
+	head []byte
+	// room holds a head of the usual size: the call is one allocation.
+	room [96]byte
+}
+
+func newAuditCall(chunk uint64, c *auditChunk, r *auditRecord) *auditCall {
+	call := &auditCall{chunk: chunk, c: c, r: *r}
+	call.head = appendAuditHead(call.room[:0], r)
+	return call
+}
+
+// appendEntry appends the stored form of the call's entry as it is now.
+func (c *auditCall) appendEntry(b []byte) []byte {
+	return appendAuditTail(append(b, c.head...), &c.r)
 }
 
 func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendAuditRecord(binary.AppendUvarint(s.val[:0], c.chunk), &c.r)
+	s.val = c.appendEntry(binary.AppendUvarint(s.val[:0], c.chunk))
 	return b.Set(k, s.val, nil)
 }
 
@@ -477,7 +494,7 @@ func applyAudit(t *tx, ev *event) error {
 		// A tool run cut off by a crash is called again under the same call
 		// id: the new call waits here instead, and the old one's entry stays
 		// as it is in its chunk, whatever the batches.
-		call := &auditCall{chunk: c.first, c: c, r: r}
+		call := newAuditCall(c.first, c, &r)
 		c.waiting = append(c.waiting, auditWaiting{i: len(c.items) - 1, call: call})
 		m := &t.cache.audit
 		if m.calls == nil {
@@ -515,17 +532,17 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 	if len(e.Details) > len(auditRecord{}.details)-auditResultDetails {
 		return nil, fmt.Errorf("audit call: %d details, more than a tool call has", len(e.Details))
 	}
-	call := &auditCall{chunk: chunk, r: recordOf(e)}
-	call.r.extra = nil
+	r := recordOf(e)
+	r.extra = nil
 	for k, v := range e.Details {
-		call.r.text(k, v)
+		r.text(k, v)
 	}
-	return call, nil
+	return newAuditCall(chunk, nil, &r), nil
 }
 
-// replaceAuditEntry stores r in place of the entry of its sequence in the
-// chunk of its category at position first (the open one, or sealed).
-func replaceAuditEntry(t *tx, first uint64, r *auditRecord) error {
+// replaceAuditEntry stores b as the entry of r's sequence in the chunk of
+// its category at position first (the open one, or sealed).
+func replaceAuditEntry(t *tx, first uint64, r *auditRecord, b []byte) error {
 	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', r.category), auditOpenSuffix...)
 	c, ce, err := loadAuditChunk(t, k)
 	if err == nil && (c == nil || c.first != first) {
@@ -540,8 +557,7 @@ func replaceAuditEntry(t *tx, first uint64, r *auditRecord) error {
 	if !found {
 		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", r.seq, k)
 	}
-	t.vbuf = appendAuditRecord(t.vbuf[:0], r)
-	c.set(i, t.vbuf)
+	c.set(i, b)
 	t.cache.update(ce, c)
 	return nil
 }
@@ -624,6 +640,11 @@ func (r *auditRecord) detail(name string) string {
 // time (Unix nanoseconds) as uvarints, then its strings and its details
 // (sorted by name), each as appendAuditWord writes it.
 func appendAuditRecord(b []byte, r *auditRecord) []byte {
+	return appendAuditTail(appendAuditHead(b, r), r)
+}
+
+// appendAuditHead appends the part of r's stored form before its outcome.
+func appendAuditHead(b []byte, r *auditRecord) []byte {
 	b = append(b, auditEntryFormat)
 	b = binary.AppendUvarint(b, r.seq)
 	b = binary.AppendUvarint(b, uint64(r.at))
@@ -632,7 +653,13 @@ func appendAuditRecord(b []byte, r *auditRecord) []byte {
 	b = appendAuditWord(appendAuditText(b, r.id), string(r.typ))
 	b = appendAuditWord(appendAuditWord(b, r.category), r.action)
 	b = appendAuditWord(appendAuditText(b, r.session), r.agent)
-	b = appendAuditText(appendAuditWord(appendAuditText(b, r.target), r.outcome), r.reason)
+	return appendAuditText(b, r.target)
+}
+
+// appendAuditTail appends the rest of r's stored form: its outcome, reason
+// and details.
+func appendAuditTail(b []byte, r *auditRecord) []byte {
+	b = appendAuditText(appendAuditWord(b, r.outcome), r.reason)
 	if r.extra != nil {
 		return appendAuditDetails(b, r.extra)
 	}
@@ -740,32 +767,36 @@ func parseUUID(s string) (u [16]byte, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
+	bad := byte(0)
 	j := 0
 	for i := 0; i < 36; i += 2 {
 		if s[i] == '-' {
 			i--
 			continue
 		}
-		hi, lo := unhex(s[i]), unhex(s[i+1])
-		if hi > 15 || lo > 15 {
-			return u, false
-		}
+		hi, lo := hexDigits[s[i]], hexDigits[s[i+1]]
+		bad |= hi | lo
 		u[j] = hi<<4 | lo
 		j++
 	}
-	return u, true
+	return u, bad < 16
 }
 
-// unhex is a lower-case hex digit's value, 255 for anything else.
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
+// hexDigits are the lower-case hex digits' values, 16 or more for every
+// other byte: one table read a digit, and one test for all 32.
+var hexDigits = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
 	}
-	return 255
-}
+	return t
+}()
 
 // formatUUID writes u in canonical form.
 func formatUUID(u []byte) string {
@@ -905,12 +936,12 @@ func auditToolResult(t *tx, ev *event) error {
 			r.reason = p.Summary
 		}
 	}
+	t.vbuf = call.appendEntry(t.vbuf[:0])
 	if ce := t.cache.audit.chunk(call.c); ce != nil {
 		i, _ := call.c.find(r.seq) // it is there: added with the call
-		t.vbuf = appendAuditRecord(t.vbuf[:0], r)
 		call.c.set(i, t.vbuf)
 		t.cache.update(ce, call.c)
-	} else if err := replaceAuditEntry(t, call.chunk, r); err != nil {
+	} else if err := replaceAuditEntry(t, call.chunk, r, t.vbuf); err != nil {
 		return err
 	}
 	if p.OK {
