@@ -57,6 +57,9 @@ type AuditEntry struct {
 // p is of an entry at or before p, which is what lets a query stop reading.
 var auditChunkItems = 32 // a variable for tests, which fold few events
 
+// auditFirstItems is how many items a list's first chunk has room for.
+const auditFirstItems = 8
+
 // auditOpenSuffix follows a list's prefix in the key of its open chunk: it
 // sorts after every chunk's position (eight bytes).
 const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
@@ -399,7 +402,9 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at int64, b []
 	c, _ := e.obj.(*auditChunk)
 	switch {
 	case c == nil:
-		c = &auditChunk{first: pos, hw: at}
+		// Room for a few items like this one: a session's list grew its
+		// buffers five or six times, a tenth of the audit's allocations.
+		c = &auditChunk{first: pos, hw: at, items: make([]auditItem, 0, auditFirstItems), buf: make([]byte, 0, auditFirstItems*len(b))}
 	case len(c.items) >= auditChunkItems:
 		c.ent = t.cache.putTransient(appendAuditChunkKey(nil, dim, value, c.first), c)
 		// A list that fills a chunk fills the next: its items grow once.
