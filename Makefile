@@ -5,7 +5,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 5s
 BENCHTIME ?= 1x
 
-NATSJS    := test/natsjs
+NATSJS    := cmd/sylk/testdata/natsjs
 
 .PHONY: build test fuzz bench lint clean demo natsjs chromium
 

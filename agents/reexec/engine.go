@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sylk/sylk/agents"
@@ -71,10 +72,14 @@ type Report struct {
 	Recorded int `json:"recorded"`
 	Inputs   int `json:"inputs"`
 	// CallsServed were answered from the recording; CallsMade went out for
-	// real (Live only); CallsMissing the recording lacked.
+	// real (Live only); CallsMissing a whole recording lacked (a
+	// divergence); CallsPending a recording that stops early (a session
+	// still running, or --until) has no answer for: the new run may be past
+	// its end there, and only the compared events say if it diverged.
 	CallsServed  int      `json:"calls_served"`
 	CallsMade    int      `json:"calls_made"`
 	CallsMissing []string `json:"calls_missing,omitempty"`
+	CallsPending []string `json:"calls_pending,omitempty"`
 	// Running: the session was still running; what was recorded so far was
 	// re-executed. Prefix: the recording was cut at Until.
 	Running bool `json:"running,omitempty"`
@@ -135,6 +140,10 @@ func Run(ctx context.Context, rec *Recording, opts Options) (*Report, error) {
 	return rt.Execute(ctx)
 }
 
+// ErrExecuted is returned by a second Execute of one Runtime: its runtime
+// holds the first run's events, so a second would compare against them.
+var ErrExecuted = errors.New("the re-execution's runtime has already executed its recording; start another")
+
 // Runtime is a re-execution's scratch runtime, started with today's agents
 // up and nothing fed yet. Starting it is a fixed cost, whatever the
 // recording's length; Execute is the re-execution proper.
@@ -192,6 +201,9 @@ func Start(ctx context.Context, rec *Recording, opts Options) (*Runtime, error) 
 // lead to, and compares every output with the recording; with Live and
 // Keep, a run that diverged is kept as a what-if. Once per Runtime.
 func (rt *Runtime) Execute(ctx context.Context) (*Report, error) {
+	if rt.e.executed.Swap(true) {
+		return nil, ErrExecuted
+	}
 	ctx, cancel := context.WithDeadline(ctx, rt.deadline)
 	defer cancel()
 	e := rt.e
@@ -243,7 +255,10 @@ type engine struct {
 	served  map[string]bool
 	made    int
 	missing []string
+	pending []string
 	changes []callChange
+	// executed is set by the first Execute.
+	executed atomic.Bool
 
 	// Pairing, in the engine's goroutine.
 	byID     map[string]*Recorded
@@ -412,7 +427,7 @@ func (e *engine) feed(ctx context.Context) error {
 	if err := e.settle(ctx, 0); err != nil {
 		return err
 	}
-	if e.rec.Running || e.rec.Prefix {
+	if e.cut() {
 		return nil // the recording stops here; so does the comparison
 	}
 	return e.quiesce(ctx)
@@ -630,11 +645,12 @@ func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolRe
 	if r := e.rec.tools[callID]; r != nil && strings.HasPrefix(r.Tool, toolloop.ConsultPrefix) {
 		return e.store.ToolResult(ctx, callID)
 	}
-	r, seq, err := served(ctx, e, callID, "tool call", e.store.ToolResult, e.rec.tools, true)
-	switch {
-	case !errors.Is(err, projections.ErrNotFound):
+	r, seq, err := served(ctx, e, callID, "tool call", e.store.ToolResult, e.rec.tools)
+	if !errors.Is(err, projections.ErrNotFound) {
 		return r, seq, err
-	case e.opts.Live:
+	}
+	e.miss("tool call " + callID)
+	if e.opts.Live {
 		e.mu.Lock()
 		e.made++
 		e.mu.Unlock()
@@ -648,7 +664,11 @@ func (e *engine) ToolResult(ctx context.Context, callID string) (*schemas.ToolRe
 // files say today. A selection the recording lacks is made anew (the new
 // run's divergence shows in the events it appends).
 func (e *engine) SkillSelection(ctx context.Context, callID string) (*schemas.SkillsSelected, uint64, error) {
-	return served(ctx, e, callID, "skill selection", e.store.SkillSelection, e.rec.skills, true)
+	r, seq, err := served(ctx, e, callID, "skill selection", e.store.SkillSelection, e.rec.skills)
+	if errors.Is(err, projections.ErrNotFound) {
+		e.miss("skill selection " + callID)
+	}
+	return r, seq, err
 }
 
 // HookDecision answers the hooks of one point from the recording (see
@@ -657,16 +677,16 @@ func (e *engine) SkillSelection(ctx context.Context, callID string) (*schemas.Sk
 // decision for (its hooks changed nothing, or today's configuration has
 // hooks the recorded run did not) runs today's hooks.
 func (e *engine) HookDecision(ctx context.Context, callID string) (*schemas.HookDecision, uint64, error) {
-	return served(ctx, e, callID, "hook decision", e.store.HookDecision, e.rec.hooks, false)
+	return served(ctx, e, callID, "hook decision", e.store.HookDecision, e.rec.hooks)
 }
 
 // served answers a look-up of a call record: a copy of the recording's
 // (counted as served), else the new run's own (a call the recording lacks,
-// made for real in this run). The recording lacking it is a call missing if
-// missing says so. The recording comes first: it is in memory, and the new
-// run records only the calls it does not serve.
+// made for real in this run), else projections.ErrNotFound. The recording
+// comes first: it is in memory, and the new run records only the calls it
+// does not serve.
 func served[T any](ctx context.Context, e *engine, callID, what string, own func(context.Context, string) (*T, uint64, error),
-	recorded map[string]*T, missing bool) (*T, uint64, error) {
+	recorded map[string]*T) (*T, uint64, error) {
 	e.mu.Lock()
 	r := recorded[callID]
 	if r != nil {
@@ -680,12 +700,21 @@ func served[T any](ctx context.Context, e *engine, callID, what string, own func
 	if r, seq, err := own(ctx, callID); !errors.Is(err, projections.ErrNotFound) {
 		return r, seq, err
 	}
-	if missing {
-		e.mu.Lock()
-		e.missing = append(e.missing, what+" "+callID)
-		e.mu.Unlock()
-	}
 	return nil, 0, fmt.Errorf("%s %s: %w", what, callID, projections.ErrNotFound)
+}
+
+// miss notes a call the recording has no answer for: pending if the
+// recording stops early (a session still running, or --until), so the call
+// may be past its end, else missing. Whether a pending call diverges shows
+// in the events compared.
+func (e *engine) miss(call string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cut() {
+		e.pending = append(e.pending, call)
+		return
+	}
+	e.missing = append(e.missing, call)
 }
 
 var _ hooks.Records = (*engine)(nil)
@@ -709,11 +738,18 @@ func (e *engine) Answer(ctx context.Context, d *agents.Delivery, req schemas.LLM
 		cp := *resp
 		return &cp, nil
 	}
-	e.changes = append(e.changes, callChange{delivery: d.Env.ID, call: req.CallID, change: change})
 	why := "is not in the recording"
-	if change != nil {
+	switch {
+	case change != nil:
 		why = "asks something else than the recording"
-	} else {
+		e.changes = append(e.changes, callChange{delivery: d.Env.ID, call: req.CallID, change: change})
+	case asked != nil && e.cut():
+		// Made by the recorded run too, unanswered where the recording
+		// stops: the new run is past the recording.
+		why = "is not answered in the recording yet"
+		e.pending = append(e.pending, "LLM call "+req.CallID)
+	default:
+		e.changes = append(e.changes, callChange{delivery: d.Env.ID, call: req.CallID})
 		e.missing = append(e.missing, "LLM call "+req.CallID)
 	}
 	if e.opts.Live {
@@ -728,7 +764,8 @@ func (e *engine) report() *Report {
 	r := &Report{Session: e.rec.Session, Recorded: len(e.outputs), Inputs: len(e.rec.Inputs()), Running: e.rec.Running, Prefix: e.rec.Prefix,
 		Undecodable: e.rec.Problems}
 	e.mu.Lock()
-	r.CallsServed, r.CallsMade, r.CallsMissing = len(e.served), e.made, slices.Clone(e.missing)
+	r.CallsServed, r.CallsMade = len(e.served), e.made
+	r.CallsMissing, r.CallsPending = slices.Clone(e.missing), slices.Clone(e.pending)
 	changes := slices.Clone(e.changes)
 	e.mu.Unlock()
 
@@ -766,7 +803,7 @@ func (e *engine) report() *Report {
 				Input: e.input(rec.Env.ID), Recorded: a, New: b, Fields: f})
 		}
 	}
-	if !e.rec.Running && !e.rec.Prefix {
+	if !e.cut() {
 		for _, n := range e.newOuts {
 			if e.newToRec[n.ID] != nil || e.beyond(n) || n.SessionID != e.rec.Session {
 				// An ancestor's events after the fork point are beyond
@@ -783,6 +820,10 @@ func (e *engine) report() *Report {
 	e.at = at
 	return r
 }
+
+// cut reports whether the recording stops before the session's end: the
+// session was still running when it was read, or --until cut it.
+func (e *engine) cut() bool { return e.rec.Running || e.rec.Prefix }
 
 // beyond reports whether n replies to a recorded event its agent had not
 // handled when the recording was read.

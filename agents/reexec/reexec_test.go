@@ -302,6 +302,38 @@ nodes:
 	if !rep.Running || !rep.Identical || rep.CallsMade != 0 || rep.Events == 0 {
 		t.Fatalf("report %+v, %+v: want what is recorded so far re-executed, identical, and said to be running", rep, rep.Divergence)
 	}
+	// b's call was in flight when the recording was read: if the new run
+	// asked for its result before the report (it may not have yet), it is
+	// pending, never a call the recording lacks.
+	if len(rep.CallsMissing) != 0 || len(rep.CallsPending) > 1 || len(rep.CallsPending) == 1 && !strings.HasPrefix(rep.CallsPending[0], "tool call ") {
+		t.Fatalf("calls pending %q, missing %q: want at most b's call pending and none missing", rep.CallsPending, rep.CallsMissing)
+	}
+}
+
+// A Runtime executes its recording once: its stream holds the first run's
+// events, so a second run would be compared against them.
+func TestRuntimeExecutesOnce(t *testing.T) {
+	r := newRig(t)
+	r.wait("S1", r.submit("S1", `
+name: once
+nodes:
+  - {id: a, agent: engineer, tool: exec, args: {argv: ["true"]}}
+`))
+	rec, err := reexec.Load(r.ctx, r.store, "S1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := reexec.Start(r.ctx, rec, reexec.Options{Runtime: r.cfg, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rep, err := rt.Execute(r.ctx); err != nil || !rep.Identical {
+		t.Fatalf("first Execute: %+v, %v; want identical", rep, err)
+	}
+	if rep, err := rt.Execute(r.ctx); !errors.Is(err, reexec.ErrExecuted) {
+		t.Fatalf("second Execute: %+v, %v; want %v", rep, err, reexec.ErrExecuted)
+	}
 }
 
 // A changed max_concurrency changes when nodes are dispatched, not what any

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/audit"
 )
 
 // The chain the cluster tests run, and the agents of each of their three

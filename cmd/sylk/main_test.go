@@ -283,10 +283,10 @@ func cmdExtPubAs(ts *testscript.TestScript, neg bool, args []string) {
 
 // natsJSDir holds the nats.js observer script and its npm packages, which
 // `make natsjs` installs (with node itself when it is missing).
-const natsJSDir = "../../test/natsjs"
+const natsJSDir = "testdata/natsjs"
 
 // natsjs DATADIR CREDS SESSION: the nats.js observer script (see
-// test/natsjs/observer.mjs) against the server of DATADIR with that .creds
+// testdata/natsjs/observer.mjs) against the server of DATADIR with that .creds
 // file; it fails when the script does (it read nothing, or its publish was
 // accepted).
 func cmdNatsJS(ts *testscript.TestScript, neg bool, args []string) {

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/audit"
 	"github.com/sylk/sylk/schemas"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/events/audit"
 )
 
 func NewCmdAudit(f *cmdutil.Factory) *cobra.Command {

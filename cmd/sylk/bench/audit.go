@@ -3,7 +3,6 @@ package bench
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sylk/sylk/audit/auditbench"
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
 	"github.com/sylk/sylk/projections/projbench"
 )
@@ -31,7 +30,7 @@ without audit, target >= 0.9).`,
 				return err
 			}
 			defer cleanup()
-			cs, err := auditbench.Verify(cmd.Context(), projbench.Config{Dir: dir, Events: opts.Events, Progress: opts.progress(f.IO)})
+			cs, err := projbench.AuditVerify(cmd.Context(), projbench.Config{Dir: dir, Events: opts.Events, Progress: opts.progress(f.IO)})
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ func NewCmdBench(f *cmdutil.Factory) *cobra.Command {
 data directory, and reports both with ratio = Sylk's speed / baseline's speed
 (higher is better). The machine is noisy: compare ratios, not times.`,
 	}
-	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchWebCmd(f), newBenchDAGCmd(f), newBenchResumeCmd(f))
+	cmd.AddCommand(newBenchAppendCmd(f), newBenchRouteCmd(f), newBenchWebCmd(f), newBenchWebViewersCmd(), newBenchDAGCmd(f), newBenchResumeCmd(f))
 	cmd.AddCommand(newBenchRebuildCmd(f), newBenchReplayCmd(f), newBenchIndexCmd(f), newBenchAuditCmd(f))
 	cmd.AddCommand(newBenchForkCmd(f), newBenchReexecuteCmd(f), newBenchVectorCmd(f))
 	return cmd

@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -66,8 +63,8 @@ on one embedded server with the projector folding the stream into a
 projections store, as 'sylk serve' runs them, after a warm-up, and compares
 its CPU per routed message: with the web view fed by the projector and
 --viewers clients reading its live stream (server-sent events, /api/events),
-each a separate curl process as a browser's EventSource would, against no web
-view; then with the web view and no viewer against no web view. Each
+each a connection of its own as a browser's EventSource would (all of them
+read by one process on one CPU, not this one), against no web view; then with the web view and no viewer against no web view. Each
 comparison is --rounds rounds of both sides back to back, the side that goes
 first alternating, decided by the median of the rounds' ratios: on a shared
 machine one run measured once swings by more than the 10% measured. Each run
@@ -95,16 +92,12 @@ Examples:
 			if rounds < 1 {
 				return cmdutil.Usagef("--rounds %d: want at least 1", rounds)
 			}
-			curl, err := exec.LookPath("curl")
-			if err != nil {
-				return fmt.Errorf("bench web: the viewers are curl processes: %w (apt-get install curl)", err)
-			}
 			dir, cleanup, err := opts.scratch()
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			rep, err := benchWeb(cmd.Context(), dir, curl, opts.Events, viewers, rounds, syncMode, opts.progress(f.IO))
+			rep, err := benchWeb(cmd.Context(), dir, opts.Events, viewers, rounds, syncMode, opts.progress(f.IO))
 			if err != nil {
 				return err
 			}
@@ -128,7 +121,7 @@ Examples:
 	return cmd
 }
 
-func benchWeb(ctx context.Context, dir, curl string, n, viewers, rounds int, mode string, progress func(string)) (webReport, error) {
+func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode string, progress func(string)) (webReport, error) {
 	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "web"), Listen: broker.ListenNone, Sync: mode, Name: "bench"})
 	if err != nil {
 		return webReport{}, err
@@ -156,14 +149,14 @@ func benchWeb(ctx context.Context, dir, curl string, n, viewers, rounds int, mod
 	}
 	live := viewersReport{Viewers: viewers, KeptUp: true}
 	watched := func() (eventbench.Measure, error) {
-		m, l, err := routedWatched(ctx, b, store, cfg, dir, curl, n, viewers, progress)
+		m, l, err := routedWatched(ctx, b, store, cfg, n, viewers, progress)
 		live.add(l)
 		return m, err
 	}
 	// The web view with no viewer: what it costs with no page open (the
 	// usage figures), the floor under what the viewers add.
 	idle := func() (eventbench.Measure, error) {
-		m, _, err := routedWatched(ctx, b, store, cfg, dir, curl, n, 0, progress)
+		m, _, err := routedWatched(ctx, b, store, cfg, n, 0, progress)
 		return m, err
 	}
 	withViewers := fmt.Sprintf("web view with %d viewers", viewers)
@@ -206,9 +199,9 @@ func pairedCPU(name string, rounds int, target float64, sylk, base func() (event
 }
 
 // routedWatched measures the routed path on b with the web view fed by
-// store's projector and viewers curl processes reading its live stream, and
-// whether every viewer got every event the run appended.
-func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, dir, curl string, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+// store's projector and viewers reading its live stream (in a process of
+// their own), and whether every viewer got every event the run appended.
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
 	log := events.New(b.JetStream())
@@ -228,10 +221,12 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	defer srv.Close()
 
 	progress(fmt.Sprintf("with the web view and %d viewers: %d routed messages", viewers, n))
-	outs, stop, err := startViewers(ctx, curl, dir, "http://"+ln.Addr().String()+"/api/events", w.Token(), viewers)
-	defer stop()
-	if err != nil {
-		return none, live, err
+	var vp *viewersProcess
+	if viewers > 0 {
+		if vp, err = startViewers(ctx, "http://"+ln.Addr().String()+"/api/events", w.Token(), viewers); err != nil {
+			return none, live, err
+		}
+		defer vp.stop()
 	}
 	if err := waitFor(ctx, 30*time.Second, func() bool { return w.Watching() == viewers }); err != nil {
 		return none, live, fmt.Errorf("bench web: %d of %d viewers attached: %w", w.Watching(), viewers, err)
@@ -253,8 +248,14 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 		return watched, live, nil
 	}
 	// Each viewer has until a few seconds after the run to have every event.
-	_ = waitFor(ctx, 10*time.Second, func() bool { return minReceived(outs, first, last) == int(live.Appended) })
-	live.MinReceived = minReceived(outs, first, last)
+	var asked error
+	_ = waitFor(ctx, 10*time.Second, func() bool {
+		live.MinReceived, asked = vp.minReceived(first, last)
+		return asked != nil || live.MinReceived == int(live.Appended)
+	})
+	if asked != nil {
+		return none, live, asked
+	}
 	live.Dropped = w.Drops()
 	live.KeptUp = live.MinReceived == int(live.Appended) && live.Dropped == 0
 
@@ -280,53 +281,6 @@ func perCPU(m eventbench.Measure) eventbench.Measure {
 	}
 	m.Name += " (per CPU-second)"
 	return m
-}
-
-// startViewers starts n curl processes reading the live stream into files.
-func startViewers(ctx context.Context, curl, dir, url, token string, n int) (outs []string, stop func(), err error) {
-	var procs []*exec.Cmd
-	stop = func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-	}
-	for i := range n {
-		out := filepath.Join(dir, fmt.Sprintf("viewer-%d.sse", i))
-		f, err := os.Create(out)
-		if err != nil {
-			return outs, stop, err
-		}
-		c := exec.CommandContext(ctx, curl, "-sSN", "-H", "Authorization: Bearer "+token, "-H", "Accept: text/event-stream", url)
-		c.Stdout = f
-		err = c.Start()
-		f.Close()
-		if err != nil {
-			return outs, stop, fmt.Errorf("bench web: start viewer %d: %w", i, err)
-		}
-		procs = append(procs, c)
-		outs = append(outs, out)
-	}
-	return outs, stop, nil
-}
-
-// minReceived is the fewest events of (first, last] any viewer's file holds.
-func minReceived(outs []string, first, last uint64) int {
-	least := -1
-	for _, out := range outs {
-		b, _ := os.ReadFile(out)
-		got := 0
-		for line := range bytes.Lines(b) {
-			var seq uint64
-			if _, err := fmt.Sscanf(string(line), "id: %d", &seq); err == nil && seq > first && seq <= last {
-				got++
-			}
-		}
-		if least < 0 || got < least {
-			least = got
-		}
-	}
-	return least
 }
 
 func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {

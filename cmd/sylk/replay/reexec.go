@@ -18,7 +18,8 @@ import (
 )
 
 // reexecuteRun re-executes one session: exit 0 identical, 1 diverged, 2 an
-// error.
+// error or a session still running (identical as far as it is recorded: a
+// check of part of the session does not pass).
 func reexecuteRun(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) error {
 	var until uint64
 	if opts.Until != "" {
@@ -44,8 +45,17 @@ func reexecuteRun(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 	} else {
 		printReport(f.IO.Out, rep)
 	}
-	if !rep.Identical {
+	return exitOf(rep)
+}
+
+// exitOf is a report's exit status: 1 diverged, 2 identical as far as a
+// session still running is recorded, 0 identical.
+func exitOf(rep *reexec.Report) error {
+	switch {
+	case !rep.Identical:
 		return cmdutil.ExitCodeError{Code: 1}
+	case rep.Running:
+		return cmdutil.ExitCodeError{Code: 2}
 	}
 	return nil
 }
@@ -78,13 +88,16 @@ func reexecute(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, 
 
 func printReport(w io.Writer, rep *reexec.Report) {
 	if rep.Running {
-		fmt.Fprintf(w, "session %s is still running: re-executed what is recorded so far\n", rep.Session)
+		fmt.Fprintf(w, "session %s is still running: re-executed what is recorded so far (exit 2 unless it diverged; run it again when it has ended)\n", rep.Session)
 	}
 	if rep.Prefix {
 		fmt.Fprintf(w, "re-executed session %s up to --until\n", rep.Session)
 	}
 	for _, p := range rep.Undecodable {
 		fmt.Fprintf(w, "seq %d does not decode (another schema version?), not re-executed: %s\n", p.Seq, p.Err)
+	}
+	if len(rep.CallsPending) > 0 {
+		fmt.Fprintf(w, "calls the recorded run made but had no answer to where the recording stops (not compared): %s\n", strings.Join(rep.CallsPending, ", "))
 	}
 	if rep.Identical {
 		fmt.Fprintf(w, "identical: %d events, %d calls made (%d answered from the recording, %d inputs)\n", rep.Events, rep.CallsMade, rep.CallsServed, rep.Inputs)
@@ -152,7 +165,8 @@ func valueText(v any) string {
 
 // reexecuteAll re-executes every session (active since --since) and prints a
 // table: exit 0 if all were identical, 1 if any diverged, else 2 if any could
-// not be re-executed (a check that did not run does not pass).
+// not be re-executed or is still running (a check that did not run, or ran
+// on part of a session, does not pass).
 func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) error {
 	var since time.Time
 	if opts.Since != "" {
@@ -177,7 +191,7 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 		Error   string         `json:"error,omitempty"`
 	}
 	var rows []row
-	diverged, failed := false, false
+	diverged, failed := false, false // failed: an error, or a session still running
 	for _, s := range sessions {
 		if !since.IsZero() && s.LastActiveAt.Before(since) {
 			continue
@@ -186,8 +200,9 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 		x := row{Session: s.ID, Report: rep}
 		if err != nil {
 			x.Error, failed = err.Error(), true
-		} else if !rep.Identical {
-			diverged = true
+		} else {
+			diverged = diverged || !rep.Identical
+			failed = failed || rep.Running
 		}
 		rows = append(rows, x)
 	}
@@ -204,6 +219,8 @@ func reexecuteAll(ctx context.Context, f *cmdutil.Factory, opts *ReplayOptions) 
 			switch {
 			case x.Error != "":
 				fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t%s\n", x.Session, x.Error)
+			case x.Report.Identical && x.Report.Running:
+				fmt.Fprintf(tw, "%s\tidentical so far\t%d\t%d\t%d\tstill running: re-executed what is recorded\n", x.Session, x.Report.Events, x.Report.CallsServed, x.Report.CallsMade)
 			case x.Report.Identical:
 				fmt.Fprintf(tw, "%s\tidentical\t%d\t%d\t%d\t-\n", x.Session, x.Report.Events, x.Report.CallsServed, x.Report.CallsMade)
 			default:

@@ -61,11 +61,14 @@ divergence, then the what-if's own events (sylk session show FORK, sylk replay
 FORK; no agent handles them again, what you do in the fork runs for real).
 Signals to every session sent while it was recorded are fed at their places.
 Exit 0 identical, 1 diverged, 2 an error (an unknown session, --until past its
-end, a session without inputs). A session still running is re-executed as far
-as it is recorded. --all re-executes every session (active in the last
---since) and prints a table: check a new build, routing, prompts or model
+end, a session without inputs) or a session still running: it is re-executed
+as far as it is recorded, calls the recording has no answer for yet are listed
+as pending (only the compared events say if the run diverged), and a check of part of a session does not pass (run it again
+when the session has ended). --all re-executes every session (active in the
+last --since) and prints a table: check a new build, routing, prompts or model
 against recorded work before deploying it; it exits 1 if any session
-diverged, else 2 if any could not be re-executed (the table says why).`,
+diverged, else 2 if any could not be re-executed or is still running (the
+table says which).`,
 		Example: `  sylk replay S1
   sylk replay S1 --until 120 --state
   sylk replay S1 --until 2026-11-21T09:30:00Z --json | jq -r .envelope.type

@@ -1,7 +1,4 @@
-// Package auditbench measures `sylk audit verify` against a raw read of the
-// same stream, in the same run: `go test -bench` and `sylk bench audit` run
-// the same function.
-package auditbench
+package projbench
 
 import (
 	"context"
@@ -15,26 +12,27 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/audit"
 	"github.com/sylk/sylk/events/eventbench"
-	"github.com/sylk/sylk/projections/projbench"
 	"github.com/sylk/sylk/schemas"
 )
 
-// TargetVerify: verify reads, hashes and checks the stream at least half as
+// TargetAuditVerify: `sylk audit verify` reads, hashes and checks the stream at least half as
 // fast as a bare ordered consumer reads it.
-const TargetVerify = 0.5
+const TargetAuditVerify = 0.5
 
-// Verify generates (or reuses) a stream of cfg.Events events, signs it with
+// AuditVerify measures `sylk audit verify` against a raw read of the same
+// stream, in the same run (`go test -bench` and `sylk bench audit` run it):
+// it generates (or reuses) a stream of cfg.Events events, signs it with
 // the audit Signer (a checkpoint every 100 sequences, as `sylk serve` does),
 // and measures a full `audit verify` against a bare ordered-consumer read of
 // the same stream. The stream is generated under cfg.Dir/audit; Sizes,
 // Samples and Logger are not used.
-func Verify(ctx context.Context, cfg projbench.Config) ([]eventbench.Comparison, error) {
+func AuditVerify(ctx context.Context, cfg Config) ([]eventbench.Comparison, error) {
 	cfg.EnsureDefaults()
-	ds, err := projbench.Generate(ctx, filepath.Join(cfg.Dir, "audit"), cfg.Events, cfg.Progress)
+	ds, err := Generate(ctx, filepath.Join(cfg.Dir, "audit"), cfg.Events, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +58,7 @@ func Verify(ctx context.Context, cfg projbench.Config) ([]eventbench.Comparison,
 	for round := range cfg.Rounds {
 		cfg.Progress(fmt.Sprintf("round %d/%d: raw ordered-consumer read of %d messages", round+1, cfg.Rounds, n))
 		runtime.GC()
-		r, err := projbench.RawRead(ctx, js, int(n))
+		r, err := RawRead(ctx, js, int(n))
 		if err != nil {
 			return nil, err
 		}
@@ -81,13 +79,13 @@ func Verify(ctx context.Context, cfg projbench.Config) ([]eventbench.Comparison,
 		verify = eventbench.Faster(verify, r)
 	}
 	return []eventbench.Comparison{
-		eventbench.Compare(fmt.Sprintf("audit verify vs raw ordered read (%d messages)", n), verify, read, TargetVerify),
+		eventbench.Compare(fmt.Sprintf("audit verify vs raw ordered read (%d messages)", n), verify, read, TargetAuditVerify),
 	}, nil
 }
 
 // sign runs the Signer on the dataset until its checkpoints cover every
 // generated event, once per dataset (a marker file says it was done).
-func sign(ctx context.Context, js jetstream.JetStream, key ed25519.PrivateKey, ds *projbench.Dataset, progress func(string)) error {
+func sign(ctx context.Context, js jetstream.JetStream, key ed25519.PrivateKey, ds *Dataset, progress func(string)) error {
 	marker := filepath.Join(ds.Dir, "signed")
 	if _, err := os.Stat(marker); err == nil {
 		return nil

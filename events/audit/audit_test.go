@@ -14,10 +14,10 @@ import (
 	"github.com/minio/highwayhash"
 	"go.uber.org/goleak"
 
-	"github.com/sylk/sylk/audit"
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/audit"
 	"github.com/sylk/sylk/schemas"
 )
 
