@@ -287,6 +287,11 @@ type auditMemo struct {
 	// (entry.gone), not only until the next eviction: cleared at each
 	// batch, every session's list was looked up again in the cache.
 	open [len(auditDims)]map[string]*entry
+	// prune is the size at which each of open next drops the entries the
+	// cache dropped: twice what it kept the last time, so dropping them
+	// costs a lookup a constant, not a pass over every session a batch
+	// (a live batch of one event spent more on that than on its fold).
+	prune [len(auditDims)]int
 	// calls are the tool calls waiting for their result since the last
 	// flush, by call id. A flush stores them as the cache's transient
 	// objects under their keys, where a result after it (or after a
@@ -313,13 +318,6 @@ const auditDims = "csao"
 // auditDim is the index of dimension dim in auditDims.
 func auditDim(dim byte) int {
 	return strings.IndexByte(auditDims, dim)
-}
-
-// evicted forgets the entries the cache dropped.
-func (m *auditMemo) evicted() {
-	for _, open := range m.open {
-		maps.DeleteFunc(open, func(_ string, e *entry) bool { return e.gone })
-	}
 }
 
 // reset forgets everything, with the cache.
@@ -370,7 +368,8 @@ func (m *auditMemo) chunk(c *auditChunk) *entry {
 // openAuditChunk returns the cache entry of the open chunk of list
 // dim/value, created (with no chunk yet) if there is none.
 func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
-	open := &t.cache.audit.open[auditDim(dim)]
+	m, d := &t.cache.audit, auditDim(dim)
+	open := &m.open[d]
 	if e, ok := (*open)[value]; ok && !e.gone {
 		return e, nil
 	}
@@ -385,6 +384,10 @@ func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
 	}
 	if *open == nil {
 		*open = map[string]*entry{}
+	}
+	if len(*open) >= m.prune[d] {
+		maps.DeleteFunc(*open, func(_ string, e *entry) bool { return e.gone })
+		m.prune[d] = max(2*len(*open), 1024)
 	}
 	(*open)[value] = e
 	return e, nil

@@ -200,7 +200,6 @@ func (c *cache) markClean() {
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
-	c.audit.evicted()
 	// A transient object still dirty (a catch-up holds changed objects for
 	// many batches) waits for the commit that writes it: forgotten here, it
 	// stayed in the cache for good, one call record per session.
