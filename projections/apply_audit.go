@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,9 @@ type AuditEntry struct {
 // p is of an entry at or before p, which is what lets a query stop reading.
 var auditChunkItems = 32 // a variable for tests, which fold few events
 
+// auditFirstItems is how many items a list's first chunk has room for.
+const auditFirstItems = 8
+
 // auditOpenSuffix follows a list's prefix in the key of its open chunk: it
 // sorts after every chunk's position (eight bytes).
 const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
@@ -76,10 +80,9 @@ type auditItem struct {
 // chunk as a few pointers, not one an item: a rebuild holds every chunk it
 // fills until it writes them.
 type auditChunk struct {
-	// ent is the cache entry that held the chunk in generation gen of the
-	// audit's memo (see auditMemo.chunk); nil for a chunk read back.
+	// ent is the cache entry that held the chunk when the fold last added
+	// to it or stored it (see auditMemo.chunk); nil for a chunk read back.
 	ent   *entry
-	gen   uint64
 	first uint64 // the position of the first item: the chunk's key, once sealed
 	// hw is the latest time of an item of this chunk or of any before it in
 	// the list (Unix nanoseconds): a --since query stops at the first chunk
@@ -124,7 +127,7 @@ func (c *auditChunk) set(i int, b []byte) {
 func (c *auditChunk) settle() {
 	for _, w := range c.waiting {
 		off := len(c.buf)
-		c.buf = appendAuditEntry(c.buf, &w.call.e)
+		c.buf = w.call.appendEntry(c.buf)
 		c.items[w.i].off, c.items[w.i].n = uint32(off), uint32(len(c.buf)-off)
 	}
 	c.waiting = nil
@@ -240,8 +243,11 @@ func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte 
 
 // appendAuditCallKey appends the key of a pending tool call to b.
 func appendAuditCallKey(b []byte, call string) []byte {
-	return append(append(b, "audit/call/"...), call...)
+	return append(append(b, auditCallPrefix...), call...)
 }
+
+// auditCallPrefix starts the keys of pending tool calls.
+const auditCallPrefix = "audit/call/"
 
 // loadAudit is load for an audit object stored in a form of its own (a
 // chunk, a pending call): cached, else decoded from Pebble. It returns the
@@ -276,12 +282,16 @@ func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
 // result completes were four lookups in a map of a rebuild's 150,000
 // objects, and half of the audit's cost to a rebuild.
 type auditMemo struct {
-	// open is the cache entry of each list's open chunk. An entry is its
-	// key's until the cache evicts (a put reuses it), which clears open.
-	open map[auditListName]*entry
-	// gen counts the evictions: a chunk's entry from another generation
-	// may have left the cache.
-	gen uint64
+	// open is the cache entry of each list's open chunk, by dimension (see
+	// auditDim) and value. It holds an entry until the cache drops it
+	// (entry.gone), not only until the next eviction: cleared at each
+	// batch, every session's list was looked up again in the cache.
+	open [len(auditDims)]map[string]*entry
+	// prune is the size at which each of open next drops the entries the
+	// cache dropped: twice what it kept the last time, so dropping them
+	// costs a lookup a constant, not a pass over every session a batch
+	// (a live batch of one event spent more on that than on its fold).
+	prune [len(auditDims)]int
 	// calls are the tool calls waiting for their result since the last
 	// flush, by call id. A flush stores them as the cache's transient
 	// objects under their keys, where a result after it (or after a
@@ -294,24 +304,40 @@ type auditMemo struct {
 	// from calls deletes none without asking the filter (six random reads
 	// of its 8 MiB, a tenth of the audit's fold).
 	stored map[string]struct{}
+	// fresh is the key filter freshCalls answered for (nil: none yet), and
+	// freshCalls whether call records are in a projection it knows started
+	// empty: one answer a fold, not one a tool result.
+	fresh      *keyFilter
+	freshCalls bool
 }
 
-// auditListName names a list: its dimension and value (see auditListPrefix).
-type auditListName struct {
-	dim   byte
-	value string
-}
+// auditDims are the lists' dimensions: a category's entries, a session's,
+// an agent's and an outcome's postings.
+const auditDims = "csao"
 
-// evicted forgets the entries the cache may have evicted.
-func (m *auditMemo) evicted() {
-	m.gen++
-	clear(m.open)
+// auditDim is the index of dimension dim in auditDims.
+func auditDim(dim byte) int {
+	return strings.IndexByte(auditDims, dim)
 }
 
 // reset forgets everything, with the cache.
 func (m *auditMemo) reset() {
-	m.evicted()
+	for _, open := range m.open {
+		clear(open)
+	}
 	clear(m.calls)
+}
+
+// callsFresh reports whether no call record was stored before this fold
+// but those stored lists (see stored).
+func (m *auditMemo) callsFresh(f *keyFilter) bool {
+	if f == nil {
+		return false
+	}
+	if m.fresh != f {
+		m.fresh, m.freshCalls = f, f.fresh([]byte(auditCallPrefix))
+	}
+	return m.freshCalls
 }
 
 // spill hands the waiting calls to c, to be flushed.
@@ -333,7 +359,7 @@ func (m *auditMemo) spill(c *cache) {
 // chunk returns c's cache entry when the memo can vouch that it still holds
 // c (nil: look it up).
 func (m *auditMemo) chunk(c *auditChunk) *entry {
-	if c == nil || c.ent == nil || c.gen != m.gen || c.ent.obj != c {
+	if c == nil || c.ent == nil || c.ent.gone || c.ent.obj != c {
 		return nil
 	}
 	return c.ent
@@ -342,9 +368,9 @@ func (m *auditMemo) chunk(c *auditChunk) *entry {
 // openAuditChunk returns the cache entry of the open chunk of list
 // dim/value, created (with no chunk yet) if there is none.
 func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
-	m := &t.cache.audit
-	l := auditListName{dim, value}
-	if e, ok := m.open[l]; ok {
+	m, d := &t.cache.audit, auditDim(dim)
+	open := &m.open[d]
+	if e, ok := (*open)[value]; ok && !e.gone {
 		return e, nil
 	}
 	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
@@ -356,10 +382,14 @@ func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
 	if e == nil {
 		e = t.cache.put(k, nil, true) // the caller adds the chunk
 	}
-	if m.open == nil {
-		m.open = map[auditListName]*entry{}
+	if *open == nil {
+		*open = map[string]*entry{}
 	}
-	m.open[l] = e
+	if len(*open) >= m.prune[d] {
+		maps.DeleteFunc(*open, func(_ string, e *entry) bool { return e.gone })
+		m.prune[d] = max(2*len(*open), 1024)
+	}
+	(*open)[value] = e
 	return e, nil
 }
 
@@ -367,7 +397,7 @@ func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
 // list dim/value, and returns the chunk it is in. A full open chunk is
 // sealed first: stored under its own position, where little reads it again
 // (a tool result completing an entry).
-func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, b []byte) (*auditChunk, error) {
+func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at int64, b []byte) (*auditChunk, error) {
 	e, err := openAuditChunk(t, dim, value) // b may be in t.vbuf, not in t.kbuf
 	if err != nil {
 		return nil, err
@@ -375,23 +405,25 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at time.Time, 
 	c, _ := e.obj.(*auditChunk)
 	switch {
 	case c == nil:
-		c = &auditChunk{first: pos, hw: at.UnixNano()}
+		// Room for a few items like this one: a session's list grew its
+		// buffers five or six times, a tenth of the audit's allocations.
+		c = &auditChunk{first: pos, hw: at, items: make([]auditItem, 0, auditFirstItems), buf: make([]byte, 0, auditFirstItems*len(b))}
 	case len(c.items) >= auditChunkItems:
 		c.ent = t.cache.putTransient(appendAuditChunkKey(nil, dim, value, c.first), c)
 		// A list that fills a chunk fills the next: its items grow once.
 		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
 	}
-	c.hw = max(c.hw, at.UnixNano())
+	c.hw = max(c.hw, at)
 	c.add(seq, b)
-	c.ent, c.gen = e, t.cache.audit.gen
+	c.ent = e
 	t.cache.update(e, c)
 	return c, nil
 }
 
-// appendAuditPosting appends an index posting's bytes: the entry's time and
-// category.
-func appendAuditPosting(b []byte, at time.Time, category string) []byte {
-	return append(binary.AppendVarint(b, at.UnixNano()), category...)
+// appendAuditPosting appends an index posting's bytes: the entry's time
+// (Unix nanoseconds) and category.
+func appendAuditPosting(b []byte, at int64, category string) []byte {
+	return append(binary.AppendVarint(b, at), category...)
 }
 
 // decodeAuditPosting reads appendAuditPosting's bytes.
@@ -412,11 +444,28 @@ func decodeAuditPosting(b []byte) (time.Time, string, error) {
 type auditCall struct {
 	chunk uint64
 	c     *auditChunk // that chunk, while the memo vouches for it; nil read back
-	e     AuditEntry
+	r     auditRecord
+	// head is r's stored form up to its outcome (appendAuditHead), which
+	// its result does not change: encoded with the call, while its
+	// strings are in the processor's caches, not with its result.
+	head []byte
+	// room holds a head of the usual size: the call is one allocation.
+	room [96]byte
+}
+
+func newAuditCall(chunk uint64, c *auditChunk, r *auditRecord) *auditCall {
+	call := &auditCall{chunk: chunk, c: c, r: *r}
+	call.head = appendAuditHead(call.room[:0], r)
+	return call
+}
+
+// appendEntry appends the stored form of the call's entry as it is now.
+func (c *auditCall) appendEntry(b []byte) []byte {
+	return appendAuditTail(append(b, c.head...), &c.r)
 }
 
 func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendAuditEntry(binary.AppendUvarint(s.val[:0], c.chunk), &c.e)
+	s.val = c.appendEntry(binary.AppendUvarint(s.val[:0], c.chunk))
 	return b.Set(k, s.val, nil)
 }
 
@@ -432,44 +481,44 @@ func applyAudit(t *tx, ev *event) error {
 	if env.Type == schemas.TypeToolResult {
 		return auditToolResult(t, ev)
 	}
-	var e AuditEntry // on the stack unless it waits for a result
-	if ok, err := auditOf(t, ev, &e); !ok {
+	var r auditRecord // on the stack unless it waits for a result
+	if ok, err := auditOf(t, ev, &r); !ok {
 		return err
 	}
-	e.Seq, e.ID, e.Type, e.At, e.Session = ev.seq, env.ID, env.Type, env.Timestamp, env.SessionID
-	if e.Agent == "" {
-		e.Agent = env.Source
+	r.seq, r.id, r.typ, r.at, r.session = ev.seq, env.ID, env.Type, env.Timestamp.UnixNano(), env.SessionID
+	if r.agent == "" {
+		r.agent = env.Source
 	}
 	if env.Type != schemas.TypeToolCall {
-		t.vbuf = appendAuditEntry(t.vbuf[:0], &e)
-		if _, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, t.vbuf); err != nil {
+		t.vbuf = appendAuditRecord(t.vbuf[:0], &r)
+		if _, err := addAuditItem(t, 'c', r.category, r.seq, r.seq, r.at, t.vbuf); err != nil {
 			return err
 		}
 	} else {
-		c, err := addAuditItem(t, 'c', e.Category, e.Seq, e.Seq, e.At, nil)
+		c, err := addAuditItem(t, 'c', r.category, r.seq, r.seq, r.at, nil)
 		if err != nil {
 			return err
 		}
 		// A tool run cut off by a crash is called again under the same call
 		// id: the new call waits here instead, and the old one's entry stays
 		// as it is in its chunk, whatever the batches.
-		call := &auditCall{chunk: c.first, c: c, e: e}
+		call := newAuditCall(c.first, c, &r)
 		c.waiting = append(c.waiting, auditWaiting{i: len(c.items) - 1, call: call})
 		m := &t.cache.audit
 		if m.calls == nil {
 			m.calls = map[string]*auditCall{}
 		}
-		m.calls[e.Details["call"]] = call
+		m.calls[r.detail("call")] = call
 	}
-	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
+	t.vbuf = appendAuditPosting(t.vbuf[:0], r.at, r.category)
 	for _, i := range [...]struct {
 		dim   byte
 		value string
-	}{{'s', e.Session}, {'a', e.Agent}, {'o', e.Outcome}} {
+	}{{'s', r.session}, {'a', r.agent}, {'o', r.outcome}} {
 		if i.value == "" || i.dim == 'o' && i.value == schemas.OutcomeAllowed {
 			continue
 		}
-		if _, err := addAuditItem(t, i.dim, i.value, e.Seq, e.Seq, e.At, t.vbuf); err != nil {
+		if _, err := addAuditItem(t, i.dim, i.value, r.seq, r.seq, r.at, t.vbuf); err != nil {
 			return err
 		}
 	}
@@ -486,28 +535,37 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &auditCall{chunk: chunk, e: *e}, nil
+	// Its details go in the record's array, where its result adds its own:
+	// a call's entry has only the details auditOf gives a tool call.
+	if len(e.Details) > len(auditRecord{}.details)-auditResultDetails {
+		return nil, fmt.Errorf("audit call: %d details, more than a tool call has", len(e.Details))
+	}
+	r := recordOf(e)
+	r.extra = nil
+	for k, v := range e.Details {
+		r.text(k, v)
+	}
+	return newAuditCall(chunk, nil, &r), nil
 }
 
-// replaceAuditEntry stores e in place of the entry of its sequence in the
-// chunk of its category at position first (the open one, or sealed).
-func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
-	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', e.Category), auditOpenSuffix...)
+// replaceAuditEntry stores b as the entry of r's sequence in the chunk of
+// its category at position first (the open one, or sealed).
+func replaceAuditEntry(t *tx, first uint64, r *auditRecord, b []byte) error {
+	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', r.category), auditOpenSuffix...)
 	c, ce, err := loadAuditChunk(t, k)
 	if err == nil && (c == nil || c.first != first) {
-		k = appendAuditChunkKey(k[:0], 'c', e.Category, first)
+		k = appendAuditChunkKey(k[:0], 'c', r.category, first)
 		c, ce, err = loadAuditChunk(t, k)
 	}
 	t.kbuf = k
 	if err != nil {
 		return err
 	}
-	i, found := c.find(e.Seq)
+	i, found := c.find(r.seq)
 	if !found {
-		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", e.Seq, k)
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", r.seq, k)
 	}
-	t.vbuf = appendAuditEntry(t.vbuf[:0], e)
-	c.set(i, t.vbuf)
+	c.set(i, b)
 	t.cache.update(ce, c)
 	return nil
 }
@@ -518,28 +576,131 @@ func replaceAuditEntry(t *tx, first uint64, e *AuditEntry) error {
 // projection's cost to a rebuild.
 const auditEntryFormat = 3
 
-// appendAuditEntry appends e's stored form: the format, the sequence and
+// auditRecord is an entry as the fold builds and stores it: AuditEntry's
+// fields, its time in Unix nanoseconds and its details in a small array
+// sorted by name, numbers kept as numbers: a map an entry, and a string for
+// each number in it, were a fifth of the audit's fold.
+type auditRecord struct {
+	seq                                                       uint64
+	at                                                        int64
+	id                                                        string
+	typ                                                       schemas.Type
+	category, action, session, agent, target, outcome, reason string
+	// details are the first n, sorted by name; an audit_record's come in
+	// its payload's map, extra, which the fold never changes (only tool
+	// calls' entries are completed).
+	details [6]auditDetail
+	n       int
+	extra   map[string]string
+}
+
+// auditResultDetails is how many details a tool result adds to its call's.
+const auditResultDetails = 4
+
+// auditDetail is a detail's name and value: text, or a number stored as
+// its decimal digits (a signed one when signed).
+type auditDetail struct {
+	name, text    string
+	num           uint64
+	isNum, signed bool
+}
+
+// recordOf is e as the fold keeps it, its details in e's map.
+func recordOf(e *AuditEntry) auditRecord {
+	return auditRecord{seq: e.Seq, at: e.At.UnixNano(), id: e.ID, typ: e.Type, category: e.Category, action: e.Action,
+		session: e.Session, agent: e.Agent, target: e.Target, outcome: e.Outcome, reason: e.Reason, extra: e.Details}
+}
+
+// set sets detail d.name to d, in name order.
+func (r *auditRecord) set(d auditDetail) {
+	i := 0
+	for i < r.n && r.details[i].name < d.name {
+		i++
+	}
+	if i == r.n || r.details[i].name != d.name {
+		copy(r.details[i+1:r.n+1], r.details[i:r.n]) // no call gives a record more than it holds
+		r.n++
+	}
+	r.details[i] = d
+}
+
+func (r *auditRecord) text(name, v string) { r.set(auditDetail{name: name, text: v}) }
+
+func (r *auditRecord) int(name string, v int64) {
+	r.set(auditDetail{name: name, num: uint64(v), isNum: true, signed: true})
+}
+
+func (r *auditRecord) uint(name string, v uint64) {
+	r.set(auditDetail{name: name, num: v, isNum: true})
+}
+
+// detail returns the text of detail name ("": none).
+func (r *auditRecord) detail(name string) string {
+	for _, d := range r.details[:r.n] {
+		if d.name == name {
+			return d.text
+		}
+	}
+	return ""
+}
+
+// appendAuditRecord appends r's stored form: the format, the sequence and
 // time (Unix nanoseconds) as uvarints, then its strings and its details
 // (sorted by name), each as appendAuditWord writes it.
-func appendAuditEntry(b []byte, e *AuditEntry) []byte {
+func appendAuditRecord(b []byte, r *auditRecord) []byte {
+	return appendAuditTail(appendAuditHead(b, r), r)
+}
+
+// appendAuditHead appends the part of r's stored form before its outcome.
+func appendAuditHead(b []byte, r *auditRecord) []byte {
 	b = append(b, auditEntryFormat)
-	b = binary.AppendUvarint(b, e.Seq)
-	b = binary.AppendUvarint(b, uint64(e.At.UnixNano()))
+	b = binary.AppendUvarint(b, r.seq)
+	b = binary.AppendUvarint(b, uint64(r.at))
 	// Only the fields that are mostly words are looked up: a lookup for
 	// each string cost as much as the bytes it saved.
-	b = appendAuditWord(appendAuditText(b, e.ID), string(e.Type))
-	b = appendAuditWord(appendAuditWord(b, e.Category), e.Action)
-	b = appendAuditWord(appendAuditText(b, e.Session), e.Agent)
-	b = appendAuditText(appendAuditWord(appendAuditText(b, e.Target), e.Outcome), e.Reason)
-	b = binary.AppendUvarint(b, uint64(len(e.Details)))
+	b = appendAuditWord(appendAuditText(b, r.id), string(r.typ))
+	b = appendAuditWord(appendAuditWord(b, r.category), r.action)
+	b = appendAuditWord(appendAuditText(b, r.session), r.agent)
+	return appendAuditText(b, r.target)
+}
+
+// appendAuditTail appends the rest of r's stored form: its outcome, reason
+// and details.
+func appendAuditTail(b []byte, r *auditRecord) []byte {
+	b = appendAuditText(appendAuditWord(b, r.outcome), r.reason)
+	if r.extra != nil {
+		return appendAuditDetails(b, r.extra)
+	}
+	b = binary.AppendUvarint(b, uint64(r.n))
+	for _, d := range r.details[:r.n] {
+		b = appendAuditWord(b, d.name)
+		if !d.isNum {
+			b = appendAuditText(b, d.text)
+			continue
+		}
+		// Digits are never an event id: stored as appendAuditText stores
+		// their string.
+		var digits [24]byte
+		v := strconv.AppendUint(digits[:0], d.num, 10)
+		if d.signed {
+			v = strconv.AppendInt(digits[:0], int64(d.num), 10)
+		}
+		b = append(binary.AppendUvarint(b, uint64(len(v))<<2|auditLiteral), v...)
+	}
+	return b
+}
+
+// appendAuditDetails appends the count of details and each, sorted by name.
+func appendAuditDetails(b []byte, details map[string]string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(details)))
 	var names [8]string // entries have a few details: sorted without allocating
 	keys := names[:0]
-	for k := range e.Details {
+	for k := range details {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b = appendAuditText(appendAuditWord(b, k), e.Details[k])
+		b = appendAuditText(appendAuditWord(b, k), details[k])
 	}
 	return b
 }
@@ -614,32 +775,36 @@ func parseUUID(s string) (u [16]byte, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
+	bad := byte(0)
 	j := 0
 	for i := 0; i < 36; i += 2 {
 		if s[i] == '-' {
 			i--
 			continue
 		}
-		hi, lo := unhex(s[i]), unhex(s[i+1])
-		if hi > 15 || lo > 15 {
-			return u, false
-		}
+		hi, lo := hexDigits[s[i]], hexDigits[s[i+1]]
+		bad |= hi | lo
 		u[j] = hi<<4 | lo
 		j++
 	}
-	return u, true
+	return u, bad < 16
 }
 
-// unhex is a lower-case hex digit's value, 255 for anything else.
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
+// hexDigits are the lower-case hex digits' values, 16 or more for every
+// other byte: one table read a digit, and one test for all 32.
+var hexDigits = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
 	}
-	return 255
-}
+	return t
+}()
 
 // formatUUID writes u in canonical form.
 func formatUUID(u []byte) string {
@@ -766,43 +931,38 @@ func auditToolResult(t *tx, ev *event) error {
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	e := &call.e
-	if e.Details == nil {
-		e.Details = map[string]string{}
-	}
-	e.Details["exit_code"] = strconv.Itoa(p.ExitCode)
-	e.Details["duration_ms"] = strconv.FormatInt(p.DurationMS, 10)
-	e.Details["result_seq"] = strconv.FormatUint(ev.seq, 10)
+	r := &call.r
+	r.int("exit_code", int64(p.ExitCode))
+	r.int("duration_ms", p.DurationMS)
+	r.uint("result_seq", ev.seq)
 	if p.Signal != "" {
-		e.Details["signal"] = p.Signal
+		r.text("signal", p.Signal)
 	}
 	if !p.OK {
-		e.Outcome, e.Reason = schemas.OutcomeError, p.Error
-		if e.Reason == "" {
-			e.Reason = p.Summary
+		r.outcome, r.reason = schemas.OutcomeError, p.Error
+		if r.reason == "" {
+			r.reason = p.Summary
 		}
 	}
+	t.vbuf = call.appendEntry(t.vbuf[:0])
 	if ce := t.cache.audit.chunk(call.c); ce != nil {
-		i, _ := call.c.find(e.Seq) // it is there: added with the call
-		t.vbuf = appendAuditEntry(t.vbuf[:0], e)
+		i, _ := call.c.find(r.seq) // it is there: added with the call
 		call.c.set(i, t.vbuf)
 		t.cache.update(ce, call.c)
-	} else if err := replaceAuditEntry(t, call.chunk, e); err != nil {
+	} else if err := replaceAuditEntry(t, call.chunk, r, t.vbuf); err != nil {
 		return err
 	}
 	if p.OK {
 		return nil
 	}
-	t.vbuf = appendAuditPosting(t.vbuf[:0], e.At, e.Category)
-	_, err = addAuditItem(t, 'o', e.Outcome, ev.seq, e.Seq, e.At, t.vbuf)
+	t.vbuf = appendAuditPosting(t.vbuf[:0], r.at, r.category)
+	_, err = addAuditItem(t, 'o', r.outcome, ev.seq, r.seq, r.at, t.vbuf)
 	return err
 }
 
 // takeAuditCall returns the call id's waiting call and deletes its record
 // (nil: none).
 func takeAuditCall(t *tx, id string) (*auditCall, error) {
-	k := appendAuditCallKey(t.kbuf[:0], id)
-	t.kbuf = k
 	m := &t.cache.audit
 	_, stored := m.stored[id]
 	delete(m.stored, id)
@@ -810,12 +970,14 @@ func takeAuditCall(t *tx, id string) (*auditCall, error) {
 		delete(m.calls, id)
 		// A record of the same id stored before (of a run cut off by a
 		// crash) goes too, as the cached one it replaced would have.
-		if f := t.cache.written; f == nil || !f.fresh(k) || stored {
-			t.cache.put(k, nil, true)
+		if stored || !m.callsFresh(t.cache.written) {
+			t.kbuf = appendAuditCallKey(t.kbuf[:0], id)
+			t.cache.put(t.kbuf, nil, true)
 		}
 		return call, nil
 	}
-	call, ce, err := loadAudit(t, k, decodeAuditCall)
+	t.kbuf = appendAuditCallKey(t.kbuf[:0], id)
+	call, ce, err := loadAudit(t, t.kbuf, decodeAuditCall)
 	if err != nil || call == nil {
 		return nil, err
 	}
@@ -832,33 +994,34 @@ var fileTools = map[string]string{
 // auditOf fills e with the entry an event makes (without the envelope's
 // fields) and reports whether it makes one: most events are none of the
 // audit's business.
-func auditOf(t *tx, ev *event, e *AuditEntry) (bool, error) {
+func auditOf(t *tx, ev *event, e *auditRecord) (bool, error) {
 	env := ev.env
-	*e = AuditEntry{Outcome: schemas.OutcomeAllowed}
+	*e = auditRecord{outcome: schemas.OutcomeAllowed}
 	switch env.Type {
 	case schemas.TypeAuditRecord:
 		p, err := payloadOf[schemas.AuditRecord](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Details = p.Category, p.Action, p.Target, p.Outcome, p.Reason, p.Details
+		e.category, e.action, e.target, e.outcome, e.reason, e.extra = p.Category, p.Action, p.Target, p.Outcome, p.Reason, p.Details
 	case schemas.TypePermissionRequest:
 		p, err := payloadOf[schemas.PermissionRequest](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "request", p.Target, schemas.OutcomeAsked, p.Reason, p.Agent
-		e.Details = map[string]string{"grant": p.Grant, "call": p.CallID}
+		e.category, e.action, e.target, e.outcome, e.reason, e.agent = schemas.AuditPermission, "request", p.Target, schemas.OutcomeAsked, p.Reason, p.Agent
+		e.text("grant", p.Grant)
+		e.text("call", p.CallID)
 	case schemas.TypePermissionDecision:
 		p, err := payloadOf[schemas.PermissionDecision](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Reason = schemas.AuditPermission, p.Decision, p.RequestID, p.Reason
+		e.category, e.action, e.target, e.reason = schemas.AuditPermission, p.Decision, p.RequestID, p.Reason
 		if p.Decision != schemas.DecisionAllow {
-			e.Outcome = schemas.OutcomeDenied
+			e.outcome = schemas.OutcomeDenied
 		}
-		e.Details = map[string]string{"scope": p.Scope}
+		e.text("scope", p.Scope)
 	case schemas.TypePromptRejected:
 		p, err := payloadOf[schemas.PromptRejected](t, Audit, ev)
 		if p == nil {
@@ -868,51 +1031,57 @@ func auditOf(t *tx, ev *event, e *AuditEntry) (bool, error) {
 		for i, f := range p.Findings {
 			pats[i] = f.Pattern
 		}
-		e.Category, e.Action, e.Outcome, e.Reason = schemas.AuditPermission, "prompt_rejected", schemas.OutcomeDenied, p.Reason
-		e.Details = map[string]string{"findings": strconv.Itoa(len(p.Findings)), "patterns": strings.Join(pats, ",")}
+		e.category, e.action, e.outcome, e.reason = schemas.AuditPermission, "prompt_rejected", schemas.OutcomeDenied, p.Reason
+		e.int("findings", int64(len(p.Findings)))
+		e.text("patterns", strings.Join(pats, ","))
 	case schemas.TypeHookDecision:
 		p, err := payloadOf[schemas.HookDecision](t, Audit, ev)
 		if p == nil || p.Action != "block" {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason, e.Agent = schemas.AuditPermission, "hook_block", p.Tool, schemas.OutcomeDenied, p.Reason, p.Agent
-		e.Details = map[string]string{"point": p.Point, "hook": p.By}
+		e.category, e.action, e.target, e.outcome, e.reason, e.agent = schemas.AuditPermission, "hook_block", p.Tool, schemas.OutcomeDenied, p.Reason, p.Agent
+		e.text("point", p.Point)
+		e.text("hook", p.By)
 	case schemas.TypeDeadLetter:
 		p, err := payloadOf[schemas.DeadLetter](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "dead_letter", p.Subject, schemas.OutcomeError, p.Reason
+		e.category, e.action, e.target, e.outcome, e.reason = schemas.AuditSession, "dead_letter", p.Subject, schemas.OutcomeError, p.Reason
 		if strings.Contains(p.Reason, events.ErrForgedSource.Error()) {
-			e.Category, e.Outcome = schemas.AuditPermission, schemas.OutcomeDenied
+			e.category, e.outcome = schemas.AuditPermission, schemas.OutcomeDenied
 		}
-		e.Details = map[string]string{"consumer": p.Consumer, "stream_seq": strconv.FormatUint(p.StreamSeq, 10), "deliveries": strconv.Itoa(p.Deliveries)}
+		e.text("consumer", p.Consumer)
+		e.uint("stream_seq", p.StreamSeq)
+		e.int("deliveries", int64(p.Deliveries))
 	case schemas.TypeToolCall:
 		p, err := payloadOf[schemas.ToolCall](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target = schemas.AuditProcess, p.Tool, schemas.ToolTarget(p.Args)
+		e.category, e.action, e.target = schemas.AuditProcess, p.Tool, schemas.ToolTarget(p.Args)
 		if _, ok := fileTools[p.Tool]; ok {
-			e.Category = schemas.AuditFile
+			e.category = schemas.AuditFile
 		}
-		e.Details = map[string]string{"call": p.CallID}
+		e.text("call", p.CallID)
 		if p.DAGID != "" {
-			e.Details["node"] = p.DAGID + "/" + p.NodeID
+			e.text("node", p.DAGID+"/"+p.NodeID)
 		}
 	case schemas.TypeLLMUsage:
 		p, err := payloadOf[schemas.LLMUsage](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Agent = schemas.AuditLLM, "call", p.Model, p.Agent
-		e.Details = map[string]string{"call": p.CallID, "tokens": strconv.Itoa(p.Usage.TotalTokens),
-			"prompt_tokens": strconv.Itoa(p.Usage.PromptTokens), "completion_tokens": strconv.Itoa(p.Usage.CompletionTokens)}
+		e.category, e.action, e.target, e.agent = schemas.AuditLLM, "call", p.Model, p.Agent
+		e.text("call", p.CallID)
+		e.int("tokens", int64(p.Usage.TotalTokens))
+		e.int("prompt_tokens", int64(p.Usage.PromptTokens))
+		e.int("completion_tokens", int64(p.Usage.CompletionTokens))
 		if p.CostUSD > 0 {
-			e.Details["cost_usd"] = strconv.FormatFloat(p.CostUSD, 'f', -1, 64)
+			e.text("cost_usd", strconv.FormatFloat(p.CostUSD, 'f', -1, 64))
 		}
 		if p.Provider != "" {
-			e.Details["provider"] = p.Provider
+			e.text("provider", p.Provider)
 		}
 	case schemas.TypeLLMResponse:
 		// A call that succeeded is the llm_usage after it; a failed one has
@@ -921,84 +1090,87 @@ func auditOf(t *tx, ev *event, e *AuditEntry) (bool, error) {
 		if p == nil || p.Error == "" {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditLLM, "call", p.Model, schemas.OutcomeError, p.Error
-		e.Details = map[string]string{"call": p.CallID}
+		e.category, e.action, e.target, e.outcome, e.reason = schemas.AuditLLM, "call", p.Model, schemas.OutcomeError, p.Error
+		e.text("call", p.CallID)
 	case schemas.TypeSessionCreate, schemas.TypeSessionComplete, schemas.TypeSessionSuspend, schemas.TypeSessionResume, schemas.TypeSessionFork:
-		e.Category, e.Action = schemas.AuditSession, strings.TrimPrefix(string(env.Type), "session_")
+		e.category, e.action = schemas.AuditSession, strings.TrimPrefix(string(env.Type), "session_")
 		if env.Type == schemas.TypeSessionFork {
 			p, err := payloadOf[schemas.SessionFork](t, Audit, ev)
 			if p == nil {
 				return false, err
 			}
-			e.Target, e.Reason = p.Parent, p.Reason
-			e.Details = map[string]string{"parent_seq": strconv.FormatUint(p.ParentSeq, 10)}
+			e.target, e.reason = p.Parent, p.Reason
+			e.uint("parent_seq", p.ParentSeq)
 		}
 	case schemas.TypeSessionFail:
 		p, err := payloadOf[schemas.SessionFail](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Outcome, e.Reason = schemas.AuditSession, "fail", schemas.OutcomeError, p.Reason
+		e.category, e.action, e.outcome, e.reason = schemas.AuditSession, "fail", schemas.OutcomeError, p.Reason
 	case schemas.TypeSignal:
 		p, err := payloadOf[schemas.Signal](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Reason = schemas.AuditSession, p.Action, p.Scope, p.Reason
+		e.category, e.action, e.target, e.reason = schemas.AuditSession, p.Action, p.Scope, p.Reason
 	case schemas.TypeDAGExecute:
 		p, err := payloadOf[schemas.DAGExecute](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_start", p.DAG.ID
-		e.Details = map[string]string{"nodes": strconv.Itoa(len(p.DAG.Nodes))}
+		e.category, e.action, e.target = schemas.AuditSession, "workflow_start", p.DAG.ID
+		e.int("nodes", int64(len(p.DAG.Nodes)))
 	case schemas.TypeWorkflowComplete:
 		p, err := payloadOf[schemas.WorkflowComplete](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target = schemas.AuditSession, "workflow_complete", p.DAGID
+		e.category, e.action, e.target = schemas.AuditSession, "workflow_complete", p.DAGID
 		if p.Outcome != schemas.OutcomeSucceeded {
-			e.Outcome, e.Reason = schemas.OutcomeError, p.Summary
+			e.outcome, e.reason = schemas.OutcomeError, p.Summary
 		}
-		e.Details = map[string]string{"outcome": p.Outcome, "succeeded": strconv.Itoa(p.Succeeded), "failed": strconv.Itoa(p.Failed), "skipped": strconv.Itoa(p.Skipped)}
+		e.text("outcome", p.Outcome)
+		e.int("succeeded", int64(p.Succeeded))
+		e.int("failed", int64(p.Failed))
+		e.int("skipped", int64(p.Skipped))
 	case schemas.TypeTaskFailed:
 		p, err := payloadOf[schemas.TaskFailed](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "task_failed", p.DAGID+"/"+p.NodeID, schemas.OutcomeError, p.Error
-		e.Details = map[string]string{"attempt": strconv.Itoa(p.Attempt)}
+		e.category, e.action, e.target, e.outcome, e.reason = schemas.AuditSession, "task_failed", p.DAGID+"/"+p.NodeID, schemas.OutcomeError, p.Error
+		e.int("attempt", int64(p.Attempt))
 	case schemas.TypePipelineStage:
 		p, err := payloadOf[schemas.PipelineStage](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Agent = schemas.AuditSession, "pipeline_stage", p.PipelineID+"/"+p.Stage, p.Agent
-		e.Details = map[string]string{"loop": strconv.Itoa(p.Loop)}
+		e.category, e.action, e.target, e.agent = schemas.AuditSession, "pipeline_stage", p.PipelineID+"/"+p.Stage, p.Agent
+		e.int("loop", int64(p.Loop))
 	case schemas.TypeAgentRestart:
 		p, err := payloadOf[schemas.AgentRestart](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Outcome, e.Reason = schemas.AuditSession, "agent_restart", p.Agent, schemas.OutcomeError, p.Reason
+		e.category, e.action, e.target, e.outcome, e.reason = schemas.AuditSession, "agent_restart", p.Agent, schemas.OutcomeError, p.Reason
 	case schemas.TypeScheduleAdd:
 		p, err := payloadOf[schemas.ScheduleAdd](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target = schemas.AuditConfig, "schedule_add", p.Name
+		e.category, e.action, e.target = schemas.AuditConfig, "schedule_add", p.Name
 	case schemas.TypeSchedulePause, schemas.TypeScheduleResume, schemas.TypeScheduleRemove, schemas.TypeScheduleDisable:
 		p, err := payloadOf[schemas.ScheduleControl](t, Audit, ev)
 		if p == nil {
 			return false, err
 		}
-		e.Category, e.Action, e.Target, e.Reason = schemas.AuditConfig, string(env.Type), p.Name, p.Reason
+		e.category, e.action, e.target, e.reason = schemas.AuditConfig, string(env.Type), p.Name, p.Reason
 	default:
 		return false, nil
 	}
-	if !schemas.IsAuditCategory(e.Category) {
-		return false, t.reject(Audit, ev, "audit category %q: use one of %s", e.Category, strings.Join(schemas.AuditCategories, ", "))
+	if !schemas.IsAuditCategory(e.category) {
+		return false, t.reject(Audit, ev, "audit category %q: use one of %s", e.category, strings.Join(schemas.AuditCategories, ", "))
 	}
 	return true, nil
 }

@@ -65,18 +65,41 @@ func auditStream(b *testing.B, sessions int) []*event {
 // time.
 // go test -run X -bench AuditFold -benchmem ./projections
 func BenchmarkAuditFold(b *testing.B) {
-	evs := auditStream(b, 4000)
+	foldAudit(b, auditStream(b, 4000), 50_000, 250_000, true)
+}
+
+// BenchmarkAuditLive folds the same events as a live projector does: in
+// batches of a few events, each written with the objects it changed, so
+// every list's open chunk an event touched is encoded and written again
+// at each batch. bytes/event is what the batches wrote an audit event.
+// go test -run X -bench AuditLive -benchmem ./projections
+func BenchmarkAuditLive(b *testing.B) {
+	evs := auditStream(b, 400)
+	for _, n := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { foldAudit(b, evs, n, n, false) })
+	}
+}
+
+// foldAudit folds evs with applyAudit into an empty store in memory, in
+// batches of batch events, the changed objects written every flush events
+// (as a rebuild, with its key filter, when rebuild), and reports the
+// folding thread's CPU time and the bytes written an event.
+func foldAudit(b *testing.B, evs []*event, batch, flush int, rebuild bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu time.Duration
+	written := 0
 	for b.Loop() {
 		b.StopTimer()
 		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := newCache(RebuildCacheObjects)
-		c.written = newKeyFilter([][]byte{[]byte(Audit + "/")})
+		c := newCache(DefaultCacheObjects)
+		if rebuild {
+			c = newCache(RebuildCacheObjects)
+			c.written = newKeyFilter([][]byte{[]byte(Audit + "/")})
+		}
 		b.StartTimer()
 		start := threadCPU(b)
 		t := &tx{db: db, batch: db.NewBatch(), cache: c}
@@ -84,15 +107,16 @@ func BenchmarkAuditFold(b *testing.B) {
 			if err := applyAudit(t, e); err != nil {
 				b.Fatal(err)
 			}
-			if (i+1)%50_000 != 0 && i+1 != len(evs) {
+			if (i+1)%batch != 0 && i+1 != len(evs) {
 				continue
 			}
-			if (i+1)%250_000 == 0 || i+1 == len(evs) {
+			if (i+1)%flush == 0 || i+1 == len(evs) {
 				if _, err := c.flush(t.batch, nil); err != nil {
 					b.Fatal(err)
 				}
 				c.markClean()
 			}
+			written += t.batch.Len()
 			if err := t.batch.Commit(pebble.NoSync); err != nil {
 				b.Fatal(err)
 			}
@@ -108,6 +132,7 @@ func BenchmarkAuditFold(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(evs)), "cpu-ns/event")
+	b.ReportMetric(float64(written)/float64(b.N*len(evs)), "bytes/event")
 }
 
 // threadCPU is the CPU time of the calling OS thread.

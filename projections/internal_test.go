@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -286,6 +287,10 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 	uuid := &AuditEntry{Seq: 7, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeLLMUsage, At: e.At,
 		Category: schemas.AuditLLM, Action: "call", Session: "S1", Agent: "architect", Target: "01A21E97-9F0C-7EAD-8685-46AE2E8D899A",
 		Outcome: schemas.OutcomeAllowed, Details: map[string]string{"tokens": "1", "weird": "01a21e97-9f0c-7ead-8685-46ae2e8d899"}}
+	appendAuditEntry := func(b []byte, e *AuditEntry) []byte {
+		r := recordOf(e)
+		return appendAuditRecord(b, &r)
+	}
 	for _, e := range []*AuditEntry{e, uuid} {
 		v := appendAuditEntry(nil, e)
 		got, err := decodeAuditEntry(v)
@@ -307,6 +312,33 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 		if got, err := decodeAuditEntry(bad); err == nil || got != nil {
 			t.Errorf("%x: %+v, %v; want an error", bad, got, err)
 		}
+	}
+}
+
+// The fold's records keep their details in an array, numbers as numbers: a
+// record stores the bytes of the entry whose details are the same strings
+// in a map, whatever order its details were set in.
+func TestAuditRecordStoresAsItsEntry(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	e := &AuditEntry{Seq: 42, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeToolCall, At: at,
+		Category: schemas.AuditProcess, Action: "exec", Session: "S1", Agent: "engineer", Target: "go test ./...",
+		Outcome: schemas.OutcomeError, Reason: "exit status 1", Details: map[string]string{"call": "c1", "exit_code": "-1",
+			"node": "d/a", "result_seq": "18446744073709551615", "duration_ms": "9223372036854775807", "signal": "KILL"}}
+	r := auditRecord{seq: e.Seq, at: at.UnixNano(), id: e.ID, typ: e.Type, category: e.Category, action: e.Action,
+		session: e.Session, agent: e.Agent, target: e.Target, outcome: e.Outcome, reason: e.Reason}
+	r.text("node", "d/a")
+	r.text("call", "c0")
+	r.uint("result_seq", math.MaxUint64)
+	r.int("exit_code", -1)
+	r.int("duration_ms", math.MaxInt64)
+	r.text("signal", "KILL")
+	r.text("call", "c1") // set again: replaced
+	want := recordOf(e)
+	if got, want := appendAuditRecord(nil, &r), appendAuditRecord(nil, &want); !bytes.Equal(got, want) {
+		t.Fatalf("record stored as\n%x\nits entry as\n%x", got, want)
+	}
+	if r.detail("call") != "c1" || r.detail("none") != "" {
+		t.Fatalf("details %+v", r.details[:r.n])
 	}
 }
 

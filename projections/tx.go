@@ -65,7 +65,11 @@ type entry struct {
 	// flushes: without this each left a tombstone to write, flush and
 	// compact away.
 	absent bool
-	elem   *list.Element
+	// gone: the entry left the cache (evicted, or the cache was reset). A
+	// fold that keeps entries beside the cache (the audit's memo) checks
+	// it instead of looking the key up again.
+	gone bool
+	elem *list.Element
 }
 
 type cache struct {
@@ -196,7 +200,6 @@ func (c *cache) markClean() {
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
-	c.audit.evicted()
 	// A transient object still dirty (a catch-up holds changed objects for
 	// many batches) waits for the commit that writes it: forgotten here, it
 	// stayed in the cache for good, one call record per session.
@@ -210,8 +213,7 @@ func (c *cache) evict() {
 			// hundreds of thousands of events later with the objects held.)
 			held = append(held, e)
 		default:
-			c.lru.Remove(e.elem)
-			delete(c.m, e.key)
+			c.drop(e)
 		}
 	}
 	clear(c.transients[len(held):])
@@ -220,11 +222,17 @@ func (c *cache) evict() {
 		prev := el.Prev()
 		e := el.Value.(*entry)
 		if !e.dirty {
-			c.lru.Remove(el)
-			delete(c.m, e.key)
+			c.drop(e)
 		}
 		el = prev
 	}
+}
+
+// drop removes e from the cache.
+func (c *cache) drop(e *entry) {
+	c.lru.Remove(e.elem)
+	delete(c.m, e.key)
+	e.gone = true
 }
 
 // putTransient records a new transient object (see entry.transient) and
@@ -241,6 +249,9 @@ func (c *cache) putTransient(k []byte, obj any) *entry {
 // reset forgets everything, dirty objects included (after a failed commit, or
 // when projections are dropped).
 func (c *cache) reset() {
+	for _, e := range c.m {
+		e.gone = true
+	}
 	clear(c.m)
 	c.lru.Init()
 	c.dirty, c.transients = c.dirty[:0], c.transients[:0]
