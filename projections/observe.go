@@ -48,10 +48,10 @@ func (s *Store) Observe(from uint64, fn func(ev *events.Event, payload any)) (st
 // Received is the last stream sequence the projector's reader has taken
 // from the stream, folded or on its way to the fold (during a rebuild, as
 // far as the rebuild has read: a reader that needs an event waits for its
-// sequence, not for this alone). Waiting for it
-// (WaitFor) asks the server nothing: it waits for the events this process
-// holds already, so what is read then is as fresh as the stream was a
-// moment ago, and the batch the fold holds is committed at once.
+// sequence, not for this alone). Waiting for it (WaitFor) asks the server
+// nothing: it waits for the events this process holds already, so what is
+// read then is as fresh as the stream was a moment ago, and the batch the
+// fold holds is committed at once.
 func (s *Store) Received() uint64 {
 	s.observeMu.Lock()
 	defer s.observeMu.Unlock()
