@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}()
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) { r.sched.push(ctx, r, m) },
-		jetstream.PullMaxMessages(r.opts.Concurrency*2), jetstream.PullExpiry(pullExpiry),
+		jetstream.PullMaxMessages(r.opts.Concurrency*2), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				r.opts.Logger.Debug("consume", "agent", r.opts.Agent, "err", err)
@@ -287,12 +287,21 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// pullExpiry is how long each pull request of a runner's consumer lasts.
-// The server sends heartbeats every half of it, and a client that misses
-// two pulls again: a pull left with a cluster member that died (the
-// consumer's leader, SIGKILLed) is replaced within pullExpiry, where the
-// default (30 s) would leave the agent idle for half a minute.
+// pullExpiry is how long each pull request of a runner's consumer lasts:
+// a pull left with a cluster member that died (the consumer's leader,
+// SIGKILLed) is replaced within it, where the default (30 s) would leave
+// the agent idle for half a minute.
 const pullExpiry = 10 * time.Second
+
+// pullHeartbeat is how often the server tells a waiting pull it is alive;
+// a client that misses two pulls again. Without it the client's default is
+// half of pullExpiry, and a consumer that falls behind loses its pulls now
+// and then: the server holds none while the client counts its batch as
+// still outstanding (seen on the Orchestrator's consumer at max ack pending
+// under a wide DAG: waiting 0, thousands of messages pending), and the agent
+// sat idle for the 10 s of two missed heartbeats. At the least the client
+// allows (500 ms), such a stall lasts about a second.
+const pullHeartbeat = 500 * time.Millisecond
 
 // keepAlive tells the server, every third of AckWait until ctx ends, that the
 // jobs this process holds are being worked on or waiting their turn (held),
