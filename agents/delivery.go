@@ -35,6 +35,8 @@ type Delivery struct {
 
 	mu      sync.Mutex
 	emitted []*schemas.Envelope
+	// results are tool results RunToolLast left to the runner to append.
+	results []*schemas.Envelope
 }
 
 // Emit queues events the runner appends with the handler's outputs, before
@@ -51,6 +53,22 @@ func (d *Delivery) takeEmitted() []*schemas.Envelope {
 	defer d.mu.Unlock()
 	out := d.emitted
 	d.emitted = nil
+	return out
+}
+
+// deferResult leaves a tool's result to the runner: appended ahead of what
+// the handler emits and returns, or on its own if the handler fails.
+func (d *Delivery) deferResult(env *schemas.Envelope) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.results = append(d.results, env)
+}
+
+func (d *Delivery) takeResults() []*schemas.Envelope {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.results
+	d.results = nil
 	return out
 }
 

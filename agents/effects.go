@@ -67,6 +67,24 @@ func (d *Delivery) RunTool(ctx context.Context, exec ToolRunner, records ToolRec
 // and its Data is recorded as the result's Data (unless the tool returned
 // data of its own). Without an ObservingToolRunner obs sees nothing.
 func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere, obs ToolObserver) (res schemas.ToolResult, reused bool, err error) {
+	return d.runTool(ctx, exec, records, call, where, obs, false)
+}
+
+// RunToolLast is RunToolObserved for the call a handler makes last: nothing
+// it does afterwards reads the result back from the stream or the
+// projections (a DAG node's one call, reported to the Orchestrator). Its
+// tool_call is appended before the tool runs, as always; its tool_result,
+// unless it has audit records (those go with it in one atomic batch), is
+// appended by the runner with the handler's outputs, pipelined ahead of
+// them, or on its own before the handler's error if the handler fails: a
+// round trip to the server less per call. A crash before it is stored runs
+// the tool again on redelivery, as a crash before the result's own append
+// did.
+func (d *Delivery) RunToolLast(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere, obs ToolObserver) (res schemas.ToolResult, reused bool, err error) {
+	return d.runTool(ctx, exec, records, call, where, obs, true)
+}
+
+func (d *Delivery) runTool(ctx context.Context, exec ToolRunner, records ToolRecords, call tools.Call, where ToolWhere, obs ToolObserver, last bool) (res schemas.ToolResult, reused bool, err error) {
 	rec, _, err := records.ToolResult(ctx, call.ID)
 	switch {
 	case err == nil:
@@ -136,6 +154,10 @@ func (d *Delivery) RunToolObserved(ctx context.Context, exec ToolRunner, records
 		}
 		rec.ID = schemas.DeriveID(started, "audit/"+a.key)
 		envs = append(envs, rec)
+	}
+	if last && len(envs) == 1 {
+		d.deferResult(done)
+		return res, false, nil
 	}
 	// Record even when a signal cancelled ctx: the result is what happened.
 	if err := d.appendResult(context.WithoutCancel(ctx), envs); err != nil {

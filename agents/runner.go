@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,10 +436,16 @@ func (r *Runner) handle(ctx, hctx context.Context, d *Delivery) error {
 		hctx = tools.ForUser(hctx)
 	}
 	outs, err := r.hooked(hctx, d)
+	// Tool results the handler left to the runner are recorded whatever
+	// follows: the tools ran.
+	results := d.takeResults()
 	if err != nil {
+		if aerr := r.appendOutputs(ctx, results); aerr != nil {
+			return aerr
+		}
 		return err
 	}
-	return r.appendOutputs(ctx, append(d.takeEmitted(), outs...))
+	return r.appendOutputs(ctx, slices.Concat(results, d.takeEmitted(), outs))
 }
 
 // hooked runs the handler between the message hooks, if any.

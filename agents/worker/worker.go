@@ -132,7 +132,7 @@ func (w *Worker) Handle(ctx context.Context, d *agents.Delivery) ([]*schemas.Env
 	if err != nil {
 		return nil, agents.Transient(err, 0)
 	}
-	res, _, err := d.RunToolObserved(runCtx, guarded, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
+	res, _, err := d.RunToolLast(runCtx, guarded, w.Records, call, agents.ToolWhere{DAGID: node.DAGID, NodeID: node.NodeID, Attempt: node.Attempt}, obs)
 	if err != nil {
 		return nil, err
 	}
