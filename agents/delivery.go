@@ -48,11 +48,14 @@ func (d *Delivery) Emit(envs ...*schemas.Envelope) {
 	d.emitted = append(d.emitted, envs...)
 }
 
-func (d *Delivery) takeEmitted() []*schemas.Envelope {
+func (d *Delivery) takeEmitted() []*schemas.Envelope { return d.take(&d.emitted) }
+
+// take empties one of d's lists and returns what it held.
+func (d *Delivery) take(list *[]*schemas.Envelope) []*schemas.Envelope {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := d.emitted
-	d.emitted = nil
+	out := *list
+	*list = nil
 	return out
 }
 
@@ -64,13 +67,7 @@ func (d *Delivery) deferResult(env *schemas.Envelope) {
 	d.results = append(d.results, env)
 }
 
-func (d *Delivery) takeResults() []*schemas.Envelope {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := d.results
-	d.results = nil
-	return out
-}
+func (d *Delivery) takeResults() []*schemas.Envelope { return d.take(&d.results) }
 
 // Now is the runner's clock, for the timestamps of derived events.
 func (d *Delivery) Now() time.Time { return d.runner.opts.Now() }
