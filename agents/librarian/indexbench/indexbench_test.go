@@ -24,6 +24,15 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("comparison %q lacks a figure: %+v", c.Name, c)
 		}
 	}
+	// The index is compared in alternated rounds, each of both sides.
+	if r := cs[0].Rounds; len(r) != 3 || !r[0].SylkFirst || r[1].SylkFirst || !r[2].SylkFirst {
+		t.Fatalf("index rounds: %+v", r)
+	}
+	for i, r := range cs[0].Rounds {
+		if r.Sylk.Ops != 121 || r.Baseline.Ops != 121 || r.Ratio <= 0 {
+			t.Errorf("round %d: %+v", i, r)
+		}
+	}
 	if rep.Files != 121 || rep.Events == 0 || rep.StreamBytes == 0 || rep.SourceBytes == 0 || rep.UpdateP50MS <= 0 || rep.SearchP99MS <= 0 {
 		t.Fatalf("report: %+v", rep)
 	}
