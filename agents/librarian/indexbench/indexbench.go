@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 	if err != nil {
 		return nil, nil, err
 	}
-	out := []eventbench.Comparison{cmp}
+	out := []eventbench.Comparison{cmp, cpuComparison(cmp)}
 
 	// The updates and searches run on an index of their own, made
 	// unmeasured.
@@ -278,6 +278,17 @@ func (s *indexStore) close() {
 	s.store.Close()
 	s.b.Close()
 	os.RemoveAll(s.dir)
+}
+
+// cpuComparison compares the CPU each side spent a file over the rounds,
+// for information: grep reads on one core, the index works on every core,
+// so its speed is at most the cores times this ratio.
+func cpuComparison(c eventbench.Comparison) eventbench.Comparison {
+	perCPUSecond := func(m eventbench.Measure) eventbench.Measure {
+		m.PerSec = 1e6 / max(m.CPUPerOp, 1e-9)
+		return m
+	}
+	return eventbench.Compare("index vs grep -r, files per CPU second", perCPUSecond(c.Sylk), perCPUSecond(c.Baseline), 0)
 }
 
 // budget compares a latency with its budget as speeds (1/latency), so the

@@ -16,11 +16,11 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 4 {
+	if len(cs) != 5 {
 		t.Fatalf("%d comparisons: %+v", len(cs), cs)
 	}
 	for _, c := range cs {
-		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || c.Target <= 0 {
+		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || (c.Target <= 0) != (c.Name == cs[1].Name) {
 			t.Errorf("comparison %q lacks a figure: %+v", c.Name, c)
 		}
 	}
@@ -32,6 +32,9 @@ func TestRunSmall(t *testing.T) {
 		if r.Sylk.Ops != 121 || r.Baseline.Ops != 121 || r.Ratio <= 0 {
 			t.Errorf("round %d: %+v", i, r)
 		}
+	}
+	if cs[1].Sylk.CPUPerOp <= 0 || cs[1].Sylk.CPUPerOp != cs[0].Sylk.CPUPerOp {
+		t.Errorf("CPU comparison %+v does not hold the index's CPU %v", cs[1], cs[0].Sylk.CPUPerOp)
 	}
 	if rep.Files != 121 || rep.Events == 0 || rep.StreamBytes == 0 || rep.SourceBytes == 0 || rep.UpdateP50MS <= 0 || rep.SearchP99MS <= 0 {
 		t.Fatalf("report: %+v", rep)
@@ -69,7 +72,7 @@ func BenchmarkIndex(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i, unit := range []string{"index/grep", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
+		for i, unit := range []string{"index/grep", "index-cpu/grep-cpu", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
 			b.ReportMetric(cs[i].Ratio, unit)
 		}
 	}

@@ -34,6 +34,9 @@ then, in the same run, --rounds rounds of, back to back:
 The side that goes first alternates from round to round, each round's store
 is closed before the other side runs, and the ratio is the median of the
 rounds' ratios (every round is listed). Target: at least 0.25x grep's speed.
+For information, the two sides' CPU a file over the rounds (grep's own, from
+its rusage) as files per CPU second: grep reads on one core and the index
+works on all of them, so its speed is at most the cores times that ratio.
 Then, on an index made unmeasured:
   - --edits times an edit of one file until the index answers with it
     (target: p99 under 50 ms);
