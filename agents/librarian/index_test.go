@@ -56,11 +56,15 @@ type rig struct {
 	store *projections.Store
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, projections.Options{}) }
+
+// newRigWith is newRig with a store opened with opts (its directory set).
+func newRigWith(t *testing.T, opts projections.Options) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+	opts.Dir = filepath.Join(t.TempDir(), "projections")
+	store, err := projections.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,6 +288,45 @@ func TestIndexGeneratedTree(t *testing.T) {
 	}
 	if defs := r.code(root, projections.CodeSymbol, "Handler42").Symbols; len(defs) != 1 || defs[0].Path != edited {
 		t.Fatalf("after a rebuild: %+v", defs)
+	}
+}
+
+// A tree indexed again whole, with a fold cache too small to hold the
+// files' records: each event's files are looked up in Pebble together, in
+// key order (not the walk's), and every one is found, so each is replaced,
+// not counted twice, and its old segment entries die.
+func TestReindexFindsEveryEarlierRecord(t *testing.T) {
+	r := newRigWith(t, projections.Options{CacheObjects: 16})
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 300, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	ix.BatchBytes = 16 << 10 // several events
+	r.scan(ix)
+	root := ix.Root
+	before := r.code(root, projections.CodeStatus, "").Status
+	word := "handler"
+	hits := len(r.code(root, projections.CodeSearch, word).Hits)
+	if before.Files != len(g.Files) || hits == 0 {
+		t.Fatalf("first index: %d files of %d, %d hits for %q", before.Files, len(g.Files), hits, word)
+	}
+	ix.Reindex = true
+	if ups := r.scan(ix); len(ups) < 2 {
+		t.Fatalf("%d events for the second index", len(ups))
+	}
+	after := r.code(root, projections.CodeStatus, "").Status
+	if after.Files != before.Files || after.Length != before.Length {
+		t.Fatalf("indexed again: %+v, before %+v", after, before)
+	}
+	if got := len(r.code(root, projections.CodeSearch, word).Hits); got != hits {
+		t.Fatalf("%d hits for %q after indexing again, %d before", got, word, hits)
+	}
+	for fn, file := range g.Defines {
+		if defs := r.code(root, projections.CodeSymbol, fn).Symbols; len(defs) != 1 || defs[0].Path != file {
+			t.Fatalf("%s after indexing again: %+v", fn, defs)
+		}
 	}
 }
 
