@@ -125,6 +125,20 @@ func indexer(t *testing.T, dir string) *Indexer {
 	return ix
 }
 
+// generatedTree generates a tree of 300 files from seed and returns it
+// with an indexer of it that records several events.
+func generatedTree(t *testing.T, seed uint64) (*GeneratedTree, *Indexer) {
+	t.Helper()
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 300, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	ix.BatchBytes = 16 << 10 // several events
+	return g, ix
+}
+
 func callerFiles(res *projections.CodeResult) []string {
 	var out []string
 	for _, c := range res.Calls {
@@ -190,13 +204,8 @@ func TestIndexThisRepository(t *testing.T) {
 // re-indexes one file, and a removal removes.
 func TestIndexGeneratedTree(t *testing.T) {
 	r := newRig(t)
-	dir := t.TempDir()
-	g, err := GenerateTree(dir, 300, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := indexer(t, dir)
-	ix.BatchBytes = 16 << 10 // several events
+	g, ix := generatedTree(t, 7)
+	dir := ix.Root
 	ups := r.scan(ix)
 	if len(ups) < 2 {
 		t.Fatalf("%d events for 300 files with 16 KiB batches", len(ups))
@@ -248,7 +257,7 @@ func TestIndexGeneratedTree(t *testing.T) {
 	if known, err := KnownFrom(r.ctx, r.store, root, edited, "no/such.go"); err != nil || len(known.Hashes) != 1 || known.Hashes[edited] == "" || len(known.Skipped) != 0 {
 		t.Fatalf("what the index knows of %s: %+v, %v", edited, known, err)
 	}
-	ups, _, err = Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+	ups, _, err := Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
 		r.record(ups)
 		return 0, nil
 	})
@@ -297,13 +306,7 @@ func TestIndexGeneratedTree(t *testing.T) {
 // not counted twice, and its old segment entries die.
 func TestReindexFindsEveryEarlierRecord(t *testing.T) {
 	r := newRigWith(t, projections.Options{CacheObjects: 16})
-	dir := t.TempDir()
-	g, err := GenerateTree(dir, 300, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := indexer(t, dir)
-	ix.BatchBytes = 16 << 10 // several events
+	g, ix := generatedTree(t, 3)
 	r.scan(ix)
 	root := ix.Root
 	before := r.code(root, projections.CodeStatus, "").Status
