@@ -158,13 +158,12 @@ type auditReader struct {
 	entries map[string]*auditEntries
 }
 
-// auditEntries reads one category's entries for postings: the chunk read
-// last is kept, as the postings of a session or agent are often of entries
-// near each other.
+// auditEntries reads one category's entries for postings: the chunk (or
+// segment) read last is kept, as the postings of a session or agent are
+// often of entries near each other.
 type auditEntries struct {
 	it    *pebble.Iterator
-	open  *auditChunk // nil: none
-	chunk *auditChunk // the last sealed chunk read
+	chunk *auditChunk // nil: none yet
 }
 
 func (r *auditReader) close() {
@@ -254,21 +253,12 @@ func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
 		}
 		es = &auditEntries{it: it}
 		r.entries[category] = es
-		v, err := getFrom(r.snap, append(prefix, auditOpenSuffix...))
-		if err == nil && v != nil {
-			es.open, err = decodeAuditChunk(v) // getFrom copies
-		}
-		if err != nil {
-			return nil, fmt.Errorf("audit: the open chunk of %s: %w", category, err)
-		}
 	}
-	c := es.open
+	c := es.chunk
 	i, ok := c.find(seq)
 	if !ok {
-		c = es.chunk
-		i, ok = c.find(seq)
-	}
-	if !ok {
+		// The last key before the next position is the chunk or the
+		// segment that holds seq.
 		if !es.it.SeekLT(binary.BigEndian.AppendUint64(prefix, seq+1)) {
 			return nil, fmt.Errorf("audit: a posting names seq %d, before every %s entry", seq, category)
 		}

@@ -101,18 +101,18 @@ func (s *Store) Verify(ctx context.Context, src Source) (*VerifyReport, error) {
 // compare walks two stores in key order and returns the first difference and
 // how many keys it compared.
 func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
-	li, err := live.NewIter(nil)
+	li, err := walkStore(live)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer li.Close()
-	ri, err := rebuilt.NewIter(nil)
+	defer li.close()
+	ri, err := walkStore(rebuilt)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer ri.Close()
+	defer ri.close()
 	n := 0
-	lv, rv := li.First(), ri.First()
+	lv, rv := li.first(), ri.first()
 	for lv || rv {
 		n++
 		c := 0
@@ -122,19 +122,80 @@ func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
 		case !rv:
 			c = -1
 		default:
-			c = bytes.Compare(li.Key(), ri.Key())
+			c = bytes.Compare(li.key, ri.key)
 		}
 		switch {
 		case c < 0:
-			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: "(absent)"}, n, nil
+			return &Difference{Key: printable(li.key), Live: printable(li.val), Rebuilt: "(absent)"}, n, nil
 		case c > 0:
-			return &Difference{Key: printable(ri.Key()), Live: "(absent)", Rebuilt: printable(ri.Value())}, n, nil
-		case !bytes.Equal(li.Value(), ri.Value()):
-			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: printable(ri.Value())}, n, nil
+			return &Difference{Key: printable(ri.key), Live: "(absent)", Rebuilt: printable(ri.val)}, n, nil
+		case !bytes.Equal(li.val, ri.val):
+			return &Difference{Key: printable(li.key), Live: printable(li.val), Rebuilt: printable(ri.val)}, n, nil
 		}
-		lv, rv = li.Next(), ri.Next()
+		lv, rv = li.next(), ri.next()
 	}
-	return nil, n, errorsJoin(li.Error(), ri.Error())
+	return nil, n, errorsJoin(li.it.Error(), ri.it.Error())
+}
+
+// storeWalk reads a store in key order for compare, the segments of an
+// audit list's open chunk as one chunk under the list's prefix and
+// auditOpenSuffix: where flushes cut an open chunk depends on the batches
+// the events were folded in, which a rebuild does not share with the live
+// fold.
+type storeWalk struct {
+	it       *pebble.Iterator
+	key, val []byte
+	// merged: key and val are an open chunk's, and it is past its segments.
+	merged bool
+}
+
+func walkStore(r pebble.Reader) (*storeWalk, error) {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &storeWalk{it: it}, nil
+}
+
+func (w *storeWalk) close() { w.it.Close() }
+
+func (w *storeWalk) first() bool { return w.at(w.it.First()) }
+
+func (w *storeWalk) next() bool {
+	if w.merged {
+		return w.at(w.it.Valid())
+	}
+	return w.at(w.it.Next())
+}
+
+// at reads the key the iterator is at (valid), and the segments after it
+// when it is the first of an open chunk's.
+func (w *storeWalk) at(valid bool) bool {
+	w.merged = false
+	if !valid {
+		return false
+	}
+	w.key, w.val = w.it.Key(), w.it.Value()
+	n := auditSegmentList(w.key)
+	if n == 0 {
+		return true
+	}
+	prefix := slices.Clone(w.key[:n])
+	c, segs := &auditChunk{}, 0
+	for w.it.Valid() && bytes.HasPrefix(w.it.Key(), prefix) && isAuditSegment(w.it.Key(), n) {
+		if err := c.addSegment(w.it.Value()); err != nil {
+			break // compared as it is stored: it differs from a rebuild's
+		}
+		segs++
+		w.it.Next()
+	}
+	if segs == 0 {
+		return true
+	}
+	w.key = append(prefix, auditOpenSuffix...)
+	w.val = appendAuditChunk(nil, c.first, c.hw, c, 0, len(c.items))
+	w.merged = true
+	return true
 }
 
 // printable quotes b, cut to 160 bytes.
