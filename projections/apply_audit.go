@@ -77,6 +77,15 @@ const auditFirstItems = 8
 // position's, so one seek finds the chunk or segment that holds an item.
 const auditSegmentMark = 1
 
+// auditAmendMark follows a sealed chunk's key and precedes an entry's
+// sequence in the key of an amendment: the entry of a tool call completed by
+// its result after the call's chunk was sealed and written, stored as
+// appendAuditEntry stores it. The chunk is never written again: a result
+// rewrote it whole (2.7 KB) when its call's chunk had filled in between, as
+// calls of many sessions at once mostly do. Readers read a chunk with its
+// amendments, which sort after it and before the next chunk.
+const auditAmendMark = 2
+
 // auditOpenSuffix follows a list's prefix in the cache key of its open
 // chunk, the object whose encode writes its segments: never a stored key.
 // Verify names a list's segments, read as one chunk, with it.
@@ -363,21 +372,83 @@ func appendAuditSegmentKey(b []byte, first uint64) []byte {
 	return append(binary.BigEndian.AppendUint64(b, first), auditSegmentMark)
 }
 
-// isAuditSegment reports whether k, a key of the list whose prefix is n
-// bytes long, is a segment's.
-func isAuditSegment(k []byte, n int) bool {
-	return len(k) == n+9 && k[n+8] == auditSegmentMark
+// appendAuditAmendKey appends the rest of the key of the amendment of the
+// entry seq to b, the key of its sealed chunk.
+func appendAuditAmendKey(b []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(b, auditAmendMark), seq)
 }
 
-// auditSegmentList returns the length of k's list prefix when k is the key
-// of an open chunk's segment, else 0.
-func auditSegmentList(k []byte) int {
-	n := len(k) - 9
-	if n < len("audit/c/x\x00") || !bytes.HasPrefix(k, []byte("audit/")) || k[7] != '/' ||
-		strings.IndexByte(auditDims, k[6]) < 0 || k[n-1] != sep || !isAuditSegment(k, n) {
+// auditListLen returns the length of the list prefix of k when k is an
+// audit list's key, else 0.
+func auditListLen(k []byte) int {
+	if len(k) < len("audit/c/x\x00") || !bytes.HasPrefix(k, []byte("audit/")) || k[7] != '/' || strings.IndexByte(auditDims, k[6]) < 0 {
 		return 0
 	}
-	return n
+	// A list's value holds no separator: the first one ends its prefix.
+	return bytes.IndexByte(k[8:], sep) + 9
+}
+
+// The kinds of a list's keys (auditKeyKind).
+const (
+	auditSealedKey  = 'c' // a sealed chunk
+	auditSegmentKey = 's' // a segment of the open chunk
+	auditAmendKey   = 'a' // an amendment of a sealed chunk
+)
+
+// auditKeyKind says what k, a key of the list whose prefix is n bytes long,
+// is: auditSealedKey, auditSegmentKey, auditAmendKey, or 0 (not a list's).
+func auditKeyKind(k []byte, n int) byte {
+	switch {
+	case n == 0 || len(k) < n+8:
+		return 0
+	case len(k) == n+8:
+		return auditSealedKey
+	case len(k) == n+9 && k[n+8] == auditSegmentMark:
+		return auditSegmentKey
+	case len(k) == n+17 && k[n+8] == auditAmendMark:
+		return auditAmendKey
+	}
+	return 0
+}
+
+// readAuditAmends reads the amendments of a sealed chunk from it, at the
+// last of them, back to the chunk (where it stops): each amended entry's
+// bytes by its sequence (nil: none; it was not at an amendment). n is the
+// length of the list's prefix.
+func readAuditAmends(it *pebble.Iterator, n int) (map[uint64][]byte, error) {
+	var amends map[uint64][]byte
+	for it.Valid() && auditKeyKind(it.Key(), n) == auditAmendKey {
+		if amends == nil {
+			amends = map[uint64][]byte{}
+		}
+		amends[binary.BigEndian.Uint64(it.Key()[n+9:])] = slices.Clone(it.Value())
+		it.Prev()
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if amends != nil && (!it.Valid() || auditKeyKind(it.Key(), n) != auditSealedKey) {
+		return nil, fmt.Errorf("%d amended entries without their chunk", len(amends))
+	}
+	return amends, nil
+}
+
+// auditAmend is an amendment's bytes (see auditAmendMark) waiting for the
+// flush that writes it.
+type auditAmend []byte
+
+func (a auditAmend) encode(b *pebble.Batch, k []byte, _ *scratch) error { return b.Set(k, a, nil) }
+
+// amend makes each of amends the bytes of its entry in c.
+func (c *auditChunk) amend(amends map[uint64][]byte) error {
+	for seq, b := range amends {
+		i, ok := c.find(seq)
+		if !ok {
+			return fmt.Errorf("an amendment of seq %d, not in the chunk at %d", seq, c.first)
+		}
+		c.set(i, b)
+	}
+	return nil
 }
 
 // readAuditOpen reads the open chunk of the list at prefix from its
@@ -389,7 +460,7 @@ func readAuditOpen(r pebble.Reader, prefix []byte) (*auditChunk, error) {
 	}
 	defer it.Close()
 	var segs [][]byte // newest first
-	for ok := it.Last(); ok && isAuditSegment(it.Key(), len(prefix)); ok = it.Prev() {
+	for ok := it.Last(); ok && auditKeyKind(it.Key(), len(prefix)) == auditSegmentKey; ok = it.Prev() {
 		segs = append(segs, slices.Clone(it.Value()))
 	}
 	if err := it.Error(); err != nil || len(segs) == 0 {
@@ -413,9 +484,8 @@ func appendAuditCallKey(b []byte, call string) []byte {
 const auditCallPrefix = "audit/call/"
 
 // loadAudit is load for an audit object stored in a form of its own (a
-// chunk, a pending call): cached, else decoded from Pebble. It returns the
-// object's cache entry too (nil when there is no object), to store a change
-// with.
+// pending call): cached, else decoded from Pebble. It returns the object's
+// cache entry too (nil when there is no object), to store a change with.
 func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *entry, error) {
 	if e, ok := t.cache.get(k); ok {
 		o, _ := e.obj.(*T)
@@ -433,10 +503,6 @@ func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *en
 		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
 	return o, t.cache.put(k, o, false), nil
-}
-
-func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
-	return loadAudit(t, k, decodeAuditChunk)
 }
 
 // auditMemo is what the audit fold keeps beside the fold's cache, so that
@@ -740,21 +806,29 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 }
 
 // replaceAuditEntry stores b as the entry of r's sequence in the chunk of
-// its category at position first (the open one, or sealed).
+// its category at position first: the open one, a sealed one still in the
+// cache (not written yet), or else as an amendment of the sealed chunk.
 func replaceAuditEntry(t *tx, first uint64, r *auditRecord, b []byte) error {
 	c, ce, err := loadAuditOpen(t, 'c', r.category)
-	k := t.kbuf
-	if err == nil && (c == nil || c.first != first) {
-		k = appendAuditChunkKey(k[:0], 'c', r.category, first)
-		t.kbuf = k
-		c, ce, err = loadAuditChunk(t, k)
-	}
 	if err != nil {
 		return err
 	}
+	if c == nil || c.first != first {
+		k := appendAuditChunkKey(t.kbuf[:0], 'c', r.category, first)
+		t.kbuf = k
+		e, ok := t.cache.get(k)
+		if !ok {
+			// Written with the objects, as the chunk was: the audit's
+			// cursor moves with them.
+			t.kbuf = appendAuditAmendKey(k, r.seq)
+			t.cache.putTransient(t.kbuf, auditAmend(slices.Clone(b)))
+			return nil
+		}
+		c, ce = e.obj.(*auditChunk), e
+	}
 	i, found := c.find(r.seq)
 	if !found {
-		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", r.seq, k)
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk at %d", r.seq, first)
 	}
 	c.set(i, b)
 	t.cache.update(ce, c)
