@@ -343,6 +343,16 @@ func view(t *rapid.T, ctx context.Context, store *projections.Store, session str
 // freshEvents empties b's stream and draws up to max random events (not
 // appended).
 func freshEvents(ctx context.Context, rt *rapid.T, b *broker.Broker, max int) *gen {
+	purge(ctx, rt, b)
+	g := &gen{t: rt, state: map[string]projections.SessionState{}}
+	for range rapid.IntRange(1, max).Draw(rt, "events") {
+		g.step()
+	}
+	return g
+}
+
+// purge empties b's stream.
+func purge(ctx context.Context, rt *rapid.T, b *broker.Broker) {
 	stream, err := b.JetStream().Stream(ctx, broker.Stream)
 	if err != nil {
 		rt.Fatal(err)
@@ -350,11 +360,6 @@ func freshEvents(ctx context.Context, rt *rapid.T, b *broker.Broker, max int) *g
 	if err := stream.Purge(ctx); err != nil {
 		rt.Fatal(err)
 	}
-	g := &gen{t: rt, state: map[string]projections.SessionState{}}
-	for range rapid.IntRange(1, max).Draw(rt, "events") {
-		g.step()
-	}
-	return g
 }
 
 // crashable is a store on a filesystem that can crash: a restart may lose
