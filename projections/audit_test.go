@@ -223,20 +223,7 @@ func TestAuditSegmentsAcrossCrashes(t *testing.T) {
 				rt.Fatalf("append: %v", err)
 			}
 			rest, last, appended = rest[n:], seqs[len(seqs)-1], append(appended, seqs...)
-			if rapid.Bool().Draw(rt, "live") {
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { done <- cs.store.Projector(log).Run(rctx) }()
-				if err := cs.store.WaitFor(ctx, last); err != nil {
-					rt.Fatalf("wait for %d: %v", last, err)
-				}
-				cancel()
-				if err := <-done; err != context.Canceled {
-					rt.Fatalf("Run = %v, want context.Canceled", err)
-				}
-			} else if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
-				rt.Fatalf("catch up: %v", err)
-			}
+			cs.project(log, last)
 			if r := rapid.IntRange(0, 2).Draw(rt, "restart"); r > 0 {
 				cs.restart(r == 2)
 			}

@@ -397,6 +397,27 @@ func (c *crashable) open() {
 	c.store = s
 }
 
+// project folds the stream up to last: live (committed without a sync) or
+// by a catch-up, as drawn.
+func (c *crashable) project(log *events.Log, last uint64) {
+	if !rapid.Bool().Draw(c.rt, "live") {
+		if _, err := c.store.Projector(log).CatchUp(c.ctx); err != nil {
+			c.rt.Fatalf("catch up: %v", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.store.Projector(log).Run(ctx) }()
+	if err := c.store.WaitFor(c.ctx, last); err != nil {
+		c.rt.Fatalf("wait for %d: %v", last, err)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		c.rt.Fatalf("Run = %v, want context.Canceled", err)
+	}
+}
+
 // restart closes the store cleanly or, with crash, crashes it, losing a
 // random part of its unsynced writes, and opens it again.
 func (c *crashable) restart(crash bool) {
@@ -444,20 +465,7 @@ func TestRestartsMatchRebuild(t *testing.T) {
 				rt.Fatalf("append: %v", err)
 			}
 			rest, last = rest[n:], seqs[len(seqs)-1]
-			if rapid.Bool().Draw(rt, "live") {
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { done <- cs.store.Projector(log).Run(rctx) }()
-				if err := cs.store.WaitFor(ctx, last); err != nil {
-					rt.Fatalf("wait for %d: %v", last, err)
-				}
-				cancel()
-				if err := <-done; err != context.Canceled {
-					rt.Fatalf("Run = %v, want context.Canceled", err)
-				}
-			} else if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
-				rt.Fatalf("catch up: %v", err)
-			}
+			cs.project(log, last)
 			if len(g.sessions) > 0 {
 				s := rapid.SampledFrom(g.sessions).Draw(rt, "as-of session")
 				if _, err := cs.store.Session(ctx, s); err == nil {
