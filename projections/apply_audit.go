@@ -385,7 +385,11 @@ func auditListLen(k []byte) int {
 		return 0
 	}
 	// A list's value holds no separator: the first one ends its prefix.
-	return bytes.IndexByte(k[8:], sep) + 9
+	i := bytes.IndexByte(k[8:], sep)
+	if i < 0 {
+		return 0
+	}
+	return i + 9
 }
 
 // The kinds of a list's keys (auditKeyKind).
