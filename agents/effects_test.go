@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,12 +65,7 @@ func TestRunToolLastRecordsTheResultWithTheOutputsOrOnFailure(t *testing.T) {
 		types = append(types, ev.Env.Type)
 	}
 	want := []schemas.Type{schemas.TypeUserInput, schemas.TypeToolCall, schemas.TypeToolResult, schemas.TypeNotice}
-	if len(types) != len(want) {
+	if !slices.Equal(types, want) {
 		t.Fatalf("session's events %v, want %v", types, want)
-	}
-	for i := range want {
-		if types[i] != want[i] {
-			t.Fatalf("session's events %v, want %v", types, want)
-		}
 	}
 }
