@@ -226,9 +226,6 @@ func subjectTokens(subject string) [4]string {
 // blockSize is the size of the blocks records are written into.
 const blockSize = 64 << 10
 
-// maxScratch is the largest encoding buffer a records keeps.
-const maxScratch = 256 << 10
-
 // records encodes events as the frames views send, into blocks it shares
 // with every view: each record is written once, right after the one before
 // it, so a view that sends consecutive records hands the socket one slice
@@ -237,16 +234,19 @@ const maxScratch = 256 << 10
 // frame holds it. The hub has one records (fed by one goroutine); a view
 // reading the past has its own.
 type records struct {
-	scratch []byte  // where a record is encoded before it is placed
-	block   []byte  // the block being filled
-	frames  []frame // the frames handed out, allocated a chunk at a time
+	block  []byte  // the block being filled
+	frames []frame // the frames handed out, allocated a chunk at a time
 }
 
 // add encodes a decoded event (payload its decoded payload, nil if it has
 // none) as its server-sent event, its data the line `sylk tail --json`
 // prints (events.Event.AppendLine), and places it after the last record.
 func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, error) {
-	b := append(r.scratch[:0], "id: "...)
+	// Encoded in place, after the block's last record; bytes written
+	// past its length are no record's until it is extended over them.
+	start := len(r.block)
+	rest := r.block[start:]
+	b := append(rest, "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\ndata: "...)
 	b, err := ev.AppendLine(b, payload)
@@ -254,14 +254,12 @@ func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, er
 		return nil, err
 	}
 	b = append(b, "\n\n"...)
-	if cap(b) <= maxScratch { // a rare huge event's buffer is not kept
-		r.scratch = b
+	if cap(b) == cap(rest) { // it fit
+		r.block = r.block[:start+len(b)]
+	} else { // it grew into an array of its own: a new block
+		r.block = append(make([]byte, 0, max(blockSize, len(b))), b...)
+		start = 0
 	}
-	if len(b) > cap(r.block)-len(r.block) {
-		r.block = make([]byte, 0, max(blockSize, len(b)))
-	}
-	start := len(r.block)
-	r.block = append(r.block, b...)
 	if len(r.frames) == cap(r.frames) {
 		r.frames = make([]frame, 0, 256)
 	}
