@@ -219,13 +219,17 @@ func appendInputs(t *testing.T, log *events.Log, session string, n int) []uint64
 // that never reads is dropped once its queue is full, and the others go on
 // getting every event.
 func TestLiveViews(t *testing.T) {
-	w, log, srv := startWeb(t, 64, nil)
+	// A buffer of 512: the silent view's queue fills with the 1,200 events
+	// below (its socket's buffers take a hundred or more), while a burst of
+	// the projector catching up fits (with 64, a lag of 64 events under
+	// -race on a loaded machine dropped reading views too).
+	w, log, srv := startWeb(t, 512, nil)
 	before := appendInputs(t, log, "S1", 3)
 
 	fast := openEvents(t, srv.URL+"/api/events?session=S1&since=all", w.Token())
 	other := openEvents(t, srv.URL+"/api/events?session=S2", w.Token())
 	// Every event, as the records' blocks hold them (some 1.2 KB each,
-	// so the 300 below span several blocks).
+	// so the 1,200 below span many blocks).
 	every := openEvents(t, srv.URL+"/api/events", w.Token())
 	// A browser that never reads: a raw connection with a small receive
 	// buffer, the request sent, nothing read.
@@ -238,7 +242,7 @@ func TestLiveViews(t *testing.T) {
 	fmt.Fprintf(silent, "GET /api/events?session=S1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", w.Token())
 	brokertest.Eventually(t, 10*time.Second, "four live views", func() bool { return w.Watching() == 4 })
 
-	live := appendInputs(t, log, "S1", 300)
+	live := appendInputs(t, log, "S1", 1200)
 	s2 := appendInputs(t, log, "S2", 2)
 	want := append(before, live...)
 	if !brokertest.Poll(30*time.Second, func() bool { return len(fast.got()) >= len(want) }) {
