@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -41,27 +42,53 @@ type AuditEntry struct {
 // The audit is stored in chunks, not a key per entry: a list (a category's
 // entries, or the postings of one session, agent or outcome) is a run of
 // chunks of up to auditChunkItems items, each under the list's prefix and the
-// position of its first item (audit/<dim>/<value>\0<position>); the chunk
-// still filling is under the prefix and auditOpenSuffix, after every other.
-// Three or four keys an entry (the entry and its index postings) were a
-// quarter of a rebuild's keys and cost it 12-19% of its speed; chunked, a
-// rebuild writes one key for a few dozen entries (and one for each session),
-// and a query reads a chunk with one seek.
+// position of its first item (audit/<dim>/<value>\0<position>). Three or
+// four keys an entry (the entry and its index postings) were a quarter of a
+// rebuild's keys and cost it 12-19% of its speed; chunked, a rebuild writes
+// one key for a few dozen entries (and one for each session), and a query
+// reads a chunk with one seek.
+//
+// The chunk still filling, a list's open chunk, is stored as segments: each
+// flush writes the items added since the one before as a segment of their
+// own (audit/<dim>/<value>\0<position of its first item><auditSegmentMark>),
+// in a chunk's form. When the chunk fills it is sealed: stored whole under
+// its first position, its segments deleted, in one batch. Stored whole at
+// each flush, the open chunk was rewritten at every live commit: a live
+// audit event in a batch of its own wrote 2.5 KB, 29 times what it costs a
+// rebuild (and half of a DAG node's writes). Where flushes cut an open chunk
+// depends on the batches, so Verify reads a list's segments as one chunk.
 //
 // A position is the stream sequence of the event that added the item, so a
 // list is in stream order. A category's items are its entries (position: the
 // entry's sequence); an index's are postings (the entry's sequence, time and
 // category). A tool call's entry is added at the call and completed in place
 // by its result, whose outcome posting (at the result's position) is the
-// only one behind an entry's own sequence: every item of a chunk at position
-// p is of an entry at or before p, which is what lets a query stop reading.
+// only one behind an entry's own sequence: every item of a chunk (or
+// segment) at position p is of an entry at or before p, which is what lets
+// a query stop reading.
 var auditChunkItems = 32 // a variable for tests, which fold few events
 
 // auditFirstItems is how many items a list's first chunk has room for.
 const auditFirstItems = 8
 
-// auditOpenSuffix follows a list's prefix in the key of its open chunk: it
-// sorts after every chunk's position (eight bytes).
+// auditSegmentMark ends the key of an open chunk's segment, after the
+// position of its first item: a segment sorts after a sealed chunk at the
+// same position (the two are never stored at once) and before the next
+// position's, so one seek finds the chunk or segment that holds an item.
+const auditSegmentMark = 1
+
+// auditAmendMark follows a sealed chunk's key and precedes an entry's
+// sequence in the key of an amendment: the entry of a tool call completed by
+// its result after the call's chunk was sealed and written, stored as
+// appendAuditEntry stores it. The chunk is never written again: a result
+// rewrote it whole (2.7 KB) when its call's chunk had filled in between, as
+// calls of many sessions at once mostly do. Readers read a chunk with its
+// amendments, which sort after it and before the next chunk.
+const auditAmendMark = 2
+
+// auditOpenSuffix follows a list's prefix in the cache key of its open
+// chunk, the object whose encode writes its segments: never a stored key.
+// Verify names a list's segments, read as one chunk, with it.
 const auditOpenSuffix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff"
 
 // auditChunkFormat is the first byte of a stored chunk.
@@ -96,6 +123,25 @@ type auditChunk struct {
 	// stored, whichever comes first, not at the call and again at the
 	// result (a rebuild's tool calls are most of its audit entries).
 	waiting []auditWaiting
+	// segs are the segments of an open chunk that flushes wrote, together
+	// items[:stored]; pend is the position of items[stored], the first
+	// item no flush wrote yet. A sealed chunk's segs are the ones its
+	// encode deletes.
+	segs   []auditSeg
+	stored int
+	pend   uint64
+}
+
+// auditSeg is a stored segment of an open chunk: its items from start to
+// the next segment's start (or the chunk's stored), under the position of
+// the first, first. hw is the list's through its last item; dirty: an item
+// of it changed since it was written (a tool result completed a call's
+// entry), so the next flush writes it again.
+type auditSeg struct {
+	first uint64
+	hw    int64
+	start int
+	dirty bool
 }
 
 // auditWaiting is item i of a chunk, the entry of a waiting call.
@@ -121,6 +167,14 @@ func (c *auditChunk) set(i int, b []byte) {
 	c.items[i].off, c.items[i].n = uint32(len(c.buf)), uint32(len(b))
 	c.buf = append(c.buf, b...)
 	c.waiting = slices.DeleteFunc(c.waiting, func(w auditWaiting) bool { return w.i == i })
+	if i < c.stored {
+		// The last segment starting at or before i holds it.
+		j, found := slices.BinarySearchFunc(c.segs, i, func(sg auditSeg, i int) int { return cmp.Compare(sg.start, i) })
+		if !found {
+			j--
+		}
+		c.segs[j].dirty = true
+	}
 }
 
 // settle encodes the entries of the waiting calls' items as they are now.
@@ -138,24 +192,95 @@ func (c *auditChunk) bytes(i int) []byte {
 	return c.buf[it.off : it.off+it.n]
 }
 
+// encode writes c under k: an open chunk (k ends in auditOpenSuffix) as
+// the segments that are new or changed, a sealed one whole, its segments
+// deleted in the same batch.
 func (c *auditChunk) encode(b *pebble.Batch, k []byte, s *scratch) error {
 	c.settle()
-	s.val = appendAuditChunk(s.val[:0], c)
-	return b.Set(k, s.val, nil)
+	prefix, open := bytes.CutSuffix(k, []byte(auditOpenSuffix))
+	if open {
+		return c.encodeSegments(b, prefix, s)
+	}
+	s.val = appendAuditChunk(s.val[:0], c.first, c.hw, c, 0, len(c.items))
+	if err := b.Set(k, s.val, nil); err != nil {
+		return err
+	}
+	prefix = k[:len(k)-8]
+	for _, sg := range c.segs {
+		s.key = appendAuditSegmentKey(append(s.key[:0], prefix...), sg.first)
+		if err := b.Delete(s.key, nil); err != nil {
+			return err
+		}
+	}
+	c.segs, c.stored = nil, 0 // deleted: a later write of the chunk has none to delete
+	return nil
 }
 
-// appendAuditChunk appends c's stored form: the format, first, hw and the
-// item count, then each item's sequence and its bytes with their length.
-func appendAuditChunk(b []byte, c *auditChunk) []byte {
+// encodeSegments writes the items no flush wrote yet as a new segment of
+// the open chunk c, and the segments whose items changed again.
+func (c *auditChunk) encodeSegments(b *pebble.Batch, prefix []byte, s *scratch) error {
+	if c.stored < len(c.items) {
+		c.segs = append(c.segs, auditSeg{first: c.pend, hw: c.hw, start: c.stored, dirty: true})
+		c.stored = len(c.items)
+	}
+	for j := range c.segs {
+		sg := &c.segs[j]
+		if !sg.dirty {
+			continue
+		}
+		sg.dirty = false
+		end := c.stored
+		if j+1 < len(c.segs) {
+			end = c.segs[j+1].start
+		}
+		s.val = appendAuditChunk(s.val[:0], sg.first, sg.hw, c, sg.start, end)
+		s.key = appendAuditSegmentKey(append(s.key[:0], prefix...), sg.first)
+		if err := b.Set(s.key, s.val, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendAuditChunk appends the stored form of c's items from up to to as
+// a chunk (or a segment) at position first whose hw is hw: the format,
+// first, hw and the item count, then each item's sequence and its bytes
+// with their length.
+func appendAuditChunk(b []byte, first uint64, hw int64, c *auditChunk, from, to int) []byte {
 	b = append(b, auditChunkFormat)
-	b = binary.AppendUvarint(b, c.first)
-	b = binary.AppendVarint(b, c.hw)
-	b = binary.AppendUvarint(b, uint64(len(c.items)))
-	for i, it := range c.items {
-		b = binary.AppendUvarint(b, it.seq)
-		b = append(binary.AppendUvarint(b, uint64(it.n)), c.bytes(i)...)
+	b = binary.AppendUvarint(b, first)
+	b = binary.AppendVarint(b, hw)
+	b = binary.AppendUvarint(b, uint64(to-from))
+	for i := from; i < to; i++ {
+		b = binary.AppendUvarint(b, c.items[i].seq)
+		b = append(binary.AppendUvarint(b, uint64(c.items[i].n)), c.bytes(i)...)
 	}
 	return b
+}
+
+// addSegment appends the items of v, a stored segment, to the open chunk
+// c: a list's segments, added in position order, are its open chunk.
+func (c *auditChunk) addSegment(v []byte) error {
+	r, err := newAuditChunkReader(v)
+	if err != nil {
+		return err
+	}
+	if len(c.segs) == 0 {
+		c.first = r.first
+	}
+	c.segs = append(c.segs, auditSeg{first: r.first, hw: r.hw, start: len(c.items)})
+	c.hw = r.hw
+	for {
+		seq, b, ok, err := r.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.stored = len(c.items)
+			return nil
+		}
+		c.add(seq, b)
+	}
 }
 
 // auditChunkReader reads a stored chunk item by item, its bytes not copied.
@@ -241,6 +366,119 @@ func appendAuditChunkKey(b []byte, dim byte, value string, first uint64) []byte 
 	return binary.BigEndian.AppendUint64(appendAuditListPrefix(b, dim, value), first)
 }
 
+// appendAuditSegmentKey appends the rest of the key of an open chunk's
+// segment at first to b, its list's prefix.
+func appendAuditSegmentKey(b []byte, first uint64) []byte {
+	return append(binary.BigEndian.AppendUint64(b, first), auditSegmentMark)
+}
+
+// appendAuditAmendKey appends the rest of the key of the amendment of the
+// entry seq to b, the key of its sealed chunk.
+func appendAuditAmendKey(b []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(b, auditAmendMark), seq)
+}
+
+// auditListLen returns the length of the list prefix of k when k is an
+// audit list's key, else 0.
+func auditListLen(k []byte) int {
+	if len(k) < len("audit/c/x\x00") || !bytes.HasPrefix(k, []byte("audit/")) || k[7] != '/' || strings.IndexByte(auditDims, k[6]) < 0 {
+		return 0
+	}
+	// A list's value holds no separator: the first one ends its prefix.
+	i := bytes.IndexByte(k[8:], sep)
+	if i < 0 {
+		return 0
+	}
+	return i + 9
+}
+
+// The kinds of a list's keys (auditKeyKind).
+const (
+	auditSealedKey  = 'c' // a sealed chunk
+	auditSegmentKey = 's' // a segment of the open chunk
+	auditAmendKey   = 'a' // an amendment of a sealed chunk
+)
+
+// auditKeyKind says what k, a key of the list whose prefix is n bytes long,
+// is: auditSealedKey, auditSegmentKey, auditAmendKey, or 0 (not a list's).
+func auditKeyKind(k []byte, n int) byte {
+	switch {
+	case n == 0 || len(k) < n+8:
+		return 0
+	case len(k) == n+8:
+		return auditSealedKey
+	case len(k) == n+9 && k[n+8] == auditSegmentMark:
+		return auditSegmentKey
+	case len(k) == n+17 && k[n+8] == auditAmendMark:
+		return auditAmendKey
+	}
+	return 0
+}
+
+// readAuditAmends reads the amendments of a sealed chunk from it, at the
+// last of them, back to the chunk (where it stops): each amended entry's
+// bytes by its sequence (nil: none; it was not at an amendment). n is the
+// length of the list's prefix.
+func readAuditAmends(it *pebble.Iterator, n int) (map[uint64][]byte, error) {
+	var amends map[uint64][]byte
+	for it.Valid() && auditKeyKind(it.Key(), n) == auditAmendKey {
+		if amends == nil {
+			amends = map[uint64][]byte{}
+		}
+		amends[binary.BigEndian.Uint64(it.Key()[n+9:])] = slices.Clone(it.Value())
+		it.Prev()
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if amends != nil && (!it.Valid() || auditKeyKind(it.Key(), n) != auditSealedKey) {
+		return nil, fmt.Errorf("%d amended entries without their chunk", len(amends))
+	}
+	return amends, nil
+}
+
+// auditAmend is an amendment's bytes (see auditAmendMark) waiting for the
+// flush that writes it.
+type auditAmend []byte
+
+func (a auditAmend) encode(b *pebble.Batch, k []byte, _ *scratch) error { return b.Set(k, a, nil) }
+
+// amend makes each of amends the bytes of its entry in c.
+func (c *auditChunk) amend(amends map[uint64][]byte) error {
+	for seq, b := range amends {
+		i, ok := c.find(seq)
+		if !ok {
+			return fmt.Errorf("an amendment of seq %d, not in the chunk at %d", seq, c.first)
+		}
+		c.set(i, b)
+	}
+	return nil
+}
+
+// readAuditOpen reads the open chunk of the list at prefix from its
+// segments, the last keys of the list (nil: none).
+func readAuditOpen(r pebble.Reader, prefix []byte) (*auditChunk, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var segs [][]byte // newest first
+	for ok := it.Last(); ok && auditKeyKind(it.Key(), len(prefix)) == auditSegmentKey; ok = it.Prev() {
+		segs = append(segs, slices.Clone(it.Value()))
+	}
+	if err := it.Error(); err != nil || len(segs) == 0 {
+		return nil, err
+	}
+	c := &auditChunk{}
+	for j := len(segs) - 1; j >= 0; j-- {
+		if err := c.addSegment(segs[j]); err != nil {
+			return nil, fmt.Errorf("audit segment %d of %q: %w", len(segs)-j, prefix, err)
+		}
+	}
+	return c, nil
+}
+
 // appendAuditCallKey appends the key of a pending tool call to b.
 func appendAuditCallKey(b []byte, call string) []byte {
 	return append(append(b, auditCallPrefix...), call...)
@@ -250,9 +488,8 @@ func appendAuditCallKey(b []byte, call string) []byte {
 const auditCallPrefix = "audit/call/"
 
 // loadAudit is load for an audit object stored in a form of its own (a
-// chunk, a pending call): cached, else decoded from Pebble. It returns the
-// object's cache entry too (nil when there is no object), to store a change
-// with.
+// pending call): cached, else decoded from Pebble. It returns the object's
+// cache entry too (nil when there is no object), to store a change with.
 func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *entry, error) {
 	if e, ok := t.cache.get(k); ok {
 		o, _ := e.obj.(*T)
@@ -270,10 +507,6 @@ func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *en
 		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
 	return o, t.cache.put(k, o, false), nil
-}
-
-func loadAuditChunk(t *tx, k []byte) (*auditChunk, *entry, error) {
-	return loadAudit(t, k, decodeAuditChunk)
 }
 
 // auditMemo is what the audit fold keeps beside the fold's cache, so that
@@ -365,6 +598,33 @@ func (m *auditMemo) chunk(c *auditChunk) *entry {
 	return c.ent
 }
 
+// loadAuditOpen returns the open chunk of list dim/value and its cache
+// entry (nil and nil: none), read from its segments when it is not cached.
+// The key of the entry, in t.kbuf, is the list's prefix and
+// auditOpenSuffix.
+func loadAuditOpen(t *tx, dim byte, value string) (*auditChunk, *entry, error) {
+	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
+	t.kbuf = k
+	if e, ok := t.cache.get(k); ok {
+		c, _ := e.obj.(*auditChunk)
+		return c, e, nil
+	}
+	// The open chunk's entry is written when its segments are: a key the
+	// filter never saw has none.
+	if t.knownAbsent(k) {
+		return nil, nil, nil
+	}
+	c, err := readAuditOpen(t.db, k[:len(k)-len(auditOpenSuffix)])
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: the open chunk of %c/%s: %w", dim, value, err)
+	}
+	if c == nil {
+		t.missing(k)
+		return nil, nil, nil
+	}
+	return c, t.cache.put(k, c, false), nil
+}
+
 // openAuditChunk returns the cache entry of the open chunk of list
 // dim/value, created (with no chunk yet) if there is none.
 func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
@@ -373,14 +633,12 @@ func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
 	if e, ok := (*open)[value]; ok && !e.gone {
 		return e, nil
 	}
-	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
-	t.kbuf = k
-	_, e, err := loadAuditChunk(t, k)
+	_, e, err := loadAuditOpen(t, dim, value)
 	if err != nil {
 		return nil, err
 	}
 	if e == nil {
-		e = t.cache.put(k, nil, true) // the caller adds the chunk
+		e = t.cache.put(t.kbuf, nil, true) // the caller adds the chunk
 	}
 	if *open == nil {
 		*open = map[string]*entry{}
@@ -414,6 +672,9 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at int64, b []
 		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
 	}
 	c.hw = max(c.hw, at)
+	if c.stored == len(c.items) {
+		c.pend = pos // the next segment's
+	}
 	c.add(seq, b)
 	c.ent = e
 	t.cache.update(e, c)
@@ -549,21 +810,29 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 }
 
 // replaceAuditEntry stores b as the entry of r's sequence in the chunk of
-// its category at position first (the open one, or sealed).
+// its category at position first: the open one, a sealed one still in the
+// cache (not written yet), or else as an amendment of the sealed chunk.
 func replaceAuditEntry(t *tx, first uint64, r *auditRecord, b []byte) error {
-	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', r.category), auditOpenSuffix...)
-	c, ce, err := loadAuditChunk(t, k)
-	if err == nil && (c == nil || c.first != first) {
-		k = appendAuditChunkKey(k[:0], 'c', r.category, first)
-		c, ce, err = loadAuditChunk(t, k)
-	}
-	t.kbuf = k
+	c, ce, err := loadAuditOpen(t, 'c', r.category)
 	if err != nil {
 		return err
 	}
+	if c == nil || c.first != first {
+		k := appendAuditChunkKey(t.kbuf[:0], 'c', r.category, first)
+		t.kbuf = k
+		e, ok := t.cache.get(k)
+		if !ok {
+			// Written with the objects, as the chunk was: the audit's
+			// cursor moves with them.
+			t.kbuf = appendAuditAmendKey(k, r.seq)
+			t.cache.putTransient(t.kbuf, auditAmend(slices.Clone(b)))
+			return nil
+		}
+		c, ce = e.obj.(*auditChunk), e
+	}
 	i, found := c.find(r.seq)
 	if !found {
-		return fmt.Errorf("audit: the entry of seq %d is not in its chunk %q", r.seq, k)
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk at %d", r.seq, first)
 	}
 	c.set(i, b)
 	t.cache.update(ce, c)

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
@@ -227,6 +228,9 @@ func applyCode(t *tx, ev *event) error {
 	for k := range lists {
 		lists[k].reset()
 	}
+	if err := prefetchCodeFiles(t, rid, p.Files); err != nil {
+		return err
+	}
 	paths := make([]byte, 0, len(p.Files)*32)
 	counts := scratch.counts[:0]
 	defer func() { scratch.counts = counts[:0] }()
@@ -381,6 +385,50 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	r.Length -= int64(old.Length)
 	store[CodeFile](t, fk, nil)
 	return nil
+}
+
+// prefetchCodeFiles reads the records of files that the cache does not
+// hold in one pass of one iterator, in key order, and caches each (or that
+// there is none), so dropCodeFile finds them there: a lookup of its own for
+// each file was a twentieth of a first index's CPU, though a first index
+// finds none. What Pebble holds of a key the cache does not is its latest
+// value, as load relies on: nothing is evicted while a flushed batch waits
+// for its commit.
+func prefetchCodeFiles(t *tx, rid string, files []schemas.IndexedFile) error {
+	keys := make([][]byte, 0, len(files))
+	for i := range files {
+		k := codeFileKey(rid, files[i].Path)
+		if _, ok := t.cache.m[string(k)]; !ok && !t.knownAbsent(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) < 2 {
+		return nil // load's lookup costs no more
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: prefixEnd(codeFilesPrefix(rid))})
+	if err != nil {
+		return err
+	}
+	it.SeekGE(keys[0])
+	for _, k := range keys {
+		// Past its end, the iterator holds no key from k on.
+		if it.Valid() && bytes.Compare(it.Key(), k) < 0 {
+			it.SeekGE(k)
+		}
+		var raw []byte
+		if it.Valid() && bytes.Equal(it.Key(), k) {
+			if raw, err = it.ValueAndErr(); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		if _, err := loaded[CodeFile](t, k, raw); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
 }
 
 // putCodeFile writes the keys of f but its postings.

@@ -90,7 +90,9 @@
 //	             audit/s/<sid>\0<pos>              auditChunk of postings (seq, time, category) by session
 //	             audit/a/<agent>\0<pos>            ... by agent
 //	             audit/o/<outcome>\0<pos>          ... by outcome, when not allowed
-//	             (<pos>: the first item's position, 8 bytes; 9 bytes 0xff: the open chunk)
+//	             audit/<dim>/<value>\0<pos>\x01      a segment of the list's open chunk: the items one flush added
+//	             audit/c/<category>\0<pos>\x02<seq> an amendment: entry seq, completed after its chunk was written
+//	             (<pos>: the first item's position, 8 bytes; <seq> 8 bytes)
 //	             audit/call/<call>                 a tool call's entry and chunk until its result
 //	every one    <name>/rej/<seq>                  Rejection
 //	meta         meta/cursor/<name>, meta/version/<name>, meta/head

@@ -350,12 +350,12 @@ func TestAuditChunkRoundTrip(t *testing.T) {
 	c.add(9, nil)
 	c.add(12, []byte("x"))
 	c.set(0, []byte("completed")) // its old bytes are left out
-	v := appendAuditChunk(nil, c)
+	v := appendAuditChunk(nil, c.first, c.hw, c, 0, len(c.items))
 	got, err := decodeAuditChunk(slices.Clone(v))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again := appendAuditChunk(nil, got); !bytes.Equal(again, v) || got.first != c.first || got.hw != c.hw {
+	if again := appendAuditChunk(nil, got.first, got.hw, got, 0, len(got.items)); !bytes.Equal(again, v) || got.first != c.first || got.hw != c.hw {
 		t.Fatalf("decoded %+v, stored again as %q; want %q", got, again, v)
 	}
 	for i, want := range []string{"completed", "", "x"} {

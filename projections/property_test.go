@@ -343,6 +343,16 @@ func view(t *rapid.T, ctx context.Context, store *projections.Store, session str
 // freshEvents empties b's stream and draws up to max random events (not
 // appended).
 func freshEvents(ctx context.Context, rt *rapid.T, b *broker.Broker, max int) *gen {
+	purge(ctx, rt, b)
+	g := &gen{t: rt, state: map[string]projections.SessionState{}}
+	for range rapid.IntRange(1, max).Draw(rt, "events") {
+		g.step()
+	}
+	return g
+}
+
+// purge empties b's stream.
+func purge(ctx context.Context, rt *rapid.T, b *broker.Broker) {
 	stream, err := b.JetStream().Stream(ctx, broker.Stream)
 	if err != nil {
 		rt.Fatal(err)
@@ -350,11 +360,6 @@ func freshEvents(ctx context.Context, rt *rapid.T, b *broker.Broker, max int) *g
 	if err := stream.Purge(ctx); err != nil {
 		rt.Fatal(err)
 	}
-	g := &gen{t: rt, state: map[string]projections.SessionState{}}
-	for range rapid.IntRange(1, max).Draw(rt, "events") {
-		g.step()
-	}
-	return g
 }
 
 // crashable is a store on a filesystem that can crash: a restart may lose
@@ -390,6 +395,27 @@ func (c *crashable) open() {
 		c.rt.Fatalf("open: %v", err)
 	}
 	c.store = s
+}
+
+// project folds the stream up to last: live (committed without a sync) or
+// by a catch-up, as drawn.
+func (c *crashable) project(log *events.Log, last uint64) {
+	if !rapid.Bool().Draw(c.rt, "live") {
+		if _, err := c.store.Projector(log).CatchUp(c.ctx); err != nil {
+			c.rt.Fatalf("catch up: %v", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.store.Projector(log).Run(ctx) }()
+	if err := c.store.WaitFor(c.ctx, last); err != nil {
+		c.rt.Fatalf("wait for %d: %v", last, err)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		c.rt.Fatalf("Run = %v, want context.Canceled", err)
+	}
 }
 
 // restart closes the store cleanly or, with crash, crashes it, losing a
@@ -439,20 +465,7 @@ func TestRestartsMatchRebuild(t *testing.T) {
 				rt.Fatalf("append: %v", err)
 			}
 			rest, last = rest[n:], seqs[len(seqs)-1]
-			if rapid.Bool().Draw(rt, "live") {
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { done <- cs.store.Projector(log).Run(rctx) }()
-				if err := cs.store.WaitFor(ctx, last); err != nil {
-					rt.Fatalf("wait for %d: %v", last, err)
-				}
-				cancel()
-				if err := <-done; err != context.Canceled {
-					rt.Fatalf("Run = %v, want context.Canceled", err)
-				}
-			} else if _, err := cs.store.Projector(log).CatchUp(ctx); err != nil {
-				rt.Fatalf("catch up: %v", err)
-			}
+			cs.project(log, last)
 			if len(g.sessions) > 0 {
 				s := rapid.SampledFrom(g.sessions).Draw(rt, "as-of session")
 				if _, err := cs.store.Session(ctx, s); err == nil {

@@ -110,7 +110,7 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 		if err != nil {
 			return nil, err
 		}
-		r.lists = append(r.lists, &auditList{it: it, bound: math.MaxUint64})
+		r.lists = append(r.lists, &auditList{it: it, prefix: prefix, bound: math.MaxUint64})
 		it.Last()
 	}
 	for {
@@ -140,7 +140,8 @@ func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) 
 
 // auditList is one list an audit query reads, from its newest chunk back.
 type auditList struct {
-	it *pebble.Iterator
+	it     *pebble.Iterator
+	prefix []byte
 	// bound: every item not read yet is of an entry before it (the position
 	// of the last chunk read).
 	bound uint64
@@ -158,13 +159,12 @@ type auditReader struct {
 	entries map[string]*auditEntries
 }
 
-// auditEntries reads one category's entries for postings: the chunk read
-// last is kept, as the postings of a session or agent are often of entries
-// near each other.
+// auditEntries reads one category's entries for postings: the chunk (or
+// segment) read last is kept, as the postings of a session or agent are
+// often of entries near each other.
 type auditEntries struct {
 	it    *pebble.Iterator
-	open  *auditChunk // nil: none
-	chunk *auditChunk // the last sealed chunk read
+	chunk *auditChunk // nil: none yet
 }
 
 func (r *auditReader) close() {
@@ -193,11 +193,15 @@ func (r *auditReader) final() int {
 	return n
 }
 
-// read reads l's next chunk back.
+// read reads l's next chunk (or segment) back, with its amendments.
 func (r *auditReader) read(l *auditList) error {
 	if !l.it.Valid() {
 		l.done = true
 		return l.it.Error()
+	}
+	amends, err := readAuditAmends(l.it, len(l.prefix))
+	if err != nil {
+		return fmt.Errorf("audit list %q: %w", l.prefix, err)
 	}
 	k := l.it.Key()
 	c, err := newAuditChunkReader(l.it.Value())
@@ -228,8 +232,13 @@ func (r *auditReader) read(l *auditList) error {
 			if e, err = r.entry(category, seq); err != nil {
 				return err
 			}
-		} else if e, err = decodeAuditEntry(b); err != nil {
-			return fmt.Errorf("audit chunk %q: %w", k, err)
+		} else {
+			if a, ok := amends[seq]; ok {
+				b = a
+			}
+			if e, err = decodeAuditEntry(b); err != nil {
+				return fmt.Errorf("audit chunk %q: %w", k, err)
+			}
 		}
 		if r.q.match(e) {
 			r.out = append(r.out, e)
@@ -254,27 +263,24 @@ func (r *auditReader) entry(category string, seq uint64) (*AuditEntry, error) {
 		}
 		es = &auditEntries{it: it}
 		r.entries[category] = es
-		v, err := getFrom(r.snap, append(prefix, auditOpenSuffix...))
-		if err == nil && v != nil {
-			es.open, err = decodeAuditChunk(v) // getFrom copies
-		}
-		if err != nil {
-			return nil, fmt.Errorf("audit: the open chunk of %s: %w", category, err)
-		}
 	}
-	c := es.open
+	c := es.chunk
 	i, ok := c.find(seq)
 	if !ok {
-		c = es.chunk
-		i, ok = c.find(seq)
-	}
-	if !ok {
+		// The last key before the next position is the segment that holds
+		// seq, or the chunk or the last amendment of the chunk.
 		if !es.it.SeekLT(binary.BigEndian.AppendUint64(prefix, seq+1)) {
 			return nil, fmt.Errorf("audit: a posting names seq %d, before every %s entry", seq, category)
 		}
-		var err error
-		if c, err = decodeAuditChunk(slices.Clone(es.it.Value())); err != nil {
-			return nil, fmt.Errorf("audit chunk %q: %w", es.it.Key(), err)
+		amends, err := readAuditAmends(es.it, len(prefix))
+		if err == nil {
+			c, err = decodeAuditChunk(slices.Clone(es.it.Value()))
+		}
+		if err == nil {
+			err = c.amend(amends)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit: the %s entry of seq %d: %w", category, seq, err)
 		}
 		es.chunk = c
 		i, ok = c.find(seq)

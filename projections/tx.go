@@ -314,6 +314,12 @@ func load[T any](t *tx, k []byte) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loaded[T](t, k, raw)
+}
+
+// loaded caches raw, what Pebble holds at k (nil: nothing), as a *T, and
+// returns it.
+func loaded[T any](t *tx, k, raw []byte) (*T, error) {
 	if raw == nil {
 		t.missing(k)
 		return nil, nil

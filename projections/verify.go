@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,18 +102,18 @@ func (s *Store) Verify(ctx context.Context, src Source) (*VerifyReport, error) {
 // compare walks two stores in key order and returns the first difference and
 // how many keys it compared.
 func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
-	li, err := live.NewIter(nil)
+	li, err := walkStore(live)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer li.Close()
-	ri, err := rebuilt.NewIter(nil)
+	defer li.close()
+	ri, err := walkStore(rebuilt)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer ri.Close()
+	defer ri.close()
 	n := 0
-	lv, rv := li.First(), ri.First()
+	lv, rv := li.first(), ri.first()
 	for lv || rv {
 		n++
 		c := 0
@@ -122,19 +123,121 @@ func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
 		case !rv:
 			c = -1
 		default:
-			c = bytes.Compare(li.Key(), ri.Key())
+			c = bytes.Compare(li.key, ri.key)
 		}
 		switch {
 		case c < 0:
-			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: "(absent)"}, n, nil
+			return &Difference{Key: printable(li.key), Live: printable(li.val), Rebuilt: "(absent)"}, n, nil
 		case c > 0:
-			return &Difference{Key: printable(ri.Key()), Live: "(absent)", Rebuilt: printable(ri.Value())}, n, nil
-		case !bytes.Equal(li.Value(), ri.Value()):
-			return &Difference{Key: printable(li.Key()), Live: printable(li.Value()), Rebuilt: printable(ri.Value())}, n, nil
+			return &Difference{Key: printable(ri.key), Live: "(absent)", Rebuilt: printable(ri.val)}, n, nil
+		case !bytes.Equal(li.val, ri.val):
+			return &Difference{Key: printable(li.key), Live: printable(li.val), Rebuilt: printable(ri.val)}, n, nil
 		}
-		lv, rv = li.Next(), ri.Next()
+		lv, rv = li.next(), ri.next()
 	}
-	return nil, n, errorsJoin(li.Error(), ri.Error())
+	return nil, n, errorsJoin(li.it.Error(), ri.it.Error())
+}
+
+// storeWalk reads a store in key order for compare, an audit list's open
+// chunk and its sealed chunks as a fold that never flushed would store
+// them: the segments of the open chunk as one chunk, under the list's
+// prefix and auditOpenSuffix, and each sealed chunk with its amendments in
+// it. Where flushes cut an open chunk, and which results complete an entry
+// in its chunk or amend it, depends on the batches the events were folded
+// in, which a rebuild does not share with the live fold.
+type storeWalk struct {
+	it       *pebble.Iterator
+	key, val []byte
+	// merged: key and val are a merged chunk's, and it is past its keys.
+	merged bool
+}
+
+func walkStore(r pebble.Reader) (*storeWalk, error) {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &storeWalk{it: it}, nil
+}
+
+func (w *storeWalk) close() { w.it.Close() }
+
+func (w *storeWalk) first() bool { return w.at(w.it.First()) }
+
+func (w *storeWalk) next() bool {
+	if w.merged {
+		return w.at(w.it.Valid())
+	}
+	return w.at(w.it.Next())
+}
+
+// at reads the key the iterator is at (valid), merged with the keys after
+// it that are of the same chunk.
+func (w *storeWalk) at(valid bool) bool {
+	w.merged = false
+	if !valid {
+		return false
+	}
+	w.key, w.val = w.it.Key(), w.it.Value()
+	n := auditListLen(w.key)
+	switch auditKeyKind(w.key, n) {
+	case auditSegmentKey:
+		prefix := slices.Clone(w.key[:n]) // the iterator's key changes as it moves
+		if c := w.segments(prefix); c != nil {
+			w.key = append(prefix, auditOpenSuffix...)
+			w.val = appendAuditChunk(nil, c.first, c.hw, c, 0, len(c.items))
+			w.merged = true
+		}
+	case auditSealedKey:
+		w.key = slices.Clone(w.key)
+		w.val = w.amended(n)
+		w.merged = true
+	}
+	return true
+}
+
+// segments reads the open chunk whose first segment the iterator is at
+// (nil: that one does not read, and is compared as it is stored).
+func (w *storeWalk) segments(prefix []byte) *auditChunk {
+	c, segs := &auditChunk{}, 0
+	for w.it.Valid() && bytes.HasPrefix(w.it.Key(), prefix) && auditKeyKind(w.it.Key(), len(prefix)) == auditSegmentKey {
+		if err := c.addSegment(w.it.Value()); err != nil {
+			break // compared as it is stored: it differs from a rebuild's
+		}
+		segs++
+		w.it.Next()
+	}
+	if segs == 0 {
+		return nil
+	}
+	return c
+}
+
+// amended returns the sealed chunk at w.key (the iterator's) with the
+// amendments after it, leaving the iterator past them. Amendments that do
+// not apply are compared as they are stored.
+func (w *storeWalk) amended(n int) []byte {
+	base := slices.Clone(w.val)
+	var amends map[uint64][]byte
+	for w.it.Next() && bytes.HasPrefix(w.it.Key(), w.key) && auditKeyKind(w.it.Key(), n) == auditAmendKey {
+		if amends == nil {
+			amends = map[uint64][]byte{}
+		}
+		amends[binary.BigEndian.Uint64(w.it.Key()[n+9:])] = slices.Clone(w.it.Value())
+	}
+	if amends == nil {
+		return base
+	}
+	c, err := decodeAuditChunk(base)
+	if err == nil {
+		err = c.amend(amends)
+	}
+	if err != nil {
+		w.it.SeekGE(w.key)
+		w.it.Next()
+		return base
+	}
+	return appendAuditChunk(nil, c.first, c.hw, c, 0, len(c.items))
 }
 
 // printable quotes b, cut to 160 bytes.

@@ -56,11 +56,15 @@ type rig struct {
 	store *projections.Store
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, projections.Options{}) }
+
+// newRigWith is newRig with a store opened with opts (its directory set).
+func newRigWith(t *testing.T, opts projections.Options) *rig {
 	t.Helper()
 	b := brokertest.Start(t, brokertest.Options(t))
 	ctx := brokertest.Context(t)
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(t.TempDir(), "projections")})
+	opts.Dir = filepath.Join(t.TempDir(), "projections")
+	store, err := projections.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +123,20 @@ func indexer(t *testing.T, dir string) *Indexer {
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// generatedTree generates a tree of 300 files from seed and returns it
+// with an indexer of it that records several events.
+func generatedTree(t *testing.T, seed uint64) (*GeneratedTree, *Indexer) {
+	t.Helper()
+	dir := t.TempDir()
+	g, err := GenerateTree(dir, 300, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexer(t, dir)
+	ix.BatchBytes = 16 << 10 // several events
+	return g, ix
 }
 
 func callerFiles(res *projections.CodeResult) []string {
@@ -186,13 +204,8 @@ func TestIndexThisRepository(t *testing.T) {
 // re-indexes one file, and a removal removes.
 func TestIndexGeneratedTree(t *testing.T) {
 	r := newRig(t)
-	dir := t.TempDir()
-	g, err := GenerateTree(dir, 300, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := indexer(t, dir)
-	ix.BatchBytes = 16 << 10 // several events
+	g, ix := generatedTree(t, 7)
+	dir := ix.Root
 	ups := r.scan(ix)
 	if len(ups) < 2 {
 		t.Fatalf("%d events for 300 files with 16 KiB batches", len(ups))
@@ -244,7 +257,7 @@ func TestIndexGeneratedTree(t *testing.T) {
 	if known, err := KnownFrom(r.ctx, r.store, root, edited, "no/such.go"); err != nil || len(known.Hashes) != 1 || known.Hashes[edited] == "" || len(known.Skipped) != 0 {
 		t.Fatalf("what the index knows of %s: %+v, %v", edited, known, err)
 	}
-	ups, _, err = Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+	ups, _, err := Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
 		r.record(ups)
 		return 0, nil
 	})
@@ -284,6 +297,39 @@ func TestIndexGeneratedTree(t *testing.T) {
 	}
 	if defs := r.code(root, projections.CodeSymbol, "Handler42").Symbols; len(defs) != 1 || defs[0].Path != edited {
 		t.Fatalf("after a rebuild: %+v", defs)
+	}
+}
+
+// A tree indexed again whole, with a fold cache too small to hold the
+// files' records: each event's files are looked up in Pebble together, in
+// key order (not the walk's), and every one is found, so each is replaced,
+// not counted twice, and its old segment entries die.
+func TestReindexFindsEveryEarlierRecord(t *testing.T) {
+	r := newRigWith(t, projections.Options{CacheObjects: 16})
+	g, ix := generatedTree(t, 3)
+	r.scan(ix)
+	root := ix.Root
+	before := r.code(root, projections.CodeStatus, "").Status
+	word := "handler"
+	hits := len(r.code(root, projections.CodeSearch, word).Hits)
+	if before.Files != len(g.Files) || hits == 0 {
+		t.Fatalf("first index: %d files of %d, %d hits for %q", before.Files, len(g.Files), hits, word)
+	}
+	ix.Reindex = true
+	if ups := r.scan(ix); len(ups) < 2 {
+		t.Fatalf("%d events for the second index", len(ups))
+	}
+	after := r.code(root, projections.CodeStatus, "").Status
+	if after.Files != before.Files || after.Length != before.Length {
+		t.Fatalf("indexed again: %+v, before %+v", after, before)
+	}
+	if got := len(r.code(root, projections.CodeSearch, word).Hits); got != hits {
+		t.Fatalf("%d hits for %q after indexing again, %d before", got, word, hits)
+	}
+	for fn, file := range g.Defines {
+		if defs := r.code(root, projections.CodeSymbol, fn).Symbols; len(defs) != 1 || defs[0].Path != file {
+			t.Fatalf("%s after indexing again: %+v", fn, defs)
+		}
 	}
 }
 

@@ -34,6 +34,10 @@ type Config struct {
 	Edits int
 	// Searches measured (default 500).
 	Searches int
+	// Rounds of the indexing comparison (default 3): grep -r and a fresh
+	// index back to back, alternating which goes first; the ratio is the
+	// median of the rounds'.
+	Rounds int
 }
 
 func (c *Config) ensureDefaults() {
@@ -45,6 +49,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.Searches == 0 {
 		c.Searches = 500
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 3
 	}
 }
 
@@ -89,54 +96,52 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 			rep.SourceBytes += st.Size()
 		}
 	}
-	progress("grep -r over the tree (the baseline)")
-	grep, err := grepTree(tree, len(g.Files))
-	if err != nil {
+	// Every file is read once, unmeasured, so the first measured side does
+	// not pay for a cold cache the other does not.
+	if _, err := grepOnce(tree, len(g.Files)); err != nil {
 		return nil, nil, err
 	}
-	data := filepath.Join(cfg.DataDir, "index")
-	b, err := broker.Start(ctx, broker.Options{DataDir: data, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer b.Close()
-	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(data, "projections")})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer store.Close()
-	log := events.New(b.JetStream())
-	pctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { store.Projector(log).Run(pctx) })
-	defer wg.Wait()
-	defer cancel()
-
-	ix, err := librarian.NewIndexer(tree)
-	if err != nil {
-		return nil, nil, err
-	}
-	update := func(files []string) error {
-		_, seq, err := librarian.Update(ctx, store, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
-			rep.Events += len(ups)
-			return librarian.Record(ctx, log, "_", librarian.Name, time.Now(), ups)
+	// Rounds: grep -r, and an index of the whole tree into a store of its
+	// own, back to back, the side that goes first alternating; the ratio
+	// is the median of the rounds'. A round's store is closed (its server
+	// and Pebble stopped) before the other side runs.
+	cmp, err := eventbench.Paired("index a generated tree vs grep -r, files/s", cfg.Rounds, TargetIndexVsGrep,
+		func(round int) (eventbench.Measure, error) {
+			progress(fmt.Sprintf("round %d: indexing the tree: read, extract, record, fold", round+1))
+			s, err := openIndexStore(ctx, filepath.Join(cfg.DataDir, fmt.Sprintf("index%d", round)), tree)
+			if err != nil {
+				return eventbench.Measure{}, err
+			}
+			defer s.close()
+			rep.Events = 0
+			m, err := eventbench.Time("sylk index (files)", len(g.Files), func() error { return s.update(ctx, nil, &rep.Events) })
+			if err == nil {
+				rep.StreamBytes, err = s.streamBytes(ctx)
+			}
+			return m, err
+		},
+		func(round int) (eventbench.Measure, error) {
+			progress(fmt.Sprintf("round %d: grep -r over the tree (the baseline)", round+1))
+			return grepOnce(tree, len(g.Files))
 		})
-		if err == nil && seq > 0 {
-			err = store.WaitFor(ctx, seq)
-		}
-		return err
-	}
-	progress("indexing the tree: read, extract, record, fold")
-	idx, err := eventbench.Time("sylk index (files)", len(g.Files), func() error { return update(nil) })
 	if err != nil {
 		return nil, nil, err
 	}
-	if info, err := b.JetStream().Stream(ctx, broker.Stream); err == nil {
-		if si, err := info.Info(ctx); err == nil {
-			rep.StreamBytes = si.State.Bytes
-		}
+	out := []eventbench.Comparison{cmp, cpuComparison(cmp)}
+
+	// The updates and searches run on an index of their own, made
+	// unmeasured.
+	progress("indexing the tree for the updates and searches")
+	last, err := openIndexStore(ctx, filepath.Join(cfg.DataDir, "index"), tree)
+	if err != nil {
+		return nil, nil, err
 	}
-	out := []eventbench.Comparison{eventbench.Compare("index a generated tree vs grep -r, files/s", idx, grep, TargetIndexVsGrep)}
+	defer last.close()
+	var initial int
+	if err := last.update(ctx, nil, &initial); err != nil {
+		return nil, nil, err
+	}
+	ix, store := last.ix, last.store
 
 	progress(fmt.Sprintf("%d one-file updates", cfg.Edits))
 	var lat []time.Duration
@@ -152,7 +157,7 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 			return nil, nil, err
 		}
 		start := time.Now()
-		if err := update([]string{rel}); err != nil {
+		if err := last.update(ctx, []string{rel}, &rep.Events); err != nil {
 			return nil, nil, err
 		}
 		lat = append(lat, time.Since(start))
@@ -186,26 +191,104 @@ func Run(ctx context.Context, cfg Config, progress func(string)) ([]eventbench.C
 	return out, rep, nil
 }
 
-// grepTree times grep -r reading every file of tree (for a string no file
-// holds), the faster of two runs, so both sides read from a warm cache.
-func grepTree(tree string, files int) (eventbench.Measure, error) {
-	var best eventbench.Measure
-	for range 2 {
-		m, err := eventbench.Time("grep -r (files)", files, func() error {
-			err := exec.Command("grep", "-r", "-F", "-c", "zq-no-file-holds-this-qz", tree).Run()
-			if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
-				return nil // no match: what we asked for
-			}
-			return err
-		})
-		if err != nil {
-			return m, fmt.Errorf("grep: %w", err)
+// grepOnce times grep -r reading every file of tree (for a string no file
+// holds). Its CPU per file is grep's own (the child's user and system time).
+func grepOnce(tree string, files int) (eventbench.Measure, error) {
+	cmd := exec.Command("grep", "-r", "-F", "-c", "zq-no-file-holds-this-qz", tree)
+	m, err := eventbench.Time("grep -r (files)", files, func() error {
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return nil // no match: what we asked for
 		}
-		if best.PerSec < m.PerSec {
-			best = m
-		}
+		return err
+	})
+	if err != nil {
+		return m, fmt.Errorf("grep: %w", err)
 	}
-	return best, nil
+	if st := cmd.ProcessState; st != nil && files > 0 {
+		m.CPUPerOp = float64(st.UserTime()+st.SystemTime()) / float64(time.Microsecond) / float64(files)
+	}
+	m.AllocsPerOp, m.BytesPerOp = 0, 0 // the bench's own, not grep's
+	return m, nil
+}
+
+// indexStore is an embedded server (sync interval), a store and its
+// projector, and an indexer of the tree.
+type indexStore struct {
+	b      *broker.Broker
+	store  *projections.Store
+	log    *events.Log
+	ix     *librarian.Indexer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	dir    string
+}
+
+func openIndexStore(ctx context.Context, dir, tree string) (*indexStore, error) {
+	s := &indexStore{dir: dir}
+	var err error
+	if s.ix, err = librarian.NewIndexer(tree); err != nil {
+		return nil, err
+	}
+	if s.b, err = broker.Start(ctx, broker.Options{DataDir: dir, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"}); err != nil {
+		return nil, err
+	}
+	if s.store, err = projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections")}); err != nil {
+		s.b.Close()
+		return nil, err
+	}
+	s.log = events.New(s.b.JetStream())
+	pctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.wg.Go(func() { s.store.Projector(s.log).Run(pctx) })
+	return s, nil
+}
+
+// update indexes files (all when none), records the updates, counting
+// their events in n, and waits until the projection has folded them.
+func (s *indexStore) update(ctx context.Context, files []string, n *int) error {
+	_, seq, err := librarian.Update(ctx, s.store, s.ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		*n += len(ups)
+		return librarian.Record(ctx, s.log, "_", librarian.Name, time.Now(), ups)
+	})
+	if err == nil && seq > 0 {
+		err = s.store.WaitFor(ctx, seq)
+	}
+	return err
+}
+
+// streamBytes is how many bytes the stream holds.
+func (s *indexStore) streamBytes(ctx context.Context) (uint64, error) {
+	st, err := s.b.JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		return 0, err
+	}
+	si, err := st.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return si.State.Bytes, nil
+}
+
+// close stops the projector and the server and removes their data (a
+// round's index is not needed once the next starts).
+func (s *indexStore) close() {
+	s.cancel()
+	s.wg.Wait()
+	s.store.Close()
+	s.b.Close()
+	os.RemoveAll(s.dir)
+}
+
+// cpuComparison compares the CPU each side spent a file over the rounds,
+// for information: grep reads on one core, the index works on every core,
+// so its speed is at most the cores times this ratio.
+func cpuComparison(c eventbench.Comparison) eventbench.Comparison {
+	perCPUSecond := func(m eventbench.Measure) eventbench.Measure {
+		m.PerSec = 1e6 / max(m.CPUPerOp, 1e-9)
+		return m
+	}
+	return eventbench.Compare("index vs grep -r, files per CPU second", perCPUSecond(c.Sylk), perCPUSecond(c.Baseline), 0)
 }
 
 // budget compares a latency with its budget as speeds (1/latency), so the

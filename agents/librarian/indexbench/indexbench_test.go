@@ -16,13 +16,25 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 4 {
+	if len(cs) != 5 {
 		t.Fatalf("%d comparisons: %+v", len(cs), cs)
 	}
 	for _, c := range cs {
-		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || c.Target <= 0 {
+		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || (c.Target <= 0) != (c.Name == cs[1].Name) {
 			t.Errorf("comparison %q lacks a figure: %+v", c.Name, c)
 		}
+	}
+	// The index is compared in alternated rounds, each of both sides.
+	if r := cs[0].Rounds; len(r) != 3 || !r[0].SylkFirst || r[1].SylkFirst || !r[2].SylkFirst {
+		t.Fatalf("index rounds: %+v", r)
+	}
+	for i, r := range cs[0].Rounds {
+		if r.Sylk.Ops != 121 || r.Baseline.Ops != 121 || r.Ratio <= 0 {
+			t.Errorf("round %d: %+v", i, r)
+		}
+	}
+	if cs[1].Sylk.CPUPerOp <= 0 || cs[1].Sylk.CPUPerOp != cs[0].Sylk.CPUPerOp {
+		t.Errorf("CPU comparison %+v does not hold the index's CPU %v", cs[1], cs[0].Sylk.CPUPerOp)
 	}
 	if rep.Files != 121 || rep.Events == 0 || rep.StreamBytes == 0 || rep.SourceBytes == 0 || rep.UpdateP50MS <= 0 || rep.SearchP99MS <= 0 {
 		t.Fatalf("report: %+v", rep)
@@ -60,7 +72,7 @@ func BenchmarkIndex(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i, unit := range []string{"index/grep", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
+		for i, unit := range []string{"index/grep", "index-cpu/grep-cpu", "update-p99/budget", "search-p50/budget", "search-p99/budget"} {
 			b.ReportMetric(cs[i].Ratio, unit)
 		}
 	}
