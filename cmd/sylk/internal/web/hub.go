@@ -144,10 +144,9 @@ func (h *hub) feed(ev *events.Event, payload any) {
 // publish hands a batch to every view it matches, dropping a view that
 // would hold more than the buffer. A view with a filter gets copies of the
 // records it takes (it sends few of a block's, not runs of them). A view is
-// woken when its first frame
-// waits, and again when half its buffer does: it gathers the rest of a burst
-// in between (frameInterval), so it wakes a few times per burst, not once
-// per event.
+// woken when its first frame waits, and again when half its buffer does: it
+// gathers the rest of a burst in between (frameInterval), so it wakes a few
+// times per burst, not once per event.
 func (h *hub) publish(batch []*frame) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
