@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -118,25 +119,82 @@ func (v *sseViewer) read(ctx context.Context, url, token string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	r := bufio.NewReaderSize(resp.Body, 256<<10)
+	return readIDs(resp.Body, 256<<10, func(seqs []uint64) {
+		v.mu.Lock()
+		v.seqs = append(v.seqs, seqs...)
+		v.mu.Unlock()
+	})
+}
+
+// readIDs reads a stream of server-sent events in reads of up to size bytes
+// and hands add the ids ("id:" lines) of each read's whole lines: the least
+// a viewer can do per event, so that the viewers' process takes as little
+// as it can of the CPUs the measured server runs on. A line longer than
+// size is a data line, skipped.
+func readIDs(r io.Reader, size int, add func([]uint64)) error {
+	buf := make([]byte, size)
+	var ids []uint64
+	held, inLine := 0, false // inLine: buf starts inside a line
 	for {
-		line, err := r.ReadSlice('\n')
-		if rest, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
-			seq, perr := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 64)
-			if perr != nil {
-				return fmt.Errorf("id %q: %w", rest, perr)
+		n, err := r.Read(buf[held:])
+		held += n
+		whole := bytes.LastIndexByte(buf[:held], '\n') + 1
+		if whole > 0 {
+			lines := buf[:whole]
+			if inLine {
+				lines = lines[bytes.IndexByte(lines, '\n')+1:]
+				inLine = false
 			}
-			v.mu.Lock()
-			v.seqs = append(v.seqs, seq)
-			v.mu.Unlock()
+			var perr error
+			if ids, perr = sseIDs(ids[:0], lines); perr != nil {
+				return perr
+			}
+			if len(ids) > 0 {
+				add(ids)
+			}
+			held = copy(buf, buf[whole:held])
+		} else if held == len(buf) {
+			held, inLine = 0, true
 		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			// A data line longer than the buffer: its rest follows.
-		case err != nil:
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// sseIDs appends to dst the ids of the "id: " lines in lines (whole lines).
+func sseIDs(dst []uint64, lines []byte) ([]uint64, error) {
+	for len(lines) > 0 {
+		if rest, ok := bytes.CutPrefix(lines, []byte("id: ")); ok {
+			id, after, _ := bytes.Cut(rest, []byte("\n"))
+			seq, ok := parseSeq(id)
+			if !ok {
+				return dst, fmt.Errorf("id %q: not a stream sequence", id)
+			}
+			dst = append(dst, seq)
+			lines = after
+			continue
+		}
+		i := bytes.Index(lines, []byte("\nid: "))
+		if i < 0 {
+			break
+		}
+		lines = lines[i+1:]
+	}
+	return dst, nil
+}
+
+// parseSeq reads a stream sequence's decimal digits (strconv would want a
+// string: an allocation per event).
+func parseSeq(b []byte) (uint64, bool) {
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' || n > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, len(b) > 0
 }
 
 // count is how many of the viewer's events are in (first, last]: the stream

@@ -31,7 +31,8 @@ type frame struct {
 	seq  uint64
 	toks [4]string // session, source, target, type
 	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
-	// LINE the event as JSON (events.Event.AppendLine).
+	// LINE the event as JSON (events.Event.AppendLine), in a block of
+	// records (see records). Never appended to: the next record may follow.
 	record []byte
 }
 
@@ -68,8 +69,10 @@ type hub struct {
 	watching atomic.Int32
 	// drops counts the views dropped for not reading (tests and benchmarks).
 	drops int
-	// batch gathers the frames of a burst (feed's, one goroutine).
-	batch []*frame
+	// batch gathers the frames of a burst, records encodes them (feed's,
+	// one goroutine).
+	batch   []*frame
+	records records
 }
 
 // Watching is how many live views are open.
@@ -123,7 +126,7 @@ func (h *hub) feed(ev *events.Event, payload any) {
 		h.batch = h.batch[:0]
 		return
 	}
-	f, err := frameOf(ev, subjectTokens(ev.Subject), payload)
+	f, err := h.records.add(ev, subjectTokens(ev.Subject), payload)
 	if err != nil {
 		slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
 	} else {
@@ -139,10 +142,11 @@ func (h *hub) feed(ev *events.Event, payload any) {
 }
 
 // publish hands a batch to every view it matches, dropping a view that
-// would hold more than the buffer. A view is woken when its first frame
-// waits, and again when half its buffer does: it gathers the rest of a burst
-// in between (frameInterval), so it wakes a few times per burst, not once
-// per event.
+// would hold more than the buffer. A view with a filter gets copies of the
+// records it takes (it sends few of a block's, not runs of them). A view is
+// woken when its first frame waits, and again when half its buffer does: it
+// gathers the rest of a burst in between (frameInterval), so it wakes a few
+// times per burst, not once per event.
 func (h *hub) publish(batch []*frame) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -153,7 +157,7 @@ func (h *hub) publish(batch []*frame) {
 		} else {
 			for _, f := range batch {
 				if w.matches(f) {
-					w.pending = append(w.pending, f)
+					w.pending = append(w.pending, f.own())
 				}
 			}
 		}
@@ -218,33 +222,59 @@ func subjectTokens(subject string) [4]string {
 	return toks
 }
 
-// scratch holds the buffers frames are encoded into before they are copied
-// out at their size.
-var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// blockSize is the size of the blocks records are written into.
+const blockSize = 64 << 10
 
-// maxScratch is the largest buffer scratch keeps.
-const maxScratch = 256 << 10
+// records encodes events as the frames views send, into blocks it shares
+// with every view: each record is written once, right after the one before
+// it, so a view that sends consecutive records hands the socket one slice
+// of a block, copying nothing (sse.send). A block's bytes up to its length
+// are never written again; the garbage collector frees a block once no
+// frame holds it. The hub has one records (fed by one goroutine); a view
+// reading the past has its own.
+type records struct {
+	block  []byte  // the block being filled
+	frames []frame // the frames handed out, allocated a chunk at a time
+}
 
-// frameOf encodes a decoded event (payload its decoded payload, nil if it
-// has none) as its server-sent event, its data the line `sylk tail --json`
-// prints (events.Event.AppendLine).
-func frameOf(ev *events.Event, toks [4]string, payload any) (*frame, error) {
-	buf := scratch.Get().(*[]byte)
-	b := append((*buf)[:0], "id: "...)
+// add encodes a decoded event (payload its decoded payload, nil if it has
+// none) as its server-sent event, its data the line `sylk tail --json`
+// prints (events.Event.AppendLine), and places it after the last record.
+func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, error) {
+	// Encoded in place, after the block's last record; bytes written
+	// past its length are no record's until it is extended over them.
+	start := len(r.block)
+	rest := r.block[start:]
+	b := append(rest, "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\ndata: "...)
 	b, err := ev.AppendLine(b, payload)
 	if err != nil {
-		scratch.Put(buf)
 		return nil, err
 	}
 	b = append(b, "\n\n"...)
-	// One allocation of the record's size: the frames of every event a page
-	// watches are what the view adds to the garbage collector's work.
-	f := &frame{seq: ev.Seq, toks: toks, record: slices.Clone(b)}
-	if cap(b) <= maxScratch { // a rare huge event's buffer is not kept
-		*buf = b
-		scratch.Put(buf)
+	if cap(b) == cap(rest) { // it fit
+		r.block = r.block[:start+len(b)]
+	} else { // it grew into an array of its own: a new block
+		r.block = append(make([]byte, 0, max(blockSize, len(b))), b...)
+		start = 0
 	}
-	return f, nil
+	if len(r.frames) == cap(r.frames) {
+		r.frames = make([]frame, 0, 256)
+	}
+	// The record keeps the block's capacity beyond it: that is how the
+	// next record is found to follow it (follows).
+	r.frames = append(r.frames, frame{seq: ev.Seq, toks: toks, record: r.block[start:]})
+	return &r.frames[len(r.frames)-1], nil
+}
+
+// own is the frame with a record of its own, for a view that takes only
+// some of the frames: it would otherwise hold a block for each.
+func (f *frame) own() *frame {
+	return &frame{seq: f.seq, toks: f.toks, record: slices.Clone(f.record)}
+}
+
+// follows says whether next's bytes come right after run's in one block.
+func follows(run, next []byte) bool {
+	return len(run) < cap(run) && len(next) > 0 && &run[:len(run)+1][len(run)] == &next[0]
 }

@@ -140,7 +140,8 @@ func TestAuth(t *testing.T) {
 	}
 }
 
-// sseReader reads a live view's event ids in the background.
+// sseReader reads a live view's events in the background: the sequence of
+// each, or 0 for an event whose data is not the line of its id.
 type sseReader struct {
 	mu   sync.Mutex
 	seqs []uint64
@@ -164,13 +165,25 @@ func openEvents(t *testing.T, url, token string) *sseReader {
 		defer close(r.done)
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 1<<20)
+		id := ""
 		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-				seq, _ := strconv.ParseUint(id, 10, 64)
-				r.mu.Lock()
-				r.seqs = append(r.seqs, seq)
-				r.mu.Unlock()
+			if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				id = v
+				continue
 			}
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			// The line of the id's event (read fast: the server's send
+			// buffers are small, and a slow reader holds up its view).
+			seq, _ := strconv.ParseUint(id, 10, 64)
+			if !strings.HasPrefix(data, `{"seq":`+id+`,`) || !strings.HasSuffix(data, "}") {
+				seq = 0
+			}
+			r.mu.Lock()
+			r.seqs = append(r.seqs, seq)
+			r.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { resp.Body.Close(); <-r.done })
@@ -202,14 +215,22 @@ func appendInputs(t *testing.T, log *events.Log, session string, n int) []uint64
 }
 
 // TestLiveViews: each view gets the events of its filter, in order, the
-// past (since) then the live ones, none twice; a view that never reads is
-// dropped once its queue is full, and the others go on getting every event.
+// past (since) then the live ones, none twice, each with its line; a view
+// that never reads is dropped once its queue is full, and the others go on
+// getting every event.
 func TestLiveViews(t *testing.T) {
-	w, log, srv := startWeb(t, 64, nil)
+	// A buffer of 512: the silent view's queue fills with the 1,200 events
+	// below (its socket's buffers take a hundred or more), while a burst of
+	// the projector catching up fits (with 64, a lag of 64 events under
+	// -race on a loaded machine dropped reading views too).
+	w, log, srv := startWeb(t, 512, nil)
 	before := appendInputs(t, log, "S1", 3)
 
 	fast := openEvents(t, srv.URL+"/api/events?session=S1&since=all", w.Token())
 	other := openEvents(t, srv.URL+"/api/events?session=S2", w.Token())
+	// Every event, as the records' blocks hold them (some 1.2 KB each,
+	// so the 1,200 below span many blocks).
+	every := openEvents(t, srv.URL+"/api/events", w.Token())
 	// A browser that never reads: a raw connection with a small receive
 	// buffer, the request sent, nothing read.
 	silent, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -219,9 +240,9 @@ func TestLiveViews(t *testing.T) {
 	defer silent.Close()
 	silent.(*net.TCPConn).SetReadBuffer(4096)
 	fmt.Fprintf(silent, "GET /api/events?session=S1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", w.Token())
-	brokertest.Eventually(t, 10*time.Second, "three live views", func() bool { return w.Watching() == 3 })
+	brokertest.Eventually(t, 10*time.Second, "four live views", func() bool { return w.Watching() == 4 })
 
-	live := appendInputs(t, log, "S1", 300)
+	live := appendInputs(t, log, "S1", 1200)
 	s2 := appendInputs(t, log, "S2", 2)
 	want := append(before, live...)
 	if !brokertest.Poll(30*time.Second, func() bool { return len(fast.got()) >= len(want) }) {
@@ -233,6 +254,25 @@ func TestLiveViews(t *testing.T) {
 	brokertest.Eventually(t, 10*time.Second, "the S2 view gets its events", func() bool { return len(other.got()) >= len(s2) })
 	if got := other.got(); fmt.Sprint(got) != fmt.Sprint(s2) {
 		t.Errorf("the S2 view got %v, want %v", got, s2)
+	}
+	everyWant := append(live, s2...)
+	brokertest.Eventually(t, 10*time.Second, "the unfiltered view gets every event", func() bool {
+		got := every.got()
+		return len(got) > 0 && got[len(got)-1] >= everyWant[len(everyWant)-1]
+	})
+	// The stack's agents may append events of their own: every event
+	// appended here is among the view's, which are in order, each once.
+	got, i := every.got(), 0
+	for k, seq := range got {
+		if seq == 0 || k > 0 && seq <= got[k-1] {
+			t.Fatalf("the unfiltered view got %v: want increasing sequences, each with its line", got)
+		}
+		if i < len(everyWant) && seq == everyWant[i] {
+			i++
+		}
+	}
+	if i != len(everyWant) {
+		t.Errorf("the unfiltered view got %v, missing %v", got, everyWant[i:])
 	}
 	if w.Drops() != 1 {
 		t.Errorf("%d views dropped, want the silent one", w.Drops())
@@ -303,15 +343,21 @@ func TestFrameIsTheTailLine(t *testing.T) {
 	if len(raw) != 4 || len(decoded) != 4 {
 		t.Fatalf("read %d and %d events, want 4", len(raw), len(decoded))
 	}
+	var rs records
+	var prev *frame
 	for i, ev := range raw {
 		want, err := json.Marshal(tailLine(decoded[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := frameOf(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+		f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if prev != nil && !follows(prev.record, f.record) {
+			t.Errorf("event %d's record does not follow the one before in its block", ev.Seq)
+		}
+		prev = f
 		wantRecord := fmt.Sprintf("id: %d\ndata: %s\n\n", ev.Seq, want)
 		if string(f.record) != wantRecord {
 			t.Errorf("event %d:\n got %q\nwant %q", ev.Seq, f.record, wantRecord)
@@ -327,16 +373,18 @@ func TestFrameIsTheTailLine(t *testing.T) {
 
 func mustFrame(t *testing.T, ev *events.Event) *frame {
 	t.Helper()
-	f, err := frameOf(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+	var rs records
+	f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-// BenchmarkFrameOf is the hub's work per event a page watches: encode the
-// server-sent event all pages share from the event the projector decoded.
-func BenchmarkFrameOf(b *testing.B) {
+// BenchmarkRecordsAdd is the hub's work per event a page watches: encode
+// the server-sent event all pages share from the event the projector
+// decoded, into the block they share.
+func BenchmarkRecordsAdd(b *testing.B) {
 	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
 	if err != nil {
 		b.Fatal(err)
@@ -348,9 +396,10 @@ func BenchmarkFrameOf(b *testing.B) {
 	subject := events.Subject(env)
 	ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
 	payload := decodeEvent(ev)
+	var rs records
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := frameOf(ev, subjectTokens(subject), payload); err != nil {
+		if _, err := rs.add(ev, subjectTokens(subject), payload); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -369,4 +418,80 @@ func tailLine(ev *events.Event) any {
 		l.Invalid = ev.Err.Error()
 	}
 	return l
+}
+
+// countingWriter records which writes came straight from a block.
+type countingWriter struct {
+	*httptest.ResponseRecorder
+	starts      map[*byte]bool // where the blocks' records start
+	direct, all int            // bytes written from a block, bytes written
+	writes      int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	c.all += len(p)
+	if len(p) > 0 && c.starts[&p[0]] {
+		c.direct += len(p)
+	}
+	return c.ResponseRecorder.Write(p)
+}
+
+// TestSSEWritesEveryRecordOnce: what a view sends reaches the response in
+// order, each record once, whether records follow one another in a block
+// (written from the block, not copied), come as copies (a filtered view's)
+// or were sent already (the past and the live stream overlap).
+func TestSSEWritesEveryRecordOnce(t *testing.T) {
+	var rs records
+	var frames []*frame
+	var want strings.Builder
+	starts := map[*byte]bool{}
+	for seq := uint64(1); seq <= 3000; seq++ {
+		f, err := rs.add(&events.Event{Seq: seq, Subject: "sylk.v1.S1.user.guide.user_input"}, [4]string{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(f.record)
+		starts[&f.record[0]] = true
+		if seq%700 < 3 {
+			f = f.own()
+		}
+		frames = append(frames, f)
+	}
+	if len(rs.block) == want.Len() {
+		t.Fatalf("%d bytes of records in one block: the test wants several", want.Len())
+	}
+	rec := &countingWriter{ResponseRecorder: httptest.NewRecorder(), starts: starts}
+	out := &sse{rw: rec, rc: http.NewResponseController(rec)}
+	for i, f := range frames {
+		if err := out.send(f); err != nil {
+			t.Fatal(err)
+		}
+		switch i {
+		case 1500: // sent already: skipped
+			for _, again := range frames[1490:1501] {
+				if err := out.send(again); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 999, 2000:
+			if err := out.flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := out.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Body.String(); got != want.String() {
+		n := 0
+		for n < min(len(got), want.Len()) && got[n] == want.String()[n] {
+			n++
+		}
+		t.Fatalf("the response differs from the records at byte %d of %d (got %d bytes)", n, want.Len(), len(got))
+	}
+	if rec.direct < rec.all*3/4 {
+		t.Errorf("%d of %d bytes written from the blocks, in %d writes: want most", rec.direct, rec.all, rec.writes)
+	}
+	t.Logf("%d bytes in %d writes, %d from the blocks", rec.all, rec.writes, rec.direct)
 }
