@@ -91,7 +91,7 @@ func batchOf(t *testing.T, h *harness, seq uint64) string {
 // atomic batch (one sync), each handler told its own last sequence.
 func TestGroupCommitSharesABatch(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log, shared: true}
+	g := &groupCommit{log: h.log, shared: true, minShared: 2}
 	for i, err := range queued(t, h, g, h.ctx, notices(t, "a", 2), notices(t, "b", 1), notices(t, "c", 3)) {
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
@@ -120,12 +120,34 @@ func TestGroupCommitSharesABatch(t *testing.T) {
 	}
 }
 
+// A queue shorter than sharedMin is appended pipelined, each event on its
+// own: a shared batch's staging would cost its handlers more than it saves.
+func TestGroupCommitPipelinesAShortQueue(t *testing.T) {
+	h := newHarness(t)
+	g := &groupCommit{log: h.log, shared: true}
+	lists := [][]*schemas.Envelope{notices(t, "a", 2), notices(t, "b", 1), notices(t, "c", 3)}
+	for i, err := range queued(t, h, g, h.ctx, lists...) {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	evs := h.events("sylk.v1.>")
+	if len(evs) != 6 {
+		t.Fatalf("%d events stored, want 6", len(evs))
+	}
+	for _, ev := range evs {
+		if b := batchOf(t, h, ev.Seq); b != "" {
+			t.Errorf("event %d of a queue of %d (< %d) stored in batch %q", ev.Seq, len(lists), sharedMin, b)
+		}
+	}
+}
+
 // A shared batch holding an event the stream has already (a redelivery
 // after a crash) is refused whole; each handler's outputs are then appended
 // on their own, the duplicate dropped, nothing else lost.
 func TestGroupCommitFallsBackWhenTheBatchIsRefused(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log, shared: true}
+	g := &groupCommit{log: h.log, shared: true, minShared: 2}
 	again := notices(t, "a", 2)
 	if _, err := g.append(h.ctx, again[:1]); err != nil {
 		t.Fatal(err)
@@ -151,7 +173,7 @@ func TestGroupCommitFallsBackWhenTheBatchIsRefused(t *testing.T) {
 // lead a shared batch does not take the others' append down with it.
 func TestGroupCommitOutlivesACancelledHandler(t *testing.T) {
 	h := newHarness(t)
-	g := &groupCommit{log: h.log, shared: true}
+	g := &groupCommit{log: h.log, shared: true, minShared: 2}
 	ctx, cancel := context.WithCancel(h.ctx)
 	cancel()
 	mine, other := notices(t, "a", 1), notices(t, "b", 2)
