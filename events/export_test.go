@@ -11,3 +11,10 @@ func SetScanHeartbeat(t *testing.T, d time.Duration) {
 	scanHeartbeat = d
 	t.Cleanup(func() { scanHeartbeat = old })
 }
+
+// SetGetAttempt sets how long one JetStream request of Get or a scan waits.
+func SetGetAttempt(t *testing.T, d time.Duration) {
+	old := getAttempt
+	getAttempt = d
+	t.Cleanup(func() { getAttempt = old })
+}

@@ -92,8 +92,16 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 		Replicas:          1,
 	}
 	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = from.start()
-	cons, err := l.js.CreatePushConsumer(ctx, broker.Stream, cfg)
+	// A request sent while a cluster elects a leader (a member just stopped)
+	// is never answered: one attempt is bounded, as Get's are, and a new
+	// consumer asked for, instead of the read hanging until ctx ends.
+	actx, cancel := context.WithTimeout(ctx, getAttempt)
+	cons, err := l.js.CreatePushConsumer(actx, broker.Stream, cfg)
+	cancel()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("%w: no answer to the consumer's creation within %s", errScanLost, getAttempt)
+		}
 		return fmt.Errorf("read %s: %w", subject, err)
 	}
 	// A bounded read removes its consumer at once rather than leaving it to

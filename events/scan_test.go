@@ -1,11 +1,16 @@
 package events_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sylk/sylk/broker"
 	"github.com/sylk/sylk/broker/brokertest"
@@ -132,5 +137,44 @@ func TestScanContinuesWhenItsConsumerIsLost(t *testing.T) {
 	}
 	if want := seqRange(1, n, 1); !slices.Equal(got, want) {
 		t.Fatalf("got %d events, want 1..%d once each, in order", len(got), n)
+	}
+}
+
+// A consumer creation nobody answers (a request sent while a cluster elects
+// a leader) ends the scan's attempt, not the read: the scan asks again, then
+// fails with an error long before its caller's context ends, so a caller
+// that polls reads again once the cluster answers.
+func TestScanDoesNotHangOnAnUnansweredConsumerCreation(t *testing.T) {
+	events.SetGetAttempt(t, 100*time.Millisecond)
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	// Every JetStream request reaches a subscriber that never replies.
+	if _, err := nc.Subscribe("$JS.API.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = events.New(js).Read(ctx, broker.StreamSubjects, events.Cursor{}, 0)
+	if ctx.Err() != nil {
+		t.Fatalf("the read waited until its context ended (%v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "no answer to the consumer's creation") {
+		t.Fatalf("read = %v, want the unanswered creation named", err)
 	}
 }

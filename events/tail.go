@@ -267,8 +267,9 @@ func (l *Log) Get(ctx context.Context, seq uint64) (*Event, error) {
 	}
 }
 
-// getAttempt bounds one attempt of Get.
-const getAttempt = 5 * time.Second
+// getAttempt bounds one attempt of Get, and one consumer creation of a
+// scan. (A variable for tests.)
+var getAttempt = 5 * time.Second
 
 func (l *Log) get(ctx context.Context, seq uint64) (*Event, error) {
 	s, err := l.js.Stream(ctx, broker.Stream)
