@@ -154,24 +154,31 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// awaitAttempt bounds one lookup of AwaitConsumers. (A variable for tests.)
+var awaitAttempt = 2 * time.Second
+
 // ConsumerName is the durable consumer of an agent kind.
 func ConsumerName(agent string) string { return "agent-" + agent }
 
 // AwaitConsumers waits until every named agent's consumer exists on js,
 // looking every poll: from then on the agents take what is appended as soon
 // as it is. An error on failed (the agents' runtime stopping; nil: none) ends
-// the wait with it.
+// the wait with it. A lookup sent while a cluster elects a leader is never
+// answered: each is bounded by awaitAttempt and, unanswered, asked again.
 func AwaitConsumers(ctx context.Context, js jetstream.JetStream, names []string, poll time.Duration, failed <-chan error) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for _, name := range names {
 		for {
-			_, err := js.Consumer(ctx, broker.Stream, ConsumerName(name))
+			actx, cancel := context.WithTimeout(ctx, awaitAttempt)
+			_, err := js.Consumer(actx, broker.Stream, ConsumerName(name))
+			cancel()
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return err
+			unanswered := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+			if !unanswered && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return fmt.Errorf("wait for agent %s's consumer: %w", name, err)
 			}
 			select {
 			case err := <-failed:

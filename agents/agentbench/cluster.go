@@ -126,6 +126,8 @@ var routedAgents = []string{guide.Name, "librarian"}
 // different clusters. Placed, each run measures the same thing, the cost of
 // keeping three copies.
 func leadOn(ctx context.Context, b *broker.Broker) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	if err := agents.AwaitConsumers(ctx, b.JetStream(), routedAgents, 10*time.Millisecond, nil); err != nil {
 		return err
 	}
@@ -138,12 +140,17 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	for i, group := range groups {
 		refused := "" // the server's last answer, if it refused a move
 		for {
-			leader, err := groupLeader(ctx, b.JetStream(), i)
+			// A request sent during an election may never be answered:
+			// each is bounded, and an unanswered one asked again.
+			actx, acancel := context.WithTimeout(ctx, leadAttempt)
+			leader, err := groupLeader(actx, b.JetStream(), i)
+			acancel()
+			if unanswered(ctx, err) {
+				leader, err = "", nil // an election is on
+			}
 			if err != nil {
 				return fmt.Errorf("move the leader of %s to %s: %w", group, name, err)
 			}
@@ -152,15 +159,20 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 			}
 			// With no leader, an election is on: wait for its outcome.
 			if leader != "" {
-				resp, err := b.Conn().RequestWithContext(ctx, "$JS.API."+group, req)
-				if err != nil {
+				actx, acancel := context.WithTimeout(ctx, leadAttempt)
+				resp, err := b.Conn().RequestWithContext(actx, "$JS.API."+group, req)
+				acancel()
+				switch {
+				case unanswered(ctx, err):
+				case err != nil:
 					return fmt.Errorf("move the leader of %s to %s (led by %s): %w", group, name, leader, err)
-				}
-				var answer struct {
-					Error *jetstream.APIError `json:"error"`
-				}
-				if json.Unmarshal(resp.Data, &answer) == nil && answer.Error != nil {
-					refused = "; the server answered: " + answer.Error.Error()
+				default:
+					var answer struct {
+						Error *jetstream.APIError `json:"error"`
+					}
+					if json.Unmarshal(resp.Data, &answer) == nil && answer.Error != nil {
+						refused = "; the server answered: " + answer.Error.Error()
+					}
 				}
 			}
 			select {
@@ -171,6 +183,14 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 		}
 	}
 	return nil
+}
+
+// leadAttempt bounds one request of leadOn.
+const leadAttempt = 2 * time.Second
+
+// unanswered says err is one request's own deadline, ctx still live.
+func unanswered(ctx context.Context, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
 }
 
 // groupLeader is the leader of SYLK (i = 0) or of routedAgents[i-1]'s
