@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -113,22 +116,31 @@ func (l *segmentLists) reset() {
 }
 
 // add appends the entry xs (the file's index first) to name's list.
-func (l *segmentLists) add(name string, xs ...uint64) {
+func (l *segmentLists) add(name string, xs ...uint64) { l.addAt(l.slotOf(name), xs...) }
+
+// slotOf is the index of name's list, made empty when it has none.
+func (l *segmentLists) slotOf(name string) int32 {
 	k, ok := l.slot[name]
-	if !ok {
-		if l.slot == nil {
-			l.slot = map[string]int32{}
-		}
-		k = int32(len(l.names))
-		l.slot[name] = k
-		l.names = append(l.names, name)
-		if len(l.vals) < cap(l.vals) {
-			l.vals = l.vals[:k+1]
-			l.vals[k] = l.vals[k][:0]
-		} else {
-			l.vals = append(l.vals, nil)
-		}
+	if ok {
+		return k
 	}
+	if l.slot == nil {
+		l.slot = map[string]int32{}
+	}
+	k = int32(len(l.names))
+	l.slot[name] = k
+	l.names = append(l.names, name)
+	if len(l.vals) < cap(l.vals) {
+		l.vals = l.vals[:k+1]
+		l.vals[k] = l.vals[k][:0]
+	} else {
+		l.vals = append(l.vals, nil)
+	}
+	return k
+}
+
+// addAt appends the entry xs to the list at index k.
+func (l *segmentLists) addAt(k int32, xs ...uint64) {
 	for _, x := range xs {
 		l.vals[k] = binary.AppendUvarint(l.vals[k], x)
 	}
@@ -152,14 +164,24 @@ func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *c
 }
 
 // codeLists are the lists of one segment, by family (as codeFamilies),
-// and the counts of the file being folded.
+// the counts of the file being folded, and the term list of each term of
+// the event's vocabulary.
 type codeLists struct {
 	lists  [len(codeFamilies)]segmentLists
 	counts []termCount
+	vocab  []int32 // a list's index, or vocabUnseen or vocabInvalid
 }
 
+// A vocabulary term's list before a file names it, and of a term that is
+// not one.
+const (
+	vocabUnseen  = -1
+	vocabInvalid = -2
+)
+
+// termCount is a term of a file (its list's index) and its count.
 type termCount struct {
-	term string
+	list int32
 	n    int
 }
 
@@ -184,7 +206,12 @@ func applyCode(t *tx, ev *event) error {
 	if p == nil {
 		return err
 	}
-	if reason := checkIndexUpdate(p); reason != "" {
+	// The vocabulary's terms: a file's refs name them by number.
+	var vocab []string
+	if p.Vocab != "" {
+		vocab = strings.Split(p.Vocab, " ")
+	}
+	if reason := checkIndexUpdate(p, len(vocab)); reason != "" {
 		return t.reject(Code, ev, "%s", reason)
 	}
 	rid := RootID(p.Root)
@@ -231,6 +258,11 @@ func applyCode(t *tx, ev *event) error {
 	if err := prefetchCodeFiles(t, rid, p.Files); err != nil {
 		return err
 	}
+	scratch.vocab = slices.Grow(scratch.vocab[:0], len(vocab))[:len(vocab)]
+	for k := range scratch.vocab {
+		scratch.vocab[k] = vocabUnseen
+	}
+	terms := &lists[codeTerms]
 	paths := make([]byte, 0, len(p.Files)*32)
 	counts := scratch.counts[:0]
 	defer func() { scratch.counts = counts[:0] }()
@@ -246,18 +278,30 @@ func applyCode(t *tx, ev *event) error {
 		}
 		length := 0
 		counts = counts[:0]
-		err := schemas.ParseTerms(f.Terms, func(term string, n int) {
-			if n > 0 && validTerm(term) {
-				length += n
-				counts = append(counts, termCount{term, n})
+		// checkIndexUpdate has read both formats: they parse.
+		_ = schemas.ParseTermRefs(f.TermRefs, func(id, n uint64) {
+			k := scratch.vocab[id]
+			if k == vocabUnseen {
+				k = vocabInvalid
+				if validTerm(vocab[id]) {
+					k = terms.slotOf(vocab[id])
+				}
+				scratch.vocab[id] = k
+			}
+			if n > 0 && k >= 0 {
+				length += int(n)
+				counts = append(counts, termCount{k, int(n)})
 			}
 		})
-		if err != nil {
-			return t.reject(Code, ev, "file %s: %v", quote(f.Path), err)
-		}
+		_ = schemas.ParseTerms(f.Terms, func(term string, n int) { // the format before TermRefs
+			if n > 0 && validTerm(term) {
+				length += n
+				counts = append(counts, termCount{terms.slotOf(term), n})
+			}
+		})
 		idx := uint64(i)
 		for _, tc := range counts {
-			lists[codeTerms].add(tc.term, idx, uint64(tc.n), uint64(length))
+			terms.addAt(tc.list, idx, uint64(tc.n), uint64(length))
 		}
 		for _, s := range f.Symbols {
 			lists[codeSymbols].add(strings.ToLower(s.Name), idx, uint64(s.Line))
@@ -293,8 +337,10 @@ func applyCode(t *tx, ev *event) error {
 	return nil
 }
 
-// checkIndexUpdate is why p cannot be applied, or "".
-func checkIndexUpdate(p *schemas.IndexUpdate) string {
+// checkIndexUpdate is why p, whose vocabulary holds words terms, cannot be
+// applied, or "". It is read whole before anything is applied, so that a
+// refused event changes nothing.
+func checkIndexUpdate(p *schemas.IndexUpdate, words int) string {
 	if !path.IsAbs(p.Root) {
 		return "root " + quote(p.Root) + " is not an absolute path"
 	}
@@ -319,6 +365,9 @@ func checkIndexUpdate(p *schemas.IndexUpdate) string {
 		if f.Hash == "" {
 			return "file " + quote(f.Path) + " has no content hash"
 		}
+		if err := checkTerms(&f, words); err != nil {
+			return "file " + quote(f.Path) + ": " + err.Error()
+		}
 	}
 	for _, r := range p.Removed {
 		if why := cmp.Or(check("removed", r), once(r)); why != "" {
@@ -331,6 +380,22 @@ func checkIndexUpdate(p *schemas.IndexUpdate) string {
 		}
 	}
 	return ""
+}
+
+// checkTerms is why f's terms (in either format) cannot be read, with a
+// vocabulary of words terms, or nil.
+func checkTerms(f *schemas.IndexedFile, words int) error {
+	var bad error
+	err := schemas.ParseTermRefs(f.TermRefs, func(id, n uint64) {
+		switch {
+		case bad != nil:
+		case id >= uint64(words):
+			bad = fmt.Errorf("term %d is past the vocabulary's %d terms", id, words)
+		case n > math.MaxInt32:
+			bad = fmt.Errorf("term %d counts %d, more than a file can hold", id, n)
+		}
+	})
+	return cmp.Or(err, bad, schemas.ParseTerms(f.Terms, func(string, int) {}))
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
@@ -434,7 +499,7 @@ func prefetchCodeFiles(t *tx, rid string, files []schemas.IndexedFile) error {
 // putCodeFile writes the keys of f but its postings.
 func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint64, r *codeRoot) error {
 	cf := &CodeFile{IndexedFile: *f, Length: length, Seq: seq}
-	cf.Terms = ""
+	cf.Terms, cf.TermRefs = "", nil
 	if err := t.set(codeHashKey(rid, f.Path), []byte(f.Hash)); err != nil {
 		return err
 	}
@@ -521,6 +586,10 @@ func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
 		b = appendIntField(b, "line", int64(c.Line))
 		return append(b, '}')
 	})
+	if len(f.TermRefs) > 0 {
+		b = append(b, `,"term_refs":"`...)
+		b = append(base64.StdEncoding.AppendEncode(b, f.TermRefs), '"')
+	}
 	b = appendStringField(b, "terms", f.Terms)
 	if f.Debt != 0 {
 		b = appendIntField(b, "debt", int64(f.Debt))

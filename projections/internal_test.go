@@ -379,9 +379,12 @@ func TestAuditChunkRoundTrip(t *testing.T) {
 // A TermCounter counts what TermCounts counts, text after text (a text
 // of more terms than its table starts with, one larger than the table it
 // keeps, and small ones after them), and CountOnce counts each distinct term
-// of its text once.
+// of its text once. A TermVocab numbers the terms of all the texts once
+// (its table grows past its first size), so each text's refs read back as
+// its counts.
 func TestTermCounter(t *testing.T) {
 	var c TermCounter
+	var v TermVocab
 	words := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -389,29 +392,42 @@ func TestTermCounter(t *testing.T) {
 		}
 		return b.String()
 	}
-	for _, text := range []string{
+	texts := []string{
 		"func parseConfigFile(HTTPServer *srv) { parseConfigFile(x); max_term_len := 42 }",
 		words(300),
 		"Ünïcode ÜBER über Config CONFIG config 2024 a",
 		words(4 * keptTermSlots),
 		"",
 		"func parseConfigFile(HTTPServer *srv) { parseConfigFile(x); max_term_len := 42 }",
-	} {
+	}
+	var refs [][]byte
+	for _, text := range texts {
 		c.Reset()
 		c.Count(text)
+		refs = append(refs, v.AppendRefs(nil, c.Counted()))
+	}
+	vocab := strings.Split(v.String(), " ")
+	if len(vocab) != v.Len() || len(vocab) != len(slices.Compact(slices.Sorted(slices.Values(vocab)))) {
+		t.Fatalf("the vocabulary's %d terms are not %d distinct ones", len(vocab), v.Len())
+	}
+	for i, text := range texts {
 		got := map[string]int{}
-		if err := schemas.ParseTerms(c.Format(), func(term string, n int) { got[term] += n }); err != nil {
+		if err := schemas.ParseTermRefs(refs[i], func(id, n uint64) { got[vocab[id]] += int(n) }); err != nil {
 			t.Fatal(err)
 		}
 		if want := TermCounts(text); !reflect.DeepEqual(got, want) && len(want)+len(got) > 0 {
 			t.Errorf("%q: counted %v, want %v", text, got, want)
 		}
 	}
+	if !bytes.Equal(refs[0], refs[len(refs)-1]) {
+		t.Errorf("the same text's refs: %x, then %x", refs[0], refs[len(refs)-1])
+	}
 	c.Reset()
+	v.Reset()
 	c.CountOnce("config/config_loader.go")
 	c.Count("config")
-	if got := c.Format(); got != "config 2 config_loader 1 loader 1 go 1" {
-		t.Errorf("a path counted once, then a word: %q", got)
+	if got := v.AppendRefs(nil, c.Counted()); v.String() != "config config_loader loader go" || !bytes.Equal(got, []byte{0, 2, 1, 1, 2, 1, 3, 1}) {
+		t.Errorf("a path counted once, then a word: %q %v", v.String(), got)
 	}
 }
 
@@ -652,6 +668,9 @@ func TestCodeFileJSONMatchesEncodingJSON(t *testing.T) {
 		}
 		for range rng.IntN(3) {
 			f.Calls = append(f.Calls, schemas.Call{From: str("F"), To: str("fmt.Println"), Line: num()})
+		}
+		for range rng.IntN(3) {
+			f.TermRefs = append(f.TermRefs, byte(rng.IntN(256)))
 		}
 		want, err := json.Marshal(f)
 		if err != nil {

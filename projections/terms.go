@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math"
-	"strconv"
 	"strings"
 )
 
@@ -58,7 +57,6 @@ func TermCounts(text string) map[string]int {
 // at each lookup), their bytes copied once into an arena: a term costs a
 // hash and a probe, and no allocation.
 type TermCounter struct {
-	seed  maphash.Seed
 	slots []int32       // open addressing: 1 + the term's index, 0 for empty
 	terms []countedTerm // the current text's terms, in the order met
 	arena []byte        // their bytes, lower-cased
@@ -156,10 +154,9 @@ func (c *TermCounter) id(t string) int32 {
 	}
 	key := c.arena[off:]
 	if c.slots == nil {
-		c.seed = maphash.MakeSeed()
 		c.slots = make([]int32, minTermSlots)
 	}
-	h := maphash.Bytes(c.seed, key)
+	h := maphash.Bytes(termSeed, key)
 	mask := uint64(len(c.slots) - 1)
 	for i := h & mask; c.slots[i] != 0; i = (i + 1) & mask {
 		if e := &c.terms[c.slots[i]-1]; e.hash == h && bytes.Equal(c.arena[e.off:e.end], key) {
@@ -195,22 +192,9 @@ func (c *TermCounter) rehash(n int) {
 	}
 }
 
-// Format is the counts in IndexedFile.Terms's format ("term count ..."),
-// in the order the terms were first met.
-func (c *TermCounter) Format() string {
-	var b strings.Builder
-	b.Grow(len(c.arena) + 3*len(c.terms)) // most counts are one digit
-	var num [20]byte
-	for i, e := range c.terms {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.Write(c.arena[e.off:e.end])
-		b.WriteByte(' ')
-		b.Write(strconv.AppendInt(num[:0], int64(e.count), 10))
-	}
-	return b.String()
-}
+// termSeed hashes terms for every TermCounter and TermVocab of the
+// process, so a vocabulary takes a counter's hashes as they are.
+var termSeed = maphash.MakeSeed()
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80

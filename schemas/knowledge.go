@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,7 +38,12 @@ type HistoryPromote struct {
 type IndexUpdate struct {
 	// Root is the work directory, absolute; paths are relative to it, with
 	// forward slashes.
-	Root    string        `json:"root"`
+	Root string `json:"root"`
+	// Vocab is the terms the files' TermRefs name, each once, separated by
+	// spaces: the first is term 0. A term's bytes are written once an
+	// event rather than once a file (most of a tree's terms recur from
+	// file to file).
+	Vocab   string        `json:"vocab,omitempty"`
 	Files   []IndexedFile `json:"files,omitempty"`
 	Removed []string      `json:"removed,omitempty"`
 	Skipped []IndexSkip   `json:"skipped,omitempty"`
@@ -57,11 +63,12 @@ type IndexedFile struct {
 	Imports []string `json:"imports,omitempty"`
 	Symbols []Symbol `json:"symbols,omitempty"`
 	Calls   []Call   `json:"calls,omitempty"`
-	// Terms counts each search term of the redacted text (and of the path):
-	// "term count" pairs separated by spaces ("config 4 loader 2"), as
-	// projections.TermCounter writes them. One string rather than a map: a full index of a large
-	// tree carries millions of them, and a map costs an allocation each to
-	// encode and decode.
+	// TermRefs counts each search term of the redacted text (and of the
+	// path): pairs of uvarints, the term's number in the update's Vocab and
+	// its count, as projections.TermVocab writes them.
+	TermRefs []byte `json:"term_refs,omitempty"`
+	// Terms is the counts in the format before TermRefs, still read:
+	// "term count" pairs separated by spaces ("config 4 loader 2").
 	Terms string `json:"terms,omitempty"`
 	// Debt counts TODO, FIXME, HACK and XXX markers.
 	Debt int  `json:"debt,omitempty"`
@@ -142,6 +149,25 @@ func termCount(c string) (int, error) {
 		n = n*10 + int(d)
 	}
 	return n, nil
+}
+
+// ParseTermRefs calls fn with each term number and count of refs, in
+// IndexedFile.TermRefs's format; it stops at the first malformed pair.
+func ParseTermRefs(refs []byte, fn func(term, n uint64)) error {
+	for all := len(refs); len(refs) > 0; {
+		t, k := binary.Uvarint(refs)
+		if k <= 0 {
+			return fmt.Errorf("term refs: byte %d does not start a term number (a uvarint)", all-len(refs))
+		}
+		refs = refs[k:]
+		n, k := binary.Uvarint(refs)
+		if k <= 0 {
+			return fmt.Errorf("term refs: term %d has no count", t)
+		}
+		refs = refs[k:]
+		fn(t, n)
+	}
+	return nil
 }
 
 // ParseTerms calls fn with each term and count of s, in IndexedFile.Terms's

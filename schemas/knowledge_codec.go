@@ -17,7 +17,7 @@ import (
 func (f *IndexedFile) EncodeMsgpack(e *msgpack.Encoder) error {
 	w := fieldWriter{e: e}
 	n := 5 + count(f.Package != "") + count(len(f.Imports) > 0) + count(len(f.Symbols) > 0) + count(len(f.Calls) > 0) +
-		count(f.Terms != "") + count(f.Debt != 0) + count(f.Test) + count(f.Stubbed) + count(f.Redactions != 0) +
+		count(len(f.TermRefs) > 0) + count(f.Terms != "") + count(f.Debt != 0) + count(f.Test) + count(f.Stubbed) + count(f.Redactions != 0) +
 		count(f.EmbedHash != "") + count(f.ParseError != "")
 	if err := e.EncodeMapLen(n); err != nil {
 		return err
@@ -62,6 +62,9 @@ func (f *IndexedFile) EncodeMsgpack(e *msgpack.Encoder) error {
 			w.str("to", c.To)
 			w.int("line", int64(c.Line))
 		}
+	}
+	if len(f.TermRefs) > 0 && w.key("term_refs") {
+		w.err = e.EncodeBytes(f.TermRefs)
 	}
 	w.optStr("terms", f.Terms)
 	if f.Debt != 0 {
@@ -120,6 +123,8 @@ func (f *IndexedFile) DecodeMsgpack(d *msgpack.Decoder) error {
 			err = decodeArray(d, func(n int) { f.Calls = make([]Call, n) }, func(i int) error {
 				return f.Calls[i].decode(d, key[:])
 			})
+		case "term_refs":
+			f.TermRefs, err = d.DecodeBytes()
 		case "terms":
 			f.Terms, err = d.DecodeString()
 		case "debt":

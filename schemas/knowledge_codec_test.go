@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -38,6 +39,9 @@ func randomFile(rng *rand.Rand) IndexedFile {
 	}
 	for range rng.IntN(3) {
 		f.Imports = append(f.Imports, str("fmt"))
+	}
+	for range rng.IntN(4) {
+		f.TermRefs = binary.AppendUvarint(binary.AppendUvarint(f.TermRefs, uint64(rng.IntN(1<<14))), uint64(rng.IntN(300)))
 	}
 	for range rng.IntN(4) {
 		f.Symbols = append(f.Symbols, Symbol{Name: str("F"), Kind: str("func"), Recv: str("T"), Line: num(), EndLine: num(), Signature: str("func F()"), Doc: rng.IntN(2) == 0})

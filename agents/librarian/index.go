@@ -109,6 +109,7 @@ type change struct {
 	path    string
 	read    bool // a walked file still to read
 	file    *schemas.IndexedFile
+	terms   projections.CountedTerms // the file's, for its update's vocabulary
 	skip    string
 	removed bool
 }
@@ -467,7 +468,8 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 	if bytes.IndexByte(buf[:min(len(buf), binarySniff)], 0) >= 0 {
 		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
 	}
-	return change{path: rel, file: ix.extract(rel, buf, hash, w)}
+	f := ix.extract(rel, buf, hash, w)
+	return change{path: rel, file: f, terms: w.terms.Counted()}
 }
 
 // maxReads is how many times a file written while it is read is read;
@@ -479,13 +481,14 @@ const (
 )
 
 // extract is what the index records of one file's content: a sensitive
-// file only by name; any other after its secrets are redacted.
+// file only by name; any other after its secrets are redacted. Its terms
+// are left counted in w.terms (the batcher refers to them in its update's
+// vocabulary).
 func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractState) *schemas.IndexedFile {
 	f := &schemas.IndexedFile{Path: rel, Hash: hash, Size: int64(len(content)), Lang: langOf(rel), Test: isTest(rel)}
 	w.terms.Reset()
 	// The path's terms count once: "config loader" finds config/loader.go.
 	w.terms.CountOnce(rel)
-	defer func() { f.Terms = w.terms.Format() }()
 	if _, ok := tools.SensitiveFile(rel); ok {
 		f.Stubbed = true
 		return f
@@ -525,7 +528,7 @@ func (ix *Indexer) redact(text string) (string, int) {
 
 // batcher groups changes into index_update events of about BatchBytes,
 // in the order they come; a skip already recorded with the same reason is
-// left out.
+// left out. The files' terms are numbered in the update's vocabulary.
 type batcher struct {
 	ix    *Indexer
 	known Known
@@ -533,6 +536,8 @@ type batcher struct {
 	limit int
 	cur   schemas.IndexUpdate
 	size  int
+	vocab projections.TermVocab
+	refs  []byte // the current update's files' TermRefs, end to end
 }
 
 func (ix *Indexer) newBatcher(known Known, emit func(schemas.IndexUpdate) error) *batcher {
@@ -548,8 +553,11 @@ func (ix *Indexer) newBatcher(known Known, emit func(schemas.IndexUpdate) error)
 func (b *batcher) add(c change) error {
 	switch {
 	case c.file != nil:
+		start := len(b.refs)
+		b.refs = b.vocab.AppendRefs(b.refs, c.terms)
+		c.file.TermRefs = b.refs[start:len(b.refs):len(b.refs)]
 		b.cur.Files = append(b.cur.Files, *c.file)
-		b.size += estimate(c.file)
+		b.size += estimate(c.file, c.terms)
 	case c.removed:
 		b.cur.Removed = append(b.cur.Removed, c.path)
 		b.size += len(c.path)
@@ -566,21 +574,25 @@ func (b *batcher) add(c change) error {
 // flush emits the current update, if it holds anything.
 func (b *batcher) flush() error {
 	u := b.cur
-	// The next update is likely to hold as many files: room for them is
-	// made once rather than grown by copying a file's whole record.
+	u.Vocab = b.vocab.String()
+	// The next update is likely to hold as many files: room for them and
+	// their refs is made once rather than grown by copying.
 	b.cur, b.size = schemas.IndexUpdate{Root: b.ix.Root}, 0
 	if n := len(u.Files); n > 0 {
 		b.cur.Files = make([]schemas.IndexedFile, 0, n)
+		b.refs = make([]byte, 0, cap(b.refs))
 	}
+	b.vocab.Reset()
 	if len(u.Files)+len(u.Removed)+len(u.Skipped) == 0 {
 		return nil
 	}
 	return b.emit(u)
 }
 
-// estimate is about how many bytes f takes in an event.
-func estimate(f *schemas.IndexedFile) int {
-	n := 64 + len(f.Path) + len(f.Terms)
+// estimate is about how many bytes f, whose terms are ts, takes in an
+// event.
+func estimate(f *schemas.IndexedFile, ts projections.CountedTerms) int {
+	n := 64 + len(f.Path) + ts.Bytes()
 	for _, s := range f.Symbols {
 		n += 40 + len(s.Name) + len(s.Signature)
 	}
