@@ -1,7 +1,10 @@
 package schemas
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -93,40 +96,42 @@ func count(b bool) int {
 
 // DecodeMsgpack reads what EncodeMsgpack (or the reflection encoder)
 // wrote; unknown keys are skipped, as the reflection decoder skips them.
+// The file's strings are cut from one (see fileStrings).
 func (f *IndexedFile) DecodeMsgpack(d *msgpack.Decoder) error {
 	*f = IndexedFile{}
-	var key [32]byte
-	return decodeMap(d, key[:], func(k []byte) (err error) {
+	ss := fileStringsPool.Get().(*fileStrings)
+	defer ss.release()
+	key := ss.key[:]
+	err := decodeMap(d, key, func(k []byte) (err error) {
 		switch string(k) {
 		case "path":
-			f.Path, err = d.DecodeString()
+			err = ss.read(d, &f.Path)
 		case "hash":
-			f.Hash, err = d.DecodeString()
+			err = ss.read(d, &f.Hash)
 		case "size":
 			f.Size, err = d.DecodeInt64()
 		case "lang":
-			f.Lang, err = d.DecodeString()
+			err = ss.read(d, &f.Lang)
 		case "lines":
 			f.Lines, err = d.DecodeInt()
 		case "package":
-			f.Package, err = d.DecodeString()
+			err = ss.read(d, &f.Package)
 		case "imports":
-			err = decodeArray(d, func(n int) { f.Imports = make([]string, n) }, func(i int) (err error) {
-				f.Imports[i], err = d.DecodeString()
-				return err
+			err = decodeArray(d, func(n int) { f.Imports = make([]string, n) }, func(i int) error {
+				return ss.read(d, &f.Imports[i])
 			})
 		case "symbols":
 			err = decodeArray(d, func(n int) { f.Symbols = make([]Symbol, n) }, func(i int) error {
-				return f.Symbols[i].decode(d, key[:])
+				return f.Symbols[i].decode(d, key, ss)
 			})
 		case "calls":
 			err = decodeArray(d, func(n int) { f.Calls = make([]Call, n) }, func(i int) error {
-				return f.Calls[i].decode(d, key[:])
+				return f.Calls[i].decode(d, key, ss)
 			})
 		case "term_refs":
 			f.TermRefs, err = d.DecodeBytes()
 		case "terms":
-			f.Terms, err = d.DecodeString()
+			err = ss.read(d, &f.Terms)
 		case "debt":
 			f.Debt, err = d.DecodeInt()
 		case "test":
@@ -136,31 +141,33 @@ func (f *IndexedFile) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "redactions":
 			f.Redactions, err = d.DecodeInt()
 		case "embed_hash":
-			f.EmbedHash, err = d.DecodeString()
+			err = ss.read(d, &f.EmbedHash)
 		case "parse_error":
-			f.ParseError, err = d.DecodeString()
+			err = ss.read(d, &f.ParseError)
 		default:
 			err = d.Skip()
 		}
 		return err
 	})
+	ss.finish()
+	return err
 }
 
-func (s *Symbol) decode(d *msgpack.Decoder, key []byte) error {
+func (s *Symbol) decode(d *msgpack.Decoder, key []byte, ss *fileStrings) error {
 	return decodeMap(d, key, func(k []byte) (err error) {
 		switch string(k) {
 		case "name":
-			s.Name, err = d.DecodeString()
+			err = ss.read(d, &s.Name)
 		case "kind":
-			s.Kind, err = d.DecodeString()
+			err = ss.read(d, &s.Kind)
 		case "recv":
-			s.Recv, err = d.DecodeString()
+			err = ss.read(d, &s.Recv)
 		case "line":
 			s.Line, err = d.DecodeInt()
 		case "end_line":
 			s.EndLine, err = d.DecodeInt()
 		case "signature":
-			s.Signature, err = d.DecodeString()
+			err = ss.read(d, &s.Signature)
 		case "doc":
 			s.Doc, err = d.DecodeBool()
 		default:
@@ -170,13 +177,13 @@ func (s *Symbol) decode(d *msgpack.Decoder, key []byte) error {
 	})
 }
 
-func (c *Call) decode(d *msgpack.Decoder, key []byte) error {
+func (c *Call) decode(d *msgpack.Decoder, key []byte, ss *fileStrings) error {
 	return decodeMap(d, key, func(k []byte) (err error) {
 		switch string(k) {
 		case "from":
-			c.From, err = d.DecodeString()
+			err = ss.read(d, &c.From)
 		case "to":
-			c.To, err = d.DecodeString()
+			err = ss.read(d, &c.To)
 		case "line":
 			c.Line, err = d.DecodeInt()
 		default:
@@ -184,6 +191,89 @@ func (c *Call) decode(d *msgpack.Decoder, key []byte) error {
 		}
 		return err
 	})
+}
+
+// fileStrings reads the strings of one IndexedFile into one buffer and
+// makes them one string at the end (finish), which each field is cut
+// from: an event's files hold a dozen strings each, and one allocation a
+// string was a sixth of what indexing a tree allocates.
+type fileStrings struct {
+	buf  []byte
+	refs []stringRef
+	hdr  [5]byte  // a string's header (here, as a local would escape)
+	key  [32]byte // a map key (see decodeMap)
+}
+
+// stringRef is a field and where its bytes are in the buffer.
+type stringRef struct {
+	dst      *string
+	off, end int
+}
+
+var fileStringsPool = sync.Pool{New: func() any { return new(fileStrings) }}
+
+// read reads a string into dst (at finish). A string of any other
+// encoding than msgpack's str family (nil, say) is read as DecodeString
+// reads it, at once.
+func (s *fileStrings) read(d *msgpack.Decoder, dst *string) error {
+	c, err := d.PeekCode()
+	if err != nil {
+		return err
+	}
+	var h int // the header's length: the code, then the length's bytes
+	switch {
+	case msgpcode.IsFixedString(c):
+		h = 1
+	case c == msgpcode.Str8:
+		h = 2
+	case c == msgpcode.Str16:
+		h = 3
+	case c == msgpcode.Str32:
+		h = 5
+	default:
+		*dst, err = d.DecodeString()
+		return err
+	}
+	hdr := s.hdr[:h]
+	if err := d.ReadFull(hdr); err != nil {
+		return err
+	}
+	var n int
+	switch h {
+	case 1:
+		n = int(c & msgpcode.FixedStrMask)
+	case 2:
+		n = int(hdr[1])
+	case 3:
+		n = int(binary.BigEndian.Uint16(hdr[1:]))
+	default:
+		n = int(binary.BigEndian.Uint32(hdr[1:]))
+	}
+	off := len(s.buf)
+	s.buf = slices.Grow(s.buf, n)[:off+n]
+	if err := d.ReadFull(s.buf[off:]); err != nil {
+		return err
+	}
+	s.refs = append(s.refs, stringRef{dst, off, off + n})
+	return nil
+}
+
+// finish sets each field read to its bytes, cut from one string.
+func (s *fileStrings) finish() {
+	all := string(s.buf)
+	for _, r := range s.refs {
+		*r.dst = all[r.off:r.end]
+	}
+}
+
+// release empties s and puts it back in the pool (a huge buffer is let go).
+func (s *fileStrings) release() {
+	if cap(s.buf) > 64<<10 {
+		s.buf = nil
+	}
+	clear(s.refs)
+	s.buf, s.refs = s.buf[:0], s.refs[:0]
+	fileStringsPool.Put(s)
 }
 
 // decodeMap reads a map of string keys, calling field with each key (read

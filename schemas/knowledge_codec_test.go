@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -36,6 +37,10 @@ func randomFile(rng *rand.Rand) IndexedFile {
 		Path: str("p/"), Hash: str("h"), Size: int64(num()), Lang: str("go"), Lines: num(), Package: str("pkg"),
 		Terms: str("term 3 "), Debt: num(), Test: rng.IntN(2) == 0, Stubbed: rng.IntN(2) == 0, Redactions: num(),
 		EmbedHash: str("e"), ParseError: str("1:2: bad"),
+	}
+	// Strings long enough for each of msgpack's string headers (str8, 16, 32).
+	if long := []int{0, 40, 300, 70000}[rng.IntN(4)]; long > 0 {
+		f.ParseError += strings.Repeat("x", long)
 	}
 	for range rng.IntN(3) {
 		f.Imports = append(f.Imports, str("fmt"))
