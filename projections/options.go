@@ -53,17 +53,8 @@ const (
 const (
 	// RebuildMemTableBytes: Pebble's memtables live outside the Go heap, and
 	// one is written while the next fills, so a rebuild holds up to twice
-	// this. At 64 MiB rather than 128 the 128 MiB saved go to the Go heap
-	// (RebuildHeapBytes): a rebuild is bound by its collector, which under
-	// the heap limit runs every time the heap gains what the limit leaves
-	// above the live heap (a 1M-event rebuild's live heap is 430-470 MB,
-	// half of it the embedded server's). With that room 1.5 times larger,
-	// a 1M-event rebuild collected 20-21 times instead of 26 and marked a
-	// third fewer bytes, for 15-24 MiB more peak RSS. Alternated on one
-	// stream (load 16-28), it used 43.2 and 35.0 µs of CPU per event
-	// against 57.5 and 41.5 at 128 MiB: Pebble's extra flushes and
-	// compactions cost less than the collections saved.
-	RebuildMemTableBytes = 64 << 20
+	// this.
+	RebuildMemTableBytes = 128 << 20
 	// RebuildCacheObjects is half the default: held objects are written
 	// when half the cache is dirty.
 	RebuildCacheObjects = 150_000
@@ -74,12 +65,11 @@ const (
 	// peaked near 550 MB live, so the default GOGC let the heap reach about
 	// 1 GB (a peak RSS of 1.23 GiB). Under a limit 768 MiB above the start
 	// it peaked at 1,030-1,070 MiB; 640 MiB above, at 924-935 MiB, for
-	// 5-10% more CPU time (both with 128 MiB memtables; at 64 MiB and 768
-	// MiB above, 933-935 MiB). The limit is relative so that it stays
-	// above the live heap: an absolute 700 MiB limit made the collector
-	// thrash at 5M events.
+	// 5-10% more CPU time. The limit is relative so that it stays above the
+	// live heap: an absolute 700 MiB limit made the collector thrash at 5M
+	// events.
 	RebuildGCPercent = 200
-	RebuildHeapBytes = 768 << 20
+	RebuildHeapBytes = 640 << 20
 )
 
 // ForRebuild returns o as a store opened only to be rebuilt is opened: no
