@@ -211,7 +211,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	// through the hub, what was there through the scan, and the sequence
 	// tells the doubles apart.
 	wt := w.hub.watch(f)
-	defer w.hub.unwatch(wt)
+	var sent []*frame // the frames the last take handed over
+	defer func() { w.hub.unwatch(wt, sent) }()
 	out := &sse{rw: rw, rc: rc}
 	ctx := r.Context()
 	if !from.New {
@@ -236,7 +237,6 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	window := time.NewTimer(frameInterval)
 	defer window.Stop()
-	var sent []*frame // the frames the last take handed over
 	for {
 		select {
 		case <-ctx.Done():
