@@ -167,7 +167,9 @@ const frameInterval = 25 * time.Millisecond
 // serveEvents streams the events matching the filters of `sylk tail`
 // (session, source, target, type; since: all, new, a sequence, a time or a
 // duration ago) as server-sent events: `id` is the stream sequence, `data`
-// the event as `sylk tail --json` prints it. The past (since) is read from
+// the event's brief line (events.Event.AppendBrief: its session, source,
+// target, type, time and payload, what the page shows; the whole event is
+// `sylk tail --json`'s). The past (since) is read from
 // the stream first, then the live events follow, none twice. A reconnect's
 // Last-Event-ID resumes after that event.
 func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {

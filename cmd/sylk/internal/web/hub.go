@@ -31,8 +31,9 @@ type frame struct {
 	seq  uint64
 	toks [4]string // session, source, target, type
 	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
-	// LINE the event as JSON (events.Event.AppendLine), in a block of
-	// records (see records). Never appended to: the next record may follow.
+	// LINE the event's brief as JSON (events.Event.AppendBrief), in a block
+	// of records (see records). Never appended to: the next record may
+	// follow.
 	record []byte
 	// blk is the block holding record and this frame, nil for a copy
 	// (own).
@@ -281,8 +282,9 @@ type records struct {
 }
 
 // add encodes a decoded event (payload its decoded payload, nil if it has
-// none) as its server-sent event, its data the line `sylk tail --json`
-// prints (events.Event.AppendLine), and places it after the last record.
+// none) as its server-sent event, its data the event's brief line
+// (events.Event.AppendBrief: what the page shows of it), and places it
+// after the last record.
 func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, error) {
 	if b := r.cur; b == nil || len(b.frames) == cap(b.frames) || cap(b.data)-len(b.data) < blockRoom {
 		r.next()
@@ -295,7 +297,7 @@ func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, er
 	rec := append(rest, "id: "...)
 	rec = strconv.AppendUint(rec, ev.Seq, 10)
 	rec = append(rec, "\ndata: "...)
-	rec, err := ev.AppendLine(rec, payload)
+	rec, err := ev.AppendBrief(rec, payload)
 	if err != nil {
 		return nil, err
 	}

@@ -299,11 +299,11 @@ func TestLiveViews(t *testing.T) {
 	}
 }
 
-// TestFrameIsTheTailLine: the server-sent event the hub encodes once, from
-// the undecoded event, carries exactly the line `sylk tail --json` prints
-// (json.Marshal of the decoded event's Line), for events of several types,
-// with text JSON must escape, and for bytes that are no envelope.
-func TestFrameIsTheTailLine(t *testing.T) {
+// TestFrameIsTheBriefLine: the server-sent event the hub encodes once, from
+// the undecoded event, carries exactly the event's brief line (what the
+// page shows of it), for events of several types, with text JSON must
+// escape, and for bytes that are no envelope (their subject and why).
+func TestFrameIsTheBriefLine(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
 	ctx := brokertest.Context(t)
@@ -346,7 +346,7 @@ func TestFrameIsTheTailLine(t *testing.T) {
 	var rs records
 	var prev *frame
 	for i, ev := range raw {
-		want, err := json.Marshal(tailLine(decoded[i]))
+		want, err := json.Marshal(briefLine(t, decoded[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -495,18 +495,27 @@ func TestBlocksReusedOnceSent(t *testing.T) {
 	}
 }
 
-// tailLine is the shape of a `sylk tail --json` line, for json.Marshal to
-// give the reference bytes AppendLine must write.
-func tailLine(ev *events.Event) any {
+// briefLine is the shape of the line a page gets of an event, for
+// json.Marshal to give the reference bytes AppendBrief must write: the
+// envelope's brief (schemas.Envelope.AppendBriefJSON, checked against
+// encoding/json in its package), or the subject and why the bytes are no
+// envelope.
+func briefLine(t *testing.T, ev *events.Event) any {
 	l := struct {
-		Seq      uint64            `json:"seq"`
-		Subject  string            `json:"subject"`
-		Envelope *schemas.Envelope `json:"envelope,omitempty"`
-		Invalid  string            `json:"invalid,omitempty"`
-	}{Seq: ev.Seq, Subject: ev.Subject, Envelope: ev.Env}
-	if ev.Err != nil {
-		l.Invalid = ev.Err.Error()
+		Seq      uint64          `json:"seq"`
+		Subject  string          `json:"subject,omitempty"`
+		Envelope json.RawMessage `json:"envelope,omitempty"`
+		Invalid  string          `json:"invalid,omitempty"`
+	}{Seq: ev.Seq}
+	if ev.Env == nil {
+		l.Subject, l.Invalid = ev.Subject, ev.Err.Error()
+		return l
 	}
+	brief, err := ev.Env.AppendBriefJSON(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Envelope = brief
 	return l
 }
 
