@@ -302,7 +302,8 @@ func TestLiveViews(t *testing.T) {
 // TestFrameIsTheBriefLine: the server-sent event the hub encodes once, from
 // the undecoded event, carries exactly the event's brief line (what the
 // page shows of it), for events of several types, with text JSON must
-// escape, and for bytes that are no envelope (their subject and why).
+// escape, and for bytes that are no envelope (their subject and why); and
+// the same events' `sylk tail --json` lines are the whole events.
 func TestFrameIsTheBriefLine(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
@@ -350,9 +351,18 @@ func TestFrameIsTheBriefLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Beside it, `sylk tail --json`'s line of the same code is the
+		// whole event.
+		wantLine, err := json.Marshal(tailLine(decoded[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
 		f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if line, err := ev.AppendLine(nil, nil); err != nil || string(line) != string(wantLine) {
+			t.Errorf("event %d's tail line:\n got %s (%v)\nwant %s", ev.Seq, line, err, wantLine)
 		}
 		if prev != nil && !follows(prev.record, f.record) {
 			t.Errorf("event %d's record does not follow the one before in its block", ev.Seq)
@@ -516,6 +526,21 @@ func briefLine(t *testing.T, ev *events.Event) any {
 		t.Fatal(err)
 	}
 	l.Envelope = brief
+	return l
+}
+
+// tailLine is the shape of a `sylk tail --json` line, for json.Marshal to
+// give the reference bytes AppendLine must write.
+func tailLine(ev *events.Event) any {
+	l := struct {
+		Seq      uint64            `json:"seq"`
+		Subject  string            `json:"subject"`
+		Envelope *schemas.Envelope `json:"envelope,omitempty"`
+		Invalid  string            `json:"invalid,omitempty"`
+	}{Seq: ev.Seq, Subject: ev.Subject, Envelope: ev.Env}
+	if ev.Err != nil {
+		l.Invalid = ev.Err.Error()
+	}
 	return l
 }
 
