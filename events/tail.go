@@ -31,21 +31,40 @@ type Event struct {
 	Pending uint64
 }
 
-// AppendLine appends ev as `sylk tail --json` prints it and the web view
-// streams it to b: {"seq", "subject", then "envelope" (its payload decoded)
-// or "invalid" (why the bytes are not one)}, the bytes json.Marshal gives
-// for that shape, without its reflection. payload is the envelope's payload
-// already decoded, or nil to decode it here.
+// AppendLine appends ev as `sylk tail --json` prints it to b: {"seq",
+// "subject", then "envelope" (its payload decoded) or "invalid" (why the
+// bytes are not one)}, the bytes json.Marshal gives for that shape, without
+// its reflection. payload is the envelope's payload already decoded, or nil
+// to decode it here.
 func (ev *Event) AppendLine(b []byte, payload any) ([]byte, error) {
+	return ev.appendLine(b, payload, false)
+}
+
+// AppendBrief appends what the web view streams of ev to a page: the line
+// AppendLine writes with the envelope's brief (schemas.Envelope.AppendBriefJSON)
+// and no "subject", which the brief's fields give; bytes that are no
+// envelope keep their subject beside "invalid".
+func (ev *Event) AppendBrief(b []byte, payload any) ([]byte, error) {
+	return ev.appendLine(b, payload, true)
+}
+
+func (ev *Event) appendLine(b []byte, payload any, brief bool) ([]byte, error) {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, `,"subject":`...)
-	b = schemas.AppendJSONString(b, ev.Subject)
+	if !brief || ev.Env == nil {
+		b = append(b, `,"subject":`...)
+		b = schemas.AppendJSONString(b, ev.Subject)
+	}
 	switch {
 	case ev.Env != nil:
 		var err error
 		b = append(b, `,"envelope":`...)
-		if b, err = ev.Env.AppendJSON(b, payload); err != nil {
+		if brief {
+			b, err = ev.Env.AppendBriefJSON(b, payload)
+		} else {
+			b, err = ev.Env.AppendJSON(b, payload)
+		}
+		if err != nil {
 			return nil, err
 		}
 	case ev.Err != nil && ev.Err.Error() != "":

@@ -40,12 +40,7 @@ func (e *Envelope) AppendJSON(b []byte, p any) ([]byte, error) {
 	b = appendField(b, "id", e.ID, false)
 	b = appendField(b, "correlation_id", e.CorrelationID, true)
 	b = appendField(b, "parent_id", e.ParentID, true)
-	b = appendField(b, "session_id", e.SessionID, false)
-	b = appendField(b, "source", e.Source, false)
-	b = appendField(b, "target", e.Target, true)
-	b = appendField(b, "type", string(e.Type), false)
-	b = append(b, `,"timestamp":`...)
-	b, err := appendTime(b, e.Timestamp)
+	b, err := e.appendRoute(append(b, ','))
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +86,43 @@ func (e *Envelope) AppendJSON(b []byte, p any) ([]byte, error) {
 	}
 	// The payload comes last, where the decoded payload took the raw one's
 	// place when encoding/json wrote it.
+	return appendPayload(b, p)
+}
+
+// AppendBriefJSON appends what a person watching the stream reads of the
+// envelope (the web view's live events): {"session_id", "source", "target"
+// (omitted when empty), "type", "timestamp", "payload"}, each as AppendJSON
+// writes it, p as AppendJSON takes it. The ids, the delivery fields and the
+// rest are left out: less than half the bytes of an ordinary event, to
+// encode and to send to every page.
+func (e *Envelope) AppendBriefJSON(b []byte, p any) ([]byte, error) {
+	if p == nil {
+		p = e.anyPayload()
+	}
+	b, err := e.appendRoute(append(b, '{'))
+	if err != nil {
+		return nil, err
+	}
+	return appendPayload(b, p)
+}
+
+// appendRoute appends the session, source, target (if any), type and
+// timestamp fields, the first without a comma before it.
+func (e *Envelope) appendRoute(b []byte) ([]byte, error) {
+	b = append(b, `"session_id":`...)
+	b = AppendJSONString(b, e.SessionID)
+	b = appendField(b, "source", e.Source, false)
+	b = appendField(b, "target", e.Target, true)
+	b = appendField(b, "type", string(e.Type), false)
+	b = append(b, `,"timestamp":`...)
+	return appendTime(b, e.Timestamp)
+}
+
+// appendPayload appends the payload field, last, and closes the object.
+func appendPayload(b []byte, p any) ([]byte, error) {
 	b = append(b, `,"payload":`...)
-	if b, err = appendAny(b, p); err != nil {
+	b, err := appendAny(b, p)
+	if err != nil {
 		return nil, err
 	}
 	return append(b, '}'), nil

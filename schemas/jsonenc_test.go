@@ -22,6 +22,22 @@ func encodingJSON(e *Envelope, p any) ([]byte, error) {
 	}{(*plain)(e), p})
 }
 
+// briefJSON is the envelope's brief JSON as encoding/json writes it: the
+// reference AppendBriefJSON must match byte for byte.
+func briefJSON(e *Envelope, p any) ([]byte, error) {
+	if p == nil {
+		p = e.anyPayload()
+	}
+	return json.Marshal(struct {
+		SessionID string    `json:"session_id"`
+		Source    string    `json:"source"`
+		Target    string    `json:"target,omitempty"`
+		Type      Type      `json:"type"`
+		Timestamp time.Time `json:"timestamp"`
+		Payload   any       `json:"payload"`
+	}{e.SessionID, e.Source, e.Target, e.Type, e.Timestamp, p})
+}
+
 // oddStrings are strings encoding/json escapes: quotes, backslashes,
 // control characters, the HTML characters, U+2028 and U+2029, invalid
 // UTF-8, and plain unicode it leaves alone.
@@ -125,19 +141,25 @@ func fillOdd(v reflect.Value, n int, depth int) {
 }
 
 // TestAppendJSONIsEncodingJSON: the hand-written encoder writes encoding/json's
-// bytes for envelopes of every payload type, their fields set to empty, odd
+// bytes, for the whole envelope and for its brief, for envelopes of every payload type, their fields set to empty, odd
 // and ordinary values, as built and as a reader decodes them from the
 // stream.
 func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	compare := func(t *testing.T, env *Envelope, p any) {
 		t.Helper()
-		want, wantErr := encodingJSON(env, p)
-		got, err := env.AppendJSON([]byte("prefix"), p)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("%s: error %v, encoding/json's %v", env.Type, err, wantErr)
-		}
-		if err == nil && !bytes.Equal(got, append([]byte("prefix"), want...)) {
-			t.Fatalf("%s:\n got %s\nwant prefix%s", env.Type, got, want)
+		for _, enc := range []struct {
+			name string
+			ref  func(*Envelope, any) ([]byte, error)
+			got  func([]byte, any) ([]byte, error)
+		}{{"AppendJSON", encodingJSON, env.AppendJSON}, {"AppendBriefJSON", briefJSON, env.AppendBriefJSON}} {
+			want, wantErr := enc.ref(env, p)
+			got, err := enc.got([]byte("prefix"), p)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("%s %s: error %v, encoding/json's %v", enc.name, env.Type, err, wantErr)
+			}
+			if err == nil && !bytes.Equal(got, append([]byte("prefix"), want...)) {
+				t.Fatalf("%s %s:\n got %s\nwant prefix%s", enc.name, env.Type, got, want)
+			}
 		}
 	}
 	compared := 0

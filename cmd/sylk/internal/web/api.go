@@ -167,7 +167,9 @@ const frameInterval = 25 * time.Millisecond
 // serveEvents streams the events matching the filters of `sylk tail`
 // (session, source, target, type; since: all, new, a sequence, a time or a
 // duration ago) as server-sent events: `id` is the stream sequence, `data`
-// the event as `sylk tail --json` prints it. The past (since) is read from
+// the event's brief line (events.Event.AppendBrief: its session, source,
+// target, type, time and payload, what the page shows; the whole event is
+// `sylk tail --json`'s). The past (since) is read from
 // the stream first, then the live events follow, none twice. A reconnect's
 // Last-Event-ID resumes after that event.
 func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
@@ -211,7 +213,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	// through the hub, what was there through the scan, and the sequence
 	// tells the doubles apart.
 	wt := w.hub.watch(f)
-	defer w.hub.unwatch(wt)
+	var sent []*frame // the frames the last take handed over
+	defer func() { w.hub.unwatch(wt, sent) }()
 	out := &sse{rw: rw, rc: rc}
 	ctx := r.Context()
 	if !from.New {
@@ -236,7 +239,6 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	window := time.NewTimer(frameInterval)
 	defer window.Stop()
-	var sent []*frame // the frames the last take handed over
 	for {
 		select {
 		case <-ctx.Done():

@@ -31,9 +31,13 @@ type frame struct {
 	seq  uint64
 	toks [4]string // session, source, target, type
 	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
-	// LINE the event as JSON (events.Event.AppendLine), in a block of
-	// records (see records). Never appended to: the next record may follow.
+	// LINE the event's brief as JSON (events.Event.AppendBrief), in a block
+	// of records (see records). Never appended to: the next record may
+	// follow.
 	record []byte
+	// blk is the block holding record and this frame, nil for a copy
+	// (own).
+	blk *block
 }
 
 // watcher is one live view: its filter, the frames the hub handed it and
@@ -78,7 +82,9 @@ type hub struct {
 // Watching is how many live views are open.
 func (h *hub) Watching() int { return int(h.watching.Load()) }
 
-func newHub(buffer int) *hub { return &hub{buffer: buffer, watchers: map[*watcher]struct{}{}} }
+func newHub(buffer int) *hub {
+	return &hub{buffer: buffer, watchers: map[*watcher]struct{}{}, records: records{free: make(chan *block, freeBlocks)}}
+}
 
 func (h *hub) watch(f events.Filter) *watcher {
 	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), full: make(chan struct{}, 1), dropped: make(chan struct{})}
@@ -89,18 +95,24 @@ func (h *hub) watch(f events.Filter) *watcher {
 	return w
 }
 
-func (h *hub) unwatch(w *watcher) {
+// unwatch closes a view; sent is what its last take handed it.
+func (h *hub) unwatch(w *watcher, sent []*frame) {
+	release(sent)
 	h.mu.Lock()
 	delete(h.watchers, w)
 	h.watching.Store(int32(len(h.watchers)))
+	release(w.pending)
+	w.pending = nil
 	h.mu.Unlock()
 }
 
 // take hands a view the frames waiting for it, in order. sent is what the
-// previous take handed it, sent by now: its array gathers the next frames,
-// so a view's queue is not grown anew for every burst.
+// previous take handed it, sent by now: its blocks are released (a block is
+// written again once every view sent its records) and its array gathers
+// the next frames, so a view's queue is not grown anew for every burst.
 func (h *hub) take(w *watcher, sent []*frame) []*frame {
-	clear(sent) // the frames are garbage once every view sent them
+	release(sent)
+	clear(sent)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := w.pending
@@ -124,6 +136,7 @@ func (h *hub) feed(ev *events.Event, payload any) {
 	if h.watching.Load() == 0 {
 		clear(h.batch)
 		h.batch = h.batch[:0]
+		h.records.settle()
 		return
 	}
 	f, err := h.records.add(ev, subjectTokens(ev.Subject), payload)
@@ -135,9 +148,11 @@ func (h *hub) feed(ev *events.Event, payload any) {
 	// Pending events are stored already, so they come at once.
 	if len(h.batch) > 0 && (ev.Pending == 0 || len(h.batch) >= maxBatch) {
 		h.publish(h.batch)
-		// The views hold the frames now: the array gathers the next burst.
+		// The views hold the frames now: the array gathers the next
+		// burst, and the blocks records filled are the views' to release.
 		clear(h.batch)
 		h.batch = h.batch[:0]
+		h.records.settle()
 	}
 }
 
@@ -154,6 +169,7 @@ func (h *hub) publish(batch []*frame) {
 		n := len(w.pending)
 		if w.all {
 			w.pending = append(w.pending, batch...)
+			hold(batch)
 		} else {
 			for _, f := range batch {
 				if w.matches(f) {
@@ -185,6 +201,8 @@ func signal(c chan struct{}) {
 }
 
 func (h *hub) drop(w *watcher) {
+	release(w.pending)
+	w.pending = nil
 	delete(h.watchers, w)
 	h.watching.Store(int32(len(h.watchers)))
 	close(w.dropped)
@@ -222,50 +240,146 @@ func subjectTokens(subject string) [4]string {
 	return toks
 }
 
-// blockSize is the size of the blocks records are written into.
-const blockSize = 64 << 10
+// blockSize is the size of the blocks records are written into, and
+// blockFrames how many frames a block holds at most (a record is some
+// 400 bytes). A block with less than blockRoom left is done: a record that
+// outgrows its block is encoded into an array of its own (an allocation,
+// more as it grows) then copied.
+const (
+	blockSize   = 64 << 10
+	blockFrames = 512
+	blockRoom   = 4 << 10
+)
+
+// freeBlocks is how many blocks the hub keeps for reuse: a few frame
+// intervals of a fast stream.
+const freeBlocks = 32
+
+// block holds records every view shares, one after the other, and their
+// frames. A block of the hub's is written again once no view holds a frame
+// of it: refs counts the frames views hold, plus one while records may
+// still write into it or hand out its frames (until the hub settles).
+type block struct {
+	data   []byte
+	frames []frame
+	refs   atomic.Int64
+	// free takes the block back once refs is 0; nil: the block is never
+	// written again (a view's past), the garbage collector frees it.
+	free chan *block
+}
 
 // records encodes events as the frames views send, into blocks it shares
 // with every view: each record is written once, right after the one before
 // it, so a view that sends consecutive records hands the socket one slice
-// of a block, copying nothing (sse.send). A block's bytes up to its length
-// are never written again; the garbage collector frees a block once no
-// frame holds it. The hub has one records (fed by one goroutine); a view
-// reading the past has its own.
+// of a block, copying nothing (sse.send). The hub has one records (fed by
+// one goroutine), whose blocks are written again once every view sent
+// their records: the stream makes no garbage per event. A view reading the
+// past has its own (free nil), whose blocks the garbage collector frees.
 type records struct {
-	block  []byte  // the block being filled
-	frames []frame // the frames handed out, allocated a chunk at a time
+	cur  *block      // the block being filled
+	done []*block    // the blocks filled since the hub last settled
+	free chan *block // the blocks to write again
 }
 
 // add encodes a decoded event (payload its decoded payload, nil if it has
-// none) as its server-sent event, its data the line `sylk tail --json`
-// prints (events.Event.AppendLine), and places it after the last record.
+// none) as its server-sent event, its data the event's brief line
+// (events.Event.AppendBrief: what the page shows of it), and places it
+// after the last record.
 func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, error) {
+	if b := r.cur; b == nil || len(b.frames) == cap(b.frames) || cap(b.data)-len(b.data) < blockRoom {
+		r.next()
+	}
 	// Encoded in place, after the block's last record; bytes written
 	// past its length are no record's until it is extended over them.
-	start := len(r.block)
-	rest := r.block[start:]
-	b := append(rest, "id: "...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, "\ndata: "...)
-	b, err := ev.AppendLine(b, payload)
+	b := r.cur
+	start := len(b.data)
+	rest := b.data[start:]
+	rec := append(rest, "id: "...)
+	rec = strconv.AppendUint(rec, ev.Seq, 10)
+	rec = append(rec, "\ndata: "...)
+	rec, err := ev.AppendBrief(rec, payload)
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, "\n\n"...)
-	if cap(b) == cap(rest) { // it fit
-		r.block = r.block[:start+len(b)]
-	} else { // it grew into an array of its own: a new block
-		r.block = append(make([]byte, 0, max(blockSize, len(b))), b...)
+	rec = append(rec, "\n\n"...)
+	if cap(rec) == cap(rest) { // it fit
+		b.data = b.data[:start+len(rec)]
+	} else { // it grew into an array of its own: the next block
+		r.next()
+		b = r.cur
+		b.data = append(b.data, rec...)
 		start = 0
-	}
-	if len(r.frames) == cap(r.frames) {
-		r.frames = make([]frame, 0, 256)
 	}
 	// The record keeps the block's capacity beyond it: that is how the
 	// next record is found to follow it (follows).
-	r.frames = append(r.frames, frame{seq: ev.Seq, toks: toks, record: r.block[start:]})
-	return &r.frames[len(r.frames)-1], nil
+	b.frames = append(b.frames, frame{seq: ev.Seq, toks: toks, record: b.data[start:], blk: b})
+	return &b.frames[len(b.frames)-1], nil
+}
+
+// next starts a block: one the views are done with, or a new one. The
+// block filled so far is released when the hub settles, once the views
+// hold its frames.
+func (r *records) next() {
+	if r.cur != nil && r.free != nil {
+		r.done = append(r.done, r.cur)
+	}
+	select {
+	case r.cur = <-r.free:
+	default:
+		r.cur = &block{data: make([]byte, 0, blockSize), frames: make([]frame, 0, blockFrames), free: r.free}
+	}
+	r.cur.refs.Store(1)
+}
+
+// settle releases the blocks filled since it last did: the hub has handed
+// their frames to the views (or dropped them), which hold them now.
+func (r *records) settle() {
+	for _, b := range r.done {
+		b.release(1)
+	}
+	clear(r.done)
+	r.done = r.done[:0]
+}
+
+// release drops n of the block's references; with the last, the block is
+// emptied and given back to be written again.
+func (b *block) release(n int64) {
+	if b.free == nil || b.refs.Add(-n) != 0 {
+		return
+	}
+	b.data = b.data[:0]
+	clear(b.frames) // the subjects' tokens
+	b.frames = b.frames[:0]
+	select {
+	case b.free <- b:
+	default: // enough kept: the garbage collector frees it
+	}
+}
+
+// hold counts the frames of fs, in order, as held by a view, a reference
+// to its block each: one count per run of frames of a block.
+func hold(fs []*frame) {
+	eachRun(fs, func(b *block, n int64) { b.refs.Add(n) })
+}
+
+// release drops the references hold took for fs.
+func release(fs []*frame) {
+	eachRun(fs, (*block).release)
+}
+
+// eachRun calls fn with each run of frames of one block in fs and its
+// length; copies (no block) are skipped.
+func eachRun(fs []*frame, fn func(*block, int64)) {
+	for i := 0; i < len(fs); {
+		b, j := fs[i].blk, i+1
+		for j < len(fs) && fs[j].blk == b {
+			j++
+		}
+		if b != nil && b.free != nil {
+			fn(b, int64(j-i))
+		}
+		i = j
+	}
 }
 
 // own is the frame with a record of its own, for a view that takes only

@@ -299,11 +299,12 @@ func TestLiveViews(t *testing.T) {
 	}
 }
 
-// TestFrameIsTheTailLine: the server-sent event the hub encodes once, from
-// the undecoded event, carries exactly the line `sylk tail --json` prints
-// (json.Marshal of the decoded event's Line), for events of several types,
-// with text JSON must escape, and for bytes that are no envelope.
-func TestFrameIsTheTailLine(t *testing.T) {
+// TestFrameIsTheBriefLine: the server-sent event the hub encodes once, from
+// the undecoded event, carries exactly the event's brief line (what the
+// page shows of it), for events of several types, with text JSON must
+// escape, and for bytes that are no envelope (their subject and why); and
+// the same events' `sylk tail --json` lines are the whole events.
+func TestFrameIsTheBriefLine(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options(t))
 	log := events.New(b.JetStream())
 	ctx := brokertest.Context(t)
@@ -346,13 +347,22 @@ func TestFrameIsTheTailLine(t *testing.T) {
 	var rs records
 	var prev *frame
 	for i, ev := range raw {
-		want, err := json.Marshal(tailLine(decoded[i]))
+		want, err := json.Marshal(briefLine(t, decoded[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Beside it, `sylk tail --json`'s line of the same code is the
+		// whole event.
+		wantLine, err := json.Marshal(tailLine(decoded[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
 		f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if line, err := ev.AppendLine(nil, nil); err != nil || string(line) != string(wantLine) {
+			t.Errorf("event %d's tail line:\n got %s (%v)\nwant %s", ev.Seq, line, err, wantLine)
 		}
 		if prev != nil && !follows(prev.record, f.record) {
 			t.Errorf("event %d's record does not follow the one before in its block", ev.Seq)
@@ -381,28 +391,142 @@ func mustFrame(t *testing.T, ev *events.Event) *frame {
 	return f
 }
 
+// routedEvent is an event of the routed path ('sylk bench route') as the
+// projector hands it to the web view: decoded, with its payload.
+func routedEvent(tb testing.TB) (*events.Event, any) {
+	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := schemas.Marshal(env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ev := &events.Event{Seq: 12345, Subject: events.Subject(env), Data: data}
+	return ev, decodeEvent(ev)
+}
+
 // BenchmarkRecordsAdd is the hub's work per event a page watches: encode
 // the server-sent event all pages share from the event the projector
 // decoded, into the block they share.
 func BenchmarkRecordsAdd(b *testing.B) {
-	env, err := schemas.New(schemas.TypeContextRequest, "S1", "user", "", time.Now(), schemas.ContextRequest{Query: "where is the config loader?"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := schemas.Marshal(env)
-	if err != nil {
-		b.Fatal(err)
-	}
-	subject := events.Subject(env)
-	ev := &events.Event{Seq: 12345, Subject: subject, Data: data}
-	payload := decodeEvent(ev)
+	ev, payload := routedEvent(b)
+	toks := subjectTokens(ev.Subject)
 	var rs records
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := rs.add(ev, subjectTokens(subject), payload); err != nil {
+		if _, err := rs.add(ev, toks, payload); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestBlocksReusedOnceSent: the hub writes a block of records again once
+// every view sent them, never while a view still holds one, so the live
+// stream makes no garbage per event.
+func TestBlocksReusedOnceSent(t *testing.T) {
+	h := newHub(4096)
+	a, b := h.watch(events.Filter{}), h.watch(events.Filter{})
+	filtered := h.watch(events.Filter{Session: "S1"}) // gets copies
+	ev, payload := routedEvent(t)
+	feed := func(n int) {
+		for range n {
+			ev.Seq++
+			h.feed(ev, payload)
+		}
+	}
+	blocksOf := func(fs []*frame) map[*block]bool {
+		m := map[*block]bool{}
+		for _, f := range fs {
+			m[f.blk] = true
+		}
+		return m
+	}
+
+	feed(1000)
+	held := h.take(b, nil) // b sends them later
+	var heldRecords []string
+	for _, f := range held {
+		heldRecords = append(heldRecords, string(f.record))
+	}
+	first := blocksOf(held)
+	// The block being filled gets the next records after b's: it is
+	// not written again, it goes on.
+	delete(first, h.records.cur)
+	if len(first) < 3 {
+		t.Fatalf("1,000 records in %d blocks: the test wants several", len(first))
+	}
+	sentA := h.take(a, nil)
+	sentF := h.take(filtered, nil)
+	for range 3 { // a and filtered send theirs; b holds on
+		feed(1000)
+		sentA = h.take(a, sentA)
+		sentF = h.take(filtered, sentF)
+		for blk := range blocksOf(sentA) {
+			if first[blk] {
+				t.Fatal("a block a view has not sent was written again")
+			}
+		}
+	}
+	for i, f := range held {
+		if string(f.record) != heldRecords[i] {
+			t.Fatalf("record %d changed while its view held it:\n got %q\nwant %q", i, f.record, heldRecords[i])
+		}
+	}
+
+	// b sends its frames and takes the rest: the first blocks are free.
+	sentB := h.take(b, held)
+	sentA = h.take(a, sentA)
+	sentF = h.take(filtered, sentF)
+	feed(1000)
+	sentA = h.take(a, sentA)
+	reused := 0
+	for blk := range blocksOf(sentA) {
+		if first[blk] {
+			reused++
+		}
+	}
+	if reused == 0 {
+		t.Error("the blocks every view sent were not written again")
+	}
+
+	// In the steady state, the views of every event sending what they
+	// took, an event costs no allocation (a filtered view's copies do).
+	h.unwatch(filtered, sentF)
+	round := func() {
+		feed(200)
+		sentA, sentB = h.take(a, sentA), h.take(b, sentB)
+	}
+	for range 5 { // the blocks in flight, and the views' queues, grow
+		round()
+	}
+	if allocs := testing.AllocsPerRun(20, round); allocs > 0 {
+		t.Errorf("%.1f allocations per 200 events with two views: want none", allocs)
+	}
+}
+
+// briefLine is the shape of the line a page gets of an event, for
+// json.Marshal to give the reference bytes AppendBrief must write: the
+// envelope's brief (schemas.Envelope.AppendBriefJSON, checked against
+// encoding/json in its package), or the subject and why the bytes are no
+// envelope.
+func briefLine(t *testing.T, ev *events.Event) any {
+	l := struct {
+		Seq      uint64          `json:"seq"`
+		Subject  string          `json:"subject,omitempty"`
+		Envelope json.RawMessage `json:"envelope,omitempty"`
+		Invalid  string          `json:"invalid,omitempty"`
+	}{Seq: ev.Seq}
+	if ev.Env == nil {
+		l.Subject, l.Invalid = ev.Subject, ev.Err.Error()
+		return l
+	}
+	brief, err := ev.Env.AppendBriefJSON(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Envelope = brief
+	return l
 }
 
 // tailLine is the shape of a `sylk tail --json` line, for json.Marshal to
@@ -458,7 +582,7 @@ func TestSSEWritesEveryRecordOnce(t *testing.T) {
 		}
 		frames = append(frames, f)
 	}
-	if len(rs.block) == want.Len() {
+	if len(rs.cur.data) == want.Len() {
 		t.Fatalf("%d bytes of records in one block: the test wants several", want.Len())
 	}
 	rec := &countingWriter{ResponseRecorder: httptest.NewRecorder(), starts: starts}
