@@ -151,8 +151,16 @@ func (g *groupCommit) commit(batch []*queuedOutputs) {
 			return
 		}
 	}
-	for _, q := range batch {
-		q.last, q.err = g.pipelined(q.ctx, q.envs)
+	// Every handler's events are published before any ack is awaited, so
+	// their stores share the server's syncs as far as they can.
+	pending := make([][]events.PendingAppend, len(batch))
+	for i, q := range batch {
+		pending[i], q.err = g.publish(q.envs)
+	}
+	for i, q := range batch {
+		if q.err == nil {
+			q.last, q.err = await(q.ctx, pending[i])
+		}
 	}
 }
 
@@ -177,14 +185,29 @@ const sharedBatchWait = broker.AckWait
 // their input, so after a crash part-way the redelivery appends the missing
 // ones and the stream drops the rest as duplicates.
 func (g *groupCommit) pipelined(ctx context.Context, envs []*schemas.Envelope) (uint64, error) {
+	pending, err := g.publish(envs)
+	if err != nil {
+		return 0, err
+	}
+	return await(ctx, pending)
+}
+
+// publish publishes envs in order without waiting for their acks.
+func (g *groupCommit) publish(envs []*schemas.Envelope) ([]events.PendingAppend, error) {
 	pending := make([]events.PendingAppend, 0, len(envs))
 	for _, e := range envs {
 		p, err := g.log.AppendAsync(e)
 		if err != nil {
-			return 0, classifyAppend(err)
+			return nil, classifyAppend(err)
 		}
 		pending = append(pending, p)
 	}
+	return pending, nil
+}
+
+// await waits for every ack of pending and returns the highest sequence
+// stored.
+func await(ctx context.Context, pending []events.PendingAppend) (uint64, error) {
 	var last uint64
 	for _, p := range pending {
 		seq, err := p.Wait(ctx)

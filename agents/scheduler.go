@@ -72,6 +72,11 @@ func (s *scheduler) push(_ context.Context, r *Runner, m jetstream.Msg) {
 	} else {
 		j.session = sessionOf(m.Subject())
 	}
+	// A signal addressed to this agent takes effect as it arrives, before
+	// the work behind it in the stream is queued: the signal tail may lag.
+	if sig, ok := envSignal(j.env, md.Sequence.Stream); ok && r.signals.apply(sig) {
+		r.onSignal(sig)
+	}
 	s.mu.Lock()
 	if _, ok := s.queues[j.session]; !ok {
 		s.ring = append(s.ring, j.session)

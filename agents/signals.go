@@ -20,43 +20,72 @@ type signalEvent struct {
 // signalState is every signal so far, folded: which sessions are paused, and up
 // to which stream sequence each session's (or everyone's) work is cancelled.
 // Cancel covers what was appended before it; new work after a cancel runs.
+//
+// Signals reach it by two paths: the signal tail (every signal) and, for the
+// agent they are addressed to, the runner's own consumer, in stream order with
+// the work they govern, so a pause appended before a request holds it even
+// when the tail lags. Either path may bring a signal after a newer one, so
+// each pause or resume is kept with its sequence and an older one is ignored.
 type signalState struct {
-	mu           sync.RWMutex
-	pausedAll    bool
-	paused       map[string]bool
+	mu sync.RWMutex
+	// all is the last pause or resume of everything.
+	all signalMark
+	// sessions holds each session's last pause or resume newer than all.
+	sessions     map[string]signalMark
 	cancelAllSeq uint64
 	cancelSeq    map[string]uint64
 }
 
-func newSignalState() *signalState {
-	return &signalState{paused: map[string]bool{}, cancelSeq: map[string]uint64{}}
+// signalMark is a pause or resume, at its stream sequence.
+type signalMark struct {
+	seq    uint64
+	paused bool
 }
 
-func (s *signalState) apply(e signalEvent) {
+func newSignalState() *signalState {
+	return &signalState{sessions: map[string]signalMark{}, cancelSeq: map[string]uint64{}}
+}
+
+// apply folds e in and reports whether it was news: false for a signal
+// already applied or older than the state it would change.
+func (s *signalState) apply(e signalEvent) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	all := e.Scope == schemas.ScopeAll
 	switch e.Action {
-	case schemas.SignalPause:
-		if all {
-			s.pausedAll = true
-		} else {
-			s.paused[e.Session] = true
+	case schemas.SignalPause, schemas.SignalResume:
+		mark := signalMark{seq: e.Seq, paused: e.Action == schemas.SignalPause}
+		if e.Seq <= s.all.seq {
+			return false
 		}
-	case schemas.SignalResume:
 		if all {
-			s.pausedAll = false
-			clear(s.paused)
-		} else {
-			delete(s.paused, e.Session)
+			s.all = mark
+			// A resume of everything resumes every session too.
+			if !mark.paused {
+				clear(s.sessions)
+			}
+			return true
 		}
+		if e.Seq <= s.sessions[e.Session].seq {
+			return false
+		}
+		s.sessions[e.Session] = mark
 	case schemas.SignalCancel:
 		if all {
+			if e.Seq <= s.cancelAllSeq {
+				return false
+			}
 			s.cancelAllSeq = e.Seq
-		} else {
-			s.cancelSeq[e.Session] = e.Seq
+			return true
 		}
+		if e.Seq <= s.cancelSeq[e.Session] {
+			return false
+		}
+		s.cancelSeq[e.Session] = e.Seq
+	default:
+		return false
 	}
+	return true
 }
 
 // holds reports whether j must wait: its session is paused. Signals themselves
@@ -71,7 +100,7 @@ func (s *signalState) holds(j *job) bool {
 func (s *signalState) isPaused(session string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.pausedAll || s.paused[session]
+	return s.all.paused || s.sessions[session].paused
 }
 
 // cancelled reports whether the message at seq of session was cancelled.
@@ -107,8 +136,7 @@ func (s *signalState) follow(ctx context.Context, log *events.Log, onSignal func
 			if err != nil {
 				return
 			}
-			if e, ok := signalOf(ev); ok {
-				s.apply(e)
+			if e, ok := signalOf(ev); ok && s.apply(e) {
 				onSignal(e)
 			}
 		}
@@ -117,12 +145,17 @@ func (s *signalState) follow(ctx context.Context, log *events.Log, onSignal func
 }
 
 func signalOf(ev *events.Event) (signalEvent, bool) {
-	if ev.Env == nil {
+	return envSignal(ev.Env, ev.Seq)
+}
+
+// envSignal is env, at stream sequence seq, as a signal; false if it is not one.
+func envSignal(env *schemas.Envelope, seq uint64) (signalEvent, bool) {
+	if env == nil || env.Type != schemas.TypeSignal {
 		return signalEvent{}, false
 	}
-	p, err := schemas.PayloadAs[schemas.Signal](ev.Env)
+	p, err := schemas.PayloadAs[schemas.Signal](env)
 	if err != nil {
 		return signalEvent{}, false
 	}
-	return signalEvent{Seq: ev.Seq, Session: ev.Env.SessionID, Action: p.Action, Scope: p.Scope}, true
+	return signalEvent{Seq: seq, Session: env.SessionID, Action: p.Action, Scope: p.Scope}, true
 }

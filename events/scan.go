@@ -123,7 +123,7 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 	sub, err := l.nc.Subscribe(cfg.DeliverSubject, func(m *nats.Msg) {
 		seen.Add(1)
 		if !strings.HasPrefix(m.Reply, ackPrefix) {
-			if err := control(l.nc, m); err != nil {
+			if err := control(l.nc, m, s.dseq); err != nil {
 				signal(err)
 			}
 			return
@@ -197,11 +197,18 @@ const ackPrefix = "$JS.ACK."
 
 // control answers a push consumer's control message: a flow control request
 // or a stalled consumer's heartbeat wants a reply; a deleted consumer is lost.
-func control(nc *nats.Conn, m *nats.Msg) error {
+// A heartbeat names the last delivery the consumer sent: beyond dseq, the last
+// one received, deliveries were lost on the way, and with nothing after them
+// to show the gap the scan would wait on a live consumer until its caller's
+// deadline.
+func control(nc *nats.Conn, m *nats.Msg, dseq uint64) error {
 	switch m.Header.Get("Status") {
 	case "100":
 		if m.Reply != "" { // flow control request
 			return m.Respond(nil)
+		}
+		if sent, err := strconv.ParseUint(m.Header.Get("Nats-Last-Consumer"), 10, 64); err == nil && sent > dseq {
+			return fmt.Errorf("%w: the consumer sent delivery %d, the last received is %d", errScanLost, sent, dseq)
 		}
 		if stalled := m.Header.Get("Nats-Consumer-Stalled"); stalled != "" {
 			return nc.Publish(stalled, nil)
