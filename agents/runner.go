@@ -176,8 +176,7 @@ func AwaitConsumers(ctx context.Context, js jetstream.JetStream, names []string,
 			if err == nil {
 				break
 			}
-			unanswered := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
-			if !unanswered && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			if !broker.Unanswered(ctx, err) && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 				return fmt.Errorf("wait for agent %s's consumer: %w", name, err)
 			}
 			select {

@@ -202,6 +202,14 @@ func (b *Broker) ServerName() string {
 	return b.srv.Name()
 }
 
+// Unanswered reports whether err is one JetStream request's own deadline
+// while ctx, its caller's, is still live. A request sent while a cluster
+// elects a leader (a member just stopped) is never answered: callers bound
+// each attempt below their own deadline and, unanswered, ask again.
+func Unanswered(ctx context.Context, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+}
+
 // clusterProgress is how often a member waiting for its cluster says so;
 // clusterAttempt bounds each attempt to provision the streams.
 const (

@@ -99,7 +99,7 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 	cons, err := l.js.CreatePushConsumer(actx, broker.Stream, cfg)
 	cancel()
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if broker.Unanswered(ctx, err) {
 			return fmt.Errorf("%w: no answer to the consumer's creation within %s", errScanLost, getAttempt)
 		}
 		return fmt.Errorf("read %s: %w", subject, err)

@@ -280,7 +280,7 @@ func (l *Log) Get(ctx context.Context, seq uint64) (*Event, error) {
 		cancel()
 		// A request sent while a cluster elects a new leader (a member just
 		// stopped) is never answered: it is asked again, until ctx ends.
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil || !broker.Unanswered(ctx, err) {
 			return ev, err
 		}
 	}

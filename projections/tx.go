@@ -69,9 +69,9 @@ type entry struct {
 	// fold that keeps entries beside the cache (the audit's memo) checks
 	// it instead of looking the key up again.
 	gone bool
-	// small: the entry is an audit list's open chunk (see heldDirty).
-	small bool
-	elem  *list.Element
+	// auditOpen: the entry is an audit list's open chunk (see heldDirty).
+	auditOpen bool
+	elem      *list.Element
 }
 
 type cache struct {
@@ -79,13 +79,13 @@ type cache struct {
 	// keys the fold created (see keyFilter).
 	written *keyFilter
 
-	m          map[string]*entry
-	lru        list.List // front: most recently used
-	cap        int
-	dirty      []*entry
-	smallDirty int // how many of dirty are small (see heldDirty)
-	transients []*entry
-	scratch    scratch
+	m              map[string]*entry
+	lru            list.List // front: most recently used
+	cap            int
+	dirty          []*entry
+	auditOpenDirty int // how many of dirty are audit open chunks (see heldDirty)
+	transients     []*entry
+	scratch        scratch
 	// audit is the audit fold's memo beside the cache (see auditMemo).
 	audit auditMemo
 }
@@ -107,7 +107,7 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	e, ok := c.m[string(k)]
 	if !ok {
 		// A clean object mirrors Pebble: clean and nil, the key is absent.
-		e = &entry{key: string(k), absent: obj == nil && !dirty, small: bytes.HasSuffix(k, []byte(auditOpenSuffix))}
+		e = &entry{key: string(k), absent: obj == nil && !dirty, auditOpen: bytes.HasSuffix(k, []byte(auditOpenSuffix))}
 		e.elem = c.lru.PushFront(e)
 		c.m[e.key] = e
 	} else {
@@ -138,8 +138,8 @@ func (c *cache) markDirty(e *entry, k []byte, cached bool) {
 	}
 	e.dirty = true
 	c.dirty = append(c.dirty, e)
-	if e.small {
-		c.smallDirty++
+	if e.auditOpen {
+		c.auditOpenDirty++
 	}
 }
 
@@ -154,7 +154,7 @@ func (c *cache) markDirty(e *entry, k []byte, cached bool) {
 // holds at most auditChunkItems items, is one for each list (not one an
 // event), and stays in the cache whether it changed or not.
 func (c *cache) heldDirty() int {
-	return len(c.dirty) - c.smallDirty
+	return len(c.dirty) - c.auditOpenDirty
 }
 
 // flush encodes the dirty objects into b and returns the batch it ends in:
@@ -213,7 +213,7 @@ func (c *cache) markClean() {
 	for _, e := range c.dirty {
 		e.dirty = false
 	}
-	c.dirty, c.smallDirty = c.dirty[:0], 0
+	c.dirty, c.auditOpenDirty = c.dirty[:0], 0
 }
 
 // evict drops the least recently used clean objects above capacity. Call it
@@ -274,7 +274,7 @@ func (c *cache) reset() {
 	}
 	clear(c.m)
 	c.lru.Init()
-	c.dirty, c.smallDirty, c.transients = c.dirty[:0], 0, c.transients[:0]
+	c.dirty, c.auditOpenDirty, c.transients = c.dirty[:0], 0, c.transients[:0]
 	c.audit.reset()
 }
 

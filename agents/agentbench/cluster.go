@@ -148,7 +148,7 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 			actx, acancel := context.WithTimeout(ctx, leadAttempt)
 			leader, err := groupLeader(actx, b.JetStream(), i)
 			acancel()
-			if unanswered(ctx, err) {
+			if broker.Unanswered(ctx, err) {
 				leader, err = "", nil // an election is on
 			}
 			if err != nil {
@@ -163,7 +163,7 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 				resp, err := b.Conn().RequestWithContext(actx, "$JS.API."+group, req)
 				acancel()
 				switch {
-				case unanswered(ctx, err):
+				case broker.Unanswered(ctx, err):
 				case err != nil:
 					return fmt.Errorf("move the leader of %s to %s (led by %s): %w", group, name, leader, err)
 				default:
@@ -187,11 +187,6 @@ func leadOn(ctx context.Context, b *broker.Broker) error {
 
 // leadAttempt bounds one request of leadOn.
 const leadAttempt = 2 * time.Second
-
-// unanswered says err is one request's own deadline, ctx still live.
-func unanswered(ctx context.Context, err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
-}
 
 // groupLeader is the leader of SYLK (i = 0) or of routedAgents[i-1]'s
 // consumer: "" while none is elected.
