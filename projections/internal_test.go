@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -372,6 +373,65 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	}
 	if r.detail("call") != "c1" || r.detail("none") != "" {
 		t.Fatalf("details %+v", r.details[:r.n])
+	}
+}
+
+// A waiting call keeps its entry stored, not its record: before its result
+// it stores the entry its record does, and completed by its result the
+// entry of the record with the result's outcome and details, the call's
+// among them in name order (a result's detail replaces the call's of the
+// same name), whether the call was made now or read back from its record.
+func TestAuditCallStoresAsItsRecord(t *testing.T) {
+	call := auditRecord{seq: 42, at: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), id: "01a21e97-9f0c-7ead-8685-46ae2e8d899a",
+		typ: schemas.TypeToolCall, category: schemas.AuditProcess, action: "exec", session: "S1", agent: "engineer",
+		target: strings.Repeat("a long command line ", 20), outcome: schemas.OutcomeAllowed}
+	call.text("call", "c1")
+	call.text("node", "d/a")
+	result := func(r *auditRecord, ok bool) {
+		r.int("exit_code", -1)
+		r.int("duration_ms", 412)
+		r.uint("result_seq", 77)
+		r.text("signal", "KILL")
+		if !ok {
+			r.outcome, r.reason = schemas.OutcomeError, "exit status 1"
+		}
+	}
+	for _, c := range []struct {
+		name string
+		call auditRecord
+	}{{"two details", call}, {"none", auditRecord{seq: 1, category: schemas.AuditFile, outcome: schemas.OutcomeAllowed}}} {
+		made := newAuditCall(3, nil, &c.call)
+		stored := made.appendEntry(binary.AppendUvarint(nil, made.chunk), nil)
+		back, err := decodeAuditCall(stored)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, ok := range []bool{true, false} {
+			whole := c.call
+			result(&whole, ok)
+			var res auditRecord
+			res.outcome, res.reason = made.outcome()
+			result(&res, ok)
+			want := appendAuditRecord(nil, &whole)
+			for _, call := range []*auditCall{made, back} {
+				if got := call.appendEntry(nil, &res); !bytes.Equal(got, want) {
+					t.Fatalf("%s, ok %v: completed entry\n%x\nwant\n%x", c.name, ok, got, want)
+				}
+			}
+		}
+		if got, want := back.appendEntry(nil, nil), appendAuditRecord(nil, &c.call); !bytes.Equal(got, want) || back.chunk != 3 {
+			t.Fatalf("%s: a call read back stores\n%x\nwant\n%x", c.name, got, want)
+		}
+	}
+	// A result detail named as one of the call's replaces it.
+	made := newAuditCall(3, nil, &call)
+	var res auditRecord
+	res.outcome = schemas.OutcomeAllowed
+	res.text("node", "d/b")
+	whole := call
+	whole.text("node", "d/b")
+	if got, want := made.appendEntry(nil, &res), appendAuditRecord(nil, &whole); !bytes.Equal(got, want) {
+		t.Fatalf("a result's detail of the call's name: entry\n%x\nwant\n%x", got, want)
 	}
 }
 
