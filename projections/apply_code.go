@@ -68,9 +68,11 @@ type codeSegment struct {
 // A segment's lists: each term's postings, and each symbol's, callee's,
 // import's and package's entries, one key per name and segment, whose
 // value is the entries of the segment's files (uvarints, each starting
-// with the file's index in the segment).
+// with the file's index in the segment). A posting is the file's index and
+// the term's count: the file's length, which BM25 needs too, is written
+// once, with the segment's paths (see segmentPaths).
 var (
-	codeTermFamily    = codeFamily{"code/t/", func(s *codeSegment) *[]string { return &s.Terms }, 2}
+	codeTermFamily    = codeFamily{"code/t/", func(s *codeSegment) *[]string { return &s.Terms }, 1}
 	codeSymbolFamily  = codeFamily{"code/y/", func(s *codeSegment) *[]string { return &s.Symbols }, 1}
 	codeCallFamily    = codeFamily{"code/c/", func(s *codeSegment) *[]string { return &s.Calls }, 1}
 	codeImportFamily  = codeFamily{"code/i/", func(s *codeSegment) *[]string { return &s.Imports }, 0}
@@ -246,9 +248,9 @@ func applyCode(t *tx, ev *event) error {
 		return nil
 	}
 	// The segment: each term's postings (the file's index in the segment,
-	// its count, the file's length) and each symbol's (index, line),
-	// callee's (index, the call's index in the file), import's and
-	// package's (index).
+	// its count) and each symbol's (index, line), callee's (index, the
+	// call's index in the file), import's and package's (index); its
+	// files' paths and lengths.
 	scratch := codeScratches.Get().(*codeLists)
 	defer codeScratches.Put(scratch)
 	lists := &scratch.lists
@@ -263,7 +265,8 @@ func applyCode(t *tx, ev *event) error {
 		scratch.vocab[k] = vocabUnseen
 	}
 	terms := &lists[codeTerms]
-	paths := make([]byte, 0, len(p.Files)*32)
+	var paths segmentPaths
+	paths.grow(len(p.Files))
 	counts := scratch.counts[:0]
 	defer func() { scratch.counts = counts[:0] }()
 	for i := range p.Files {
@@ -301,7 +304,7 @@ func applyCode(t *tx, ev *event) error {
 		})
 		idx := uint64(i)
 		for _, tc := range counts {
-			terms.addAt(tc.list, idx, uint64(tc.n), uint64(length))
+			terms.addAt(tc.list, idx, uint64(tc.n))
 		}
 		for _, s := range f.Symbols {
 			lists[codeSymbols].add(strings.ToLower(s.Name), idx, uint64(s.Line))
@@ -315,10 +318,7 @@ func applyCode(t *tx, ev *event) error {
 		if f.Package != "" {
 			lists[codePackages].add(f.Package, idx)
 		}
-		if i > 0 {
-			paths = append(paths, '\n')
-		}
-		paths = append(paths, f.Path...)
+		paths.add(f.Path, length)
 		if err := putCodeFile(t, rid, f, length, ev.seq, r); err != nil {
 			return err
 		}
@@ -329,13 +329,37 @@ func applyCode(t *tx, ev *event) error {
 			return err
 		}
 	}
-	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
+	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths.value()); err != nil {
 		return err
 	}
 	store(t, codeSegmentKey(rid, ev.seq), seg)
 	store(t, rk, r)
 	return nil
 }
+
+// segmentPaths is the value of a segment's paths key: its files' paths,
+// one a line, then a NUL (no path holds one) and each file's length (the
+// number of its terms with repeats), uvarints in the same order. A
+// search reads it once a segment, rather than a length in each posting.
+type segmentPaths struct {
+	paths, lengths []byte
+}
+
+func (s *segmentPaths) grow(files int) {
+	s.paths = make([]byte, 0, 32*files)
+	s.lengths = make([]byte, 0, 2*files)
+}
+
+// add appends a file's path and length.
+func (s *segmentPaths) add(pth string, length int) {
+	if len(s.paths) > 0 {
+		s.paths = append(s.paths, '\n')
+	}
+	s.paths = append(s.paths, pth...)
+	s.lengths = binary.AppendUvarint(s.lengths, uint64(length))
+}
+
+func (s *segmentPaths) value() []byte { return append(append(s.paths, 0), s.lengths...) }
 
 // checkIndexUpdate is why p, whose vocabulary holds words terms, cannot be
 // applied, or "". It is read whole before anything is applied, so that a

@@ -51,9 +51,9 @@
 //	code         code/r/<root>                     totals of a work directory's index
 //	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
 //	             code/h/<root>\0<path>             the file's content hash
-//	             code/t/<root>\0<term>\0<seg>      postings of a segment: file index, count, length (uvarints)
+//	             code/t/<root>\0<term>\0<seg>      postings of a segment: file index, count (uvarints)
 //	             code/g/<root>\0<seg>              the names of the segment's lists, its live files
-//	             code/gp/<root>\0<seg>             the segment's paths, one a line
+//	             code/gp/<root>\0<seg>             the segment's paths, one a line, a NUL, their lengths (uvarints)
 //	             code/d/<root>\0<seg>\0<path>      a dead file of the segment (indexed since, or gone)
 //	             code/y/<root>\0<name>\0<seg>      symbols of a segment: file index, line (name lower-cased)
 //	             code/c/<root>\0<callee>\0<seg>    calls of a segment: file index, the call's index in the file (callee's last name, lower-cased)

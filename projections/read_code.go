@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"sort"
@@ -316,12 +317,13 @@ func (c *codeReader) file(pth string) (*CodeFile, error) {
 	return f, nil
 }
 
-// segment is a segment's paths and its dead files. A path is made a string
-// only for the files a search returns.
+// segment is a segment's paths, its files' lengths and its dead files. A
+// path is made a string only for the files a search returns.
 type segment struct {
-	paths []byte // newline-separated
-	offs  []int  // where each path starts, and len(paths)+1 last
-	dead  []bool // by index; nil when none is
+	paths []byte  // newline-separated
+	offs  []int   // where each path starts, and len(paths)+1 last
+	lens  []int32 // each file's length (BM25's), by index
+	dead  []bool  // by index; nil when none is
 }
 
 func (g *segment) len() int { return len(g.offs) - 1 }
@@ -365,10 +367,12 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 	if g != nil {
 		return g, nil
 	}
-	v, err := getFrom(c.r, codeSegmentPathsKey(c.rid, seq))
+	k := codeSegmentPathsKey(c.rid, seq)
+	v, err := getFrom(c.r, k)
 	if err != nil {
 		return nil, err
 	}
+	v, lens, ok := bytes.Cut(v, []byte{0}) // see segmentPaths
 	g = &segment{paths: v, offs: make([]int, 1, bytes.Count(v, []byte{'\n'})+2)}
 	for i, b := range v {
 		if b == '\n' {
@@ -376,6 +380,17 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 		}
 	}
 	g.offs = append(g.offs, len(v)+1)
+	g.lens = make([]int32, 0, g.len())
+	for len(lens) > 0 && len(g.lens) < g.len() {
+		n, w := binary.Uvarint(lens)
+		if w <= 0 || n > math.MaxInt32 {
+			break
+		}
+		g.lens, lens = append(g.lens, int32(n)), lens[w:]
+	}
+	if !ok || len(g.lens) != g.len() || len(lens) > 0 {
+		return nil, fmt.Errorf("code: a corrupt segment at %q: %d paths, %d lengths", k, g.len(), len(g.lens))
+	}
 	prefix := codeDeadPrefix(c.rid, seq)
 	var dead map[string]bool
 	err = scanPrefix(c.r, prefix, func(k, _ []byte) error {
@@ -521,7 +536,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 				sc.scores = append(sc.scores, make([]float64, g.len())...)
 			}
 			for len(v) > 0 {
-				var x [3]uint64
+				var x [2]uint64
 				for j := range x {
 					n := 0
 					x[j], n = binary.Uvarint(v)
@@ -534,7 +549,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], g.len(), key)
 				}
 				if i := int(x[0]); g.dead == nil || !g.dead[i] {
-					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: int32(x[2])})
+					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: g.lens[i]})
 				}
 			}
 			return nil
