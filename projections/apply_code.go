@@ -148,8 +148,9 @@ func (l *segmentLists) addAt(k int32, xs ...uint64) {
 	}
 }
 
-// write stores the lists under f's keys of segment seq and their names,
-// sorted, in seg.
+// write stores the lists under f's keys of segment seq and their names in
+// seg, in the order they were first met (an order a rebuild repeats: it
+// folds the same event).
 func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *codeSegment) error {
 	for k, name := range l.names {
 		key := append(t.kbuf[:0], f.prefix...)
@@ -160,7 +161,6 @@ func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *c
 			return err
 		}
 	}
-	slices.Sort(l.names)
 	*f.names(seg) = l.names
 	return nil
 }
