@@ -522,8 +522,12 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 	)
 	for _, term := range terms {
 		ps := sc.postings[:0]
-		prefix := codeTermFamily.listPrefix(c.rid, term)
+		prefix := codeTermFamily.lists().listPrefix(c.rid, term)
 		err := scanPrefix(c.r, prefix, func(key, v []byte) error {
+			v, err := codeTermFamily.section(v)
+			if err != nil || len(v) == 0 { // a name that is no term of the segment's files
+				return errAt(err, key)
+			}
 			g, err := c.segment(binary.BigEndian.Uint64(key[len(prefix):]))
 			if err != nil {
 				return err
@@ -953,6 +957,14 @@ func (c *codeReader) symbols(name string, limit int, q *CodeQuery) ([]CodeSymbol
 	return out, nil
 }
 
+// errAt says err (nil for none) is of the list at key k.
+func errAt(err error, k []byte) error {
+	if err != nil {
+		return fmt.Errorf("code: %w at %q", err, k)
+	}
+	return nil
+}
+
 // listEntry is one live file's entry of a segment list: the file's path and
 // what follows its index (a symbol's line, a call's index; 0 for none).
 type listEntry struct {
@@ -964,7 +976,7 @@ type listEntry struct {
 // entries of their live files by path and value, each once.
 func (c *codeReader) entries(f codeFamily, name string) ([]listEntry, error) {
 	var out []listEntry
-	err := scanPrefix(c.r, f.listPrefix(c.rid, name), func(k, v []byte) error {
+	err := scanPrefix(c.r, f.lists().listPrefix(c.rid, name), func(k, v []byte) error {
 		return c.liveEntries(f, k, v, func(pth []byte, at int) {
 			out = append(out, listEntry{path: string(pth), at: at})
 		})
@@ -973,10 +985,14 @@ func (c *codeReader) entries(f codeFamily, name string) ([]listEntry, error) {
 	return slices.Compact(out), err
 }
 
-// liveEntries calls fn with each live file's entry of f's segment list at
-// key k: its path and the entry's first value after the file's index (0
-// when it has none).
+// liveEntries calls fn with each live file's entry of f in the segment
+// list at key k: its path and the entry's first value after the file's
+// index (0 when it has none).
 func (c *codeReader) liveEntries(f codeFamily, k, v []byte, fn func(pth []byte, at int)) error {
+	v, err := f.section(v)
+	if err != nil || len(v) == 0 {
+		return errAt(err, k)
+	}
 	g, err := c.segment(seqSuffix(k))
 	if err != nil {
 		return err
@@ -1084,7 +1100,7 @@ func (c *codeReader) packageFiles(pkg string) ([]string, error) {
 		return files, err
 	}
 	var matches []string
-	all := under(key(codePackageFamily.prefix, c.rid))
+	all := under(key(codePackageFamily.lists().prefix, c.rid))
 	err := scanPrefix(c.r, all, func(k, v []byte) error {
 		rest := k[len(all):]
 		p := string(rest[:bytes.IndexByte(rest, sep)])
