@@ -141,8 +141,11 @@ func (l *segmentLists) reset(sections int) {
 // add appends the entry xs (the file's index first) to section s of
 // name's list.
 func (l *segmentLists) add(name string, s int, xs ...uint64) {
-	l.addAt(l.slotOf(name)*int32(l.sections)+int32(s), xs...)
+	l.addAt(l.at(l.slotOf(name), s), xs...)
 }
+
+// at is where section s of the list at index k is in vals.
+func (l *segmentLists) at(k int32, s int) int32 { return k*int32(l.sections) + int32(s) }
 
 // slotOf is the index of name's list, made empty when it has none.
 func (l *segmentLists) slotOf(name string) int32 {
@@ -375,7 +378,7 @@ func applyCode(t *tx, ev *event) error {
 		})
 		idx := uint64(i)
 		for _, tc := range counts {
-			names.addAt(tc.list*int32(names.sections)+int32(codeTermFamily.sec), idx, uint64(tc.n))
+			names.addAt(names.at(tc.list, codeTermFamily.sec), idx, uint64(tc.n))
 		}
 		for _, s := range f.Symbols {
 			names.add(strings.ToLower(s.Name), codeSymbolFamily.sec, idx, uint64(s.Line))
