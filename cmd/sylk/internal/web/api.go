@@ -213,14 +213,14 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	// through the hub, what was there through the scan, and the sequence
 	// tells the doubles apart.
 	wt := w.hub.watch(f)
-	var sent []*frame // the frames the last take handed over
+	var sent []span // the frames the last take handed over
 	defer func() { w.hub.unwatch(wt, sent) }()
 	out := &sse{rw: rw, rc: rc}
 	ctx := r.Context()
 	if !from.New {
 		var past records // the view's own: its frames follow one another
 		err := w.opts.Log.Scan(ctx, f.Subject(), from, 0, func(ev *events.Event) error {
-			fr, err := past.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+			fr, err := past.add(ev, decodeEvent(ev))
 			if err != nil {
 				return err
 			}
@@ -265,8 +265,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 			sent = w.hub.take(wt, sent)
-			for _, f := range sent {
-				if out.send(f) != nil {
+			for _, s := range sent {
+				if out.send(s) != nil {
 					return
 				}
 			}
@@ -280,7 +280,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 // sse writes server-sent events, skipping any at or before the last sent.
 // Records that follow one another in a block (see records) go to the socket
 // as one slice, straight from the block: a view of every event copies
-// nothing. Records that do not (a view with a filter) are gathered in buf.
+// nothing, and is handed its frames a span of a block at a time. Records
+// that do not (a view with a filter) are gathered in buf.
 type sse struct {
 	rw   http.ResponseWriter
 	rc   *http.ResponseController
@@ -297,17 +298,23 @@ const (
 	maxBuffered = 64 << 10
 )
 
-func (s *sse) send(f *frame) error {
-	if f.seq <= s.last {
+// send queues a span's records, those after the last sent.
+func (s *sse) send(sp span) error {
+	for len(sp) > 0 && sp[0].seq <= s.last {
+		sp = sp[1:]
+	}
+	if len(sp) == 0 {
 		return nil
 	}
-	s.last = f.seq
-	if follows(s.run, f.record) {
-		s.run = s.run[:len(s.run)+len(f.record)]
+	first, last := &sp[0], &sp[len(sp)-1]
+	rec := first.record[:last.at+len(last.record)-first.at]
+	s.last = last.seq
+	if follows(s.run, rec) {
+		s.run = s.run[:len(s.run)+len(rec)]
 		return nil
 	}
 	err := s.queue()
-	s.run = f.record
+	s.run = rec
 	return err
 }
 
