@@ -156,13 +156,10 @@ func writeJSON(rw http.ResponseWriter, v any) {
 const keepAlive = 15 * time.Second
 
 // writeTimeout bounds one write to a live view: a browser that stopped
-// reading is cut off rather than holding its handler for ever.
+// reading is cut off rather than holding its handler for ever. The
+// deadline moves on once a second at most (a write has 9 to 10 s): moving
+// it resets a timer of the runtime's, a cost per write otherwise.
 const writeTimeout = 10 * time.Second
-
-// frameInterval is how long a live view gathers events before it writes
-// them: a burst becomes one wake-up, one write and one flush per viewer
-// rather than one per event, for a delay no eye sees.
-const frameInterval = 25 * time.Millisecond
 
 // serveEvents streams the events matching the filters of `sylk tail`
 // (session, source, target, type; since: all, new, a sequence, a time or a
@@ -237,8 +234,6 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	window := time.NewTimer(frameInterval)
-	defer window.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,18 +247,9 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-wt.ready:
-			// Gather the rest of the burst for a frame interval (or until
-			// half the buffer waits), then send it at once: one wake-up and
-			// one write per burst, however fast the stream runs.
-			window.Reset(frameInterval)
-			select {
-			case <-window.C:
-			case <-wt.full:
-			case <-wt.dropped:
-				return
-			case <-ctx.Done():
-				return
-			}
+			// What the hub gathered for a frame interval (or half the
+			// buffer), sent at once: one wake-up and one write per burst,
+			// however fast the stream runs.
 			sent = w.hub.take(wt, sent)
 			for _, s := range sent {
 				if out.send(s) != nil {
@@ -288,6 +274,8 @@ type sse struct {
 	last uint64
 	run  []byte // consecutive records of one block, not written yet
 	buf  []byte // short runs gathered, written before run
+	// deadline is the write deadline set last.
+	deadline time.Time
 }
 
 // directWrite is the shortest run written from its block; a shorter one is
@@ -341,7 +329,10 @@ func (s *sse) write(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if now := time.Now(); s.deadline.Sub(now) < writeTimeout-time.Second {
+		s.deadline = now.Add(writeTimeout)
+		s.rc.SetWriteDeadline(s.deadline)
+	}
 	_, err := s.rw.Write(b)
 	return err
 }

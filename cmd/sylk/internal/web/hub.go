@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -71,10 +72,10 @@ type watcher struct {
 	all     bool   // the filter lets every event through
 	pending []span // under the hub's lock
 	queued  int
-	// ready says pending has frames, full that it holds half the buffer
-	// (each holds at most one signal: the hub never waits on a view);
-	// dropped is closed when the hub gave up on the view.
-	ready, full, dropped chan struct{}
+	// ready says pending has frames to send now (it holds at most one
+	// signal: the hub never waits on a view); dropped is closed when the
+	// hub gave up on the view.
+	ready, dropped chan struct{}
 }
 
 func (w *watcher) matches(f *frame) bool {
@@ -105,17 +106,42 @@ type hub struct {
 	batch   []span
 	batched int
 	records records
+	// due wakes the views with frames waiting, a frame interval after the
+	// first of them (armed: it will): all of them at once.
+	due   *time.Timer
+	armed bool
 }
+
+// frameInterval is how long the views gather events before they are woken
+// to write them: a burst becomes one wake-up, one write and one flush per
+// view rather than one per event, for a delay no eye sees; and the views
+// are woken together, by one timer.
+const frameInterval = 25 * time.Millisecond
 
 // Watching is how many live views are open.
 func (h *hub) Watching() int { return int(h.watching.Load()) }
 
 func newHub(buffer int) *hub {
-	return &hub{buffer: buffer, records: records{free: make(chan *block, freeBlocks)}}
+	h := &hub{buffer: buffer, records: records{free: make(chan *block, freeBlocks)}}
+	h.due = time.AfterFunc(frameInterval, h.wake)
+	h.due.Stop()
+	return h
+}
+
+// wake signals each view with frames waiting (due's).
+func (h *hub) wake() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armed = false
+	for _, w := range h.watchers {
+		if w.queued > 0 {
+			signal(w.ready)
+		}
+	}
 }
 
 func (h *hub) watch(f events.Filter) *watcher {
-	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), full: make(chan struct{}, 1), dropped: make(chan struct{})}
+	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), dropped: make(chan struct{})}
 	h.mu.Lock()
 	h.watchers = append(h.watchers, w)
 	if !w.all {
@@ -204,10 +230,10 @@ func (h *hub) feed(ev *events.Event, payload any) {
 // every event gets the batch's spans, joined to the one it waits to send
 // when they follow it, and each of its spans holds a reference to its
 // block. A view with a filter gets copies of the records it takes (it
-// sends few of a block's, not runs of them). A view is woken when its first
-// frame waits, and again when half its buffer does: it gathers the rest of
-// a burst in between (frameInterval), so it wakes a few times per burst,
-// not once per event.
+// sends few of a block's, not runs of them). The views are woken a frame
+// interval after the first frame waits (due), or at once when half a
+// view's buffer does: a view wakes a few times per burst, not once per
+// event.
 func (h *hub) publish(batch []span) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -240,15 +266,13 @@ func (h *hub) publish(batch []span) {
 		}
 		switch {
 		case w.queued == n:
-			continue
 		case w.queued > h.buffer:
 			h.drop(w)
-			continue
-		case n == 0:
+		case w.queued >= h.buffer/2:
 			signal(w.ready)
-		}
-		if w.queued >= h.buffer/2 {
-			signal(w.full)
+		case !h.armed:
+			h.armed = true
+			h.due.Reset(frameInterval)
 		}
 	}
 }
