@@ -203,7 +203,7 @@ func (h *hub) Drops() int {
 func (h *hub) feed(ev *events.Event, payload any) {
 	if h.watching.Load() == 0 {
 		clear(h.batch)
-		h.batch = h.batch[:0]
+		h.batch, h.batched = h.batch[:0], 0
 		h.records.settle()
 		return
 	}
