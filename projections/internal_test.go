@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -729,5 +730,57 @@ func TestNotFoundNamesTheRecord(t *testing.T) {
 	}
 	if got, want := fmt.Errorf("look up: %w", err).Error(), "look up: "+fmt.Sprintf("%s %q: %v", "tool_result of call", `call "7"`, ErrNotFound); got != want {
 		t.Fatalf("wrapped message %q, want %q", got, want)
+	}
+}
+
+// A list of names keeps a term's postings, its symbols and its calls in
+// sections; each reads back as written, empty sections at the end take no
+// bytes, and lengths that overrun the value are an error.
+func TestSegmentListSections(t *testing.T) {
+	var l segmentLists
+	l.reset(codeNameLists.sections)
+	l.add("run", codeTermFamily.sec, 0, 3)         // postings only
+	l.add("handler7", codeSymbolFamily.sec, 1, 12) // a symbol only
+	l.add("parse", codeCallFamily.sec, 2, 5)       // a call only
+	l.add("parse", codeTermFamily.sec, 2, 1)       // and a posting
+	l.add("handler7", codeTermFamily.sec, 1, 2)    // a posting after the symbol
+	l.add("handler7", codeSymbolFamily.sec, 4, 30) // a second symbol
+	want := map[string][3][]uint64{
+		"run":      {{0, 3}, nil, nil},
+		"handler7": {{1, 2}, {1, 12, 4, 30}, nil},
+		"parse":    {{2, 1}, nil, {2, 5}},
+	}
+	if l.names[0] != "run" || len(l.names) != 3 {
+		t.Fatalf("names %q", l.names)
+	}
+	families := []codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily}
+	for k, name := range l.names {
+		v := slices.Clone(l.value(k))
+		if name == "run" && len(v) != 3 {
+			t.Errorf("run's value %v: a postings-only list should be its length and postings", v)
+		}
+		for s, f := range families {
+			sec, err := f.section(v)
+			if err != nil {
+				t.Fatalf("%s section %d: %v", name, s, err)
+			}
+			var got []uint64
+			for len(sec) > 0 {
+				x, n := binary.Uvarint(sec)
+				got, sec = append(got, x), sec[n:]
+			}
+			if !slices.Equal(got, want[name][s]) {
+				t.Errorf("%s section %d: %v, want %v", name, s, got, want[name][s])
+			}
+		}
+	}
+	if _, err := codeCallFamily.section([]byte{5, 1}); !errors.Is(err, errCorruptSection) {
+		t.Errorf("a section overrunning its value: %v", err)
+	}
+	// Imports have one section: the value is the entries as they are.
+	l.reset(codeImportLists.sections)
+	l.add("fmt", 0, 7)
+	if v := l.value(0); !bytes.Equal(v, []byte{7}) {
+		t.Errorf("an import list's value %v", v)
 	}
 }
