@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -101,7 +103,11 @@ nodes:
 
 	b := openBrowser(t, browser, dir, 3*time.Minute)
 	do, eval := b.do, b.eval
-	do("open the page with the token", chromedp.Navigate(u.URL), visible(`#live.up`))
+	do("open the page with the token", countStreams, chromedp.Navigate(u.URL), visible(`#live.up`))
+	// One stream serves the state and the event log (its since, no filter).
+	if s := eval(`openStreams()`); s != "?since=10m" {
+		t.Errorf("the page opened the streams %q, want the one unfiltered stream ?since=10m", s)
+	}
 	// A marker that a reload would lose.
 	eval(`window.notReloaded = "yes"`)
 	if loc := eval(`location.href`); strings.Contains(loc, "token=") {
@@ -137,6 +143,9 @@ nodes:
 	}
 	do("the session as of its outcome", click(`#timeline li[data-type="workflow_complete"]`),
 		visible(`#as-of g.node[data-node="slow"][data-state="succeeded"]`))
+	if s := eval(`openStreams()`); s != "?session=W1&since=all ?since=10m" {
+		t.Errorf("with session W1 shown the page has the streams %q, want its timeline's and the page's", s)
+	}
 
 	// A request's plan waits for approval: approved from the page, it runs.
 	sylk(t, bin, data, work, "session", "new", "--id", "W2", "--no-switch")
@@ -150,6 +159,32 @@ nodes:
 		visible(`g.node[data-node="touch"][data-state="succeeded"]`))
 	if w := eval(`document.querySelector("#waiting").textContent`); !strings.Contains(w, "Nothing waits on you") {
 		t.Errorf("after the approval the page says %q", w)
+	}
+
+	// The event log: the page's stream fills it, both sessions' events; a
+	// filter gets a stream of its own, filtered by the server, back-filled
+	// from since; an empty filter goes back to the page's stream.
+	do("the event log shows the page's stream",
+		click(`nav button[data-tab="events"]`),
+		visible(`#events tr[data-session="W1"][data-type="workflow_complete"]`),
+		visible(`#events tr[data-session="W2"][data-type="workflow_complete"]`))
+	filter := func(session string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.querySelector("#event-filter");
+			f.elements.session.value = %q; f.requestSubmit(); })()`, session))
+	}
+	do("a filtered log shows the past of its session only",
+		filter("W1"), visible(`#events tr[data-session="W1"][data-type="session_create"]`))
+	if n := eval(`String(document.querySelectorAll('#events tbody tr:not([data-session="W1"])').length)`); n != "0" {
+		t.Errorf("the log filtered on session W1 shows %s rows of other sessions", n)
+	}
+	if s := eval(`openStreams()`); s != "?session=W1&since=10m ?session=W2&since=all ?since=10m" {
+		t.Errorf("with a filtered log the page has the streams %q, want the log's, the timeline's and the page's", s)
+	}
+	do("the log without a filter is the page's stream again",
+		filter(""), visible(`#events tr[data-session="W2"][data-type="workflow_complete"]`),
+		visible(`#events tr[data-session="W1"][data-type="workflow_complete"]`))
+	if s := eval(`openStreams()`); s != "?session=W2&since=all ?since=10m" {
+		t.Errorf("with the log unfiltered again the page has the streams %q, want the timeline's and the page's", s)
 	}
 	if eval(`String(window.notReloaded)`) != "yes" {
 		t.Error("the page was reloaded")
@@ -222,6 +257,20 @@ func (b *browser) eval(expr string) string {
 	}
 	return v
 }
+
+// countStreams makes the page keep its open EventSources: openStreams()
+// lists their queries, sorted.
+var countStreams = chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+	_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+		const open = new Set();
+		window.EventSource = class extends window.EventSource {
+			constructor(...args) { super(...args); open.add(this); }
+			close() { open.delete(this); super.close(); }
+		};
+		window.openStreams = () => [...open].map((s) => new URL(s.url).search).sort().join(" ");
+	})()`})
+	return err
+})
 
 // click waits for sel, then clicks what matches it at that moment: the page
 // redraws its lists as events come, so a node found before may be gone.

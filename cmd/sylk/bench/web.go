@@ -64,9 +64,15 @@ projections store, as 'sylk serve' runs them, after a warm-up, and compares
 its CPU per routed message: with the web view fed by the projector and
 --viewers clients reading its live stream (server-sent events, /api/events),
 each a connection of its own as a browser's EventSource would (all of them
-read by one process on one CPU, not this one), against no web view; then with the web view and no viewer against no web view. Each
-comparison is --rounds rounds of both sides back to back, the side that goes
-first alternating, decided by the median of the rounds' ratios: on a shared
+read by one process on one CPU, not this one), against no web view; then
+with the web view and no viewer against no web view. A viewer is what a
+page costs: a page opens one such stream, unfiltered, for its state and its
+event log together (a filtered log, or a session's timeline, opens one more,
+of its own events only). A viewer asks for the events from now on; a page
+first reads the last ten minutes' (its log's since), once, when it opens,
+and the viewers attach before each measured run. Each comparison is
+--rounds rounds of both sides back to back, the side that goes first
+alternating, decided by the median of the rounds' ratios: on a shared
 machine one run measured once swings by more than the 10% measured. Each run
 ends once the projector has read the run's last event, so that its share (and
 the web view's, which it feeds) is inside the measure. The viewers' own

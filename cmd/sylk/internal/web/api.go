@@ -156,13 +156,10 @@ func writeJSON(rw http.ResponseWriter, v any) {
 const keepAlive = 15 * time.Second
 
 // writeTimeout bounds one write to a live view: a browser that stopped
-// reading is cut off rather than holding its handler for ever.
+// reading is cut off rather than holding its handler for ever. The
+// deadline moves on once a second at most (a write has 9 to 10 s): moving
+// it resets a timer of the runtime's, a cost per write otherwise.
 const writeTimeout = 10 * time.Second
-
-// frameInterval is how long a live view gathers events before it writes
-// them: a burst becomes one wake-up, one write and one flush per viewer
-// rather than one per event, for a delay no eye sees.
-const frameInterval = 25 * time.Millisecond
 
 // serveEvents streams the events matching the filters of `sylk tail`
 // (session, source, target, type; since: all, new, a sequence, a time or a
@@ -213,14 +210,14 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	// through the hub, what was there through the scan, and the sequence
 	// tells the doubles apart.
 	wt := w.hub.watch(f)
-	var sent []*frame // the frames the last take handed over
+	var sent []span // the frames the last take handed over
 	defer func() { w.hub.unwatch(wt, sent) }()
 	out := &sse{rw: rw, rc: rc}
 	ctx := r.Context()
 	if !from.New {
 		var past records // the view's own: its frames follow one another
 		err := w.opts.Log.Scan(ctx, f.Subject(), from, 0, func(ev *events.Event) error {
-			fr, err := past.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+			fr, err := past.add(ev, decodeEvent(ev))
 			if err != nil {
 				return err
 			}
@@ -237,8 +234,6 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	window := time.NewTimer(frameInterval)
-	defer window.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,21 +247,12 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-wt.ready:
-			// Gather the rest of the burst for a frame interval (or until
-			// half the buffer waits), then send it at once: one wake-up and
-			// one write per burst, however fast the stream runs.
-			window.Reset(frameInterval)
-			select {
-			case <-window.C:
-			case <-wt.full:
-			case <-wt.dropped:
-				return
-			case <-ctx.Done():
-				return
-			}
+			// What the hub gathered for a frame interval (or half the
+			// buffer), sent at once: one wake-up and one write per burst,
+			// however fast the stream runs.
 			sent = w.hub.take(wt, sent)
-			for _, f := range sent {
-				if out.send(f) != nil {
+			for _, s := range sent {
+				if out.send(s) != nil {
 					return
 				}
 			}
@@ -280,13 +266,16 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 // sse writes server-sent events, skipping any at or before the last sent.
 // Records that follow one another in a block (see records) go to the socket
 // as one slice, straight from the block: a view of every event copies
-// nothing. Records that do not (a view with a filter) are gathered in buf.
+// nothing, and is handed its frames a span of a block at a time. Records
+// that do not (a view with a filter) are gathered in buf.
 type sse struct {
 	rw   http.ResponseWriter
 	rc   *http.ResponseController
 	last uint64
 	run  []byte // consecutive records of one block, not written yet
 	buf  []byte // short runs gathered, written before run
+	// deadline is the write deadline set last.
+	deadline time.Time
 }
 
 // directWrite is the shortest run written from its block; a shorter one is
@@ -297,17 +286,23 @@ const (
 	maxBuffered = 64 << 10
 )
 
-func (s *sse) send(f *frame) error {
-	if f.seq <= s.last {
+// send queues a span's records, those after the last sent.
+func (s *sse) send(sp span) error {
+	for len(sp) > 0 && sp[0].seq <= s.last {
+		sp = sp[1:]
+	}
+	if len(sp) == 0 {
 		return nil
 	}
-	s.last = f.seq
-	if follows(s.run, f.record) {
-		s.run = s.run[:len(s.run)+len(f.record)]
+	first, last := &sp[0], &sp[len(sp)-1]
+	rec := first.record[:last.at+len(last.record)-first.at]
+	s.last = last.seq
+	if follows(s.run, rec) {
+		s.run = s.run[:len(s.run)+len(rec)]
 		return nil
 	}
 	err := s.queue()
-	s.run = f.record
+	s.run = rec
 	return err
 }
 
@@ -334,7 +329,10 @@ func (s *sse) write(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if now := time.Now(); s.deadline.Sub(now) < writeTimeout-time.Second {
+		s.deadline = now.Add(writeTimeout)
+		s.rc.SetWriteDeadline(s.deadline)
+	}
 	_, err := s.rw.Write(b)
 	return err
 }

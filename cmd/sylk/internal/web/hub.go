@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -28,29 +29,53 @@ const maxBatch = 256
 // frame is one event as the server-sent event every view it matches is
 // sent, encoded once for all of them.
 type frame struct {
-	seq  uint64
-	toks [4]string // session, source, target, type
+	seq     uint64
+	subject string
+	// toks are the subject's (session, source, target, type), set when
+	// the frame is published while a view with a filter watches.
+	toks [4]string
 	// record is the whole server-sent event: "id: SEQ\ndata: LINE\n\n",
 	// LINE the event's brief as JSON (events.Event.AppendBrief), in a block
-	// of records (see records). Never appended to: the next record may
-	// follow.
+	// of records (see records), at offset at of its data. Never appended
+	// to: the next record may follow.
 	record []byte
+	at     int
 	// blk is the block holding record and this frame, nil for a copy
 	// (own).
 	blk *block
 }
 
+// span is frames a view sends at once: consecutive frames of one block,
+// whose records follow one another there (sent as one slice of it), or a
+// frame of a view's own (a copy). A view of every event is handed a burst
+// as a span per block, however many events it holds: what it costs a view
+// grows with the blocks it sends, not with the events.
+type span []frame
+
+// extend adds s to spans: to the last one when s's frames come right after
+// it in the same block, else as a span of its own (added says so).
+func extend(spans []span, s span) (_ []span, added bool) {
+	if n := len(spans); n > 0 {
+		if last := spans[n-1]; len(last) < cap(last) && &last[:len(last)+1][len(last)] == &s[0] {
+			spans[n-1] = last[:len(last)+len(s)]
+			return spans, false
+		}
+	}
+	return append(spans, s), true
+}
+
 // watcher is one live view: its filter, the frames the hub handed it and
-// the view has not taken yet (at most the hub's buffer), and the signals
-// the view waits on.
+// the view has not taken yet (queued of them, at most the hub's buffer),
+// and the signals the view waits on.
 type watcher struct {
 	filter  events.Filter
-	all     bool     // the filter lets every event through
-	pending []*frame // under the hub's lock
-	// ready says pending has frames, full that it holds half the buffer
-	// (each holds at most one signal: the hub never waits on a view);
-	// dropped is closed when the hub gave up on the view.
-	ready, full, dropped chan struct{}
+	all     bool   // the filter lets every event through
+	pending []span // under the hub's lock
+	queued  int
+	// ready says pending has frames to send now (it holds at most one
+	// signal: the hub never waits on a view); dropped is closed when the
+	// hub gave up on the view.
+	ready, dropped chan struct{}
 }
 
 func (w *watcher) matches(f *frame) bool {
@@ -68,55 +93,98 @@ func (w *watcher) matches(f *frame) bool {
 type hub struct {
 	buffer   int
 	mu       sync.Mutex
-	watchers map[*watcher]struct{}
+	watchers []*watcher
+	// filtered counts the watchers with a filter: the frames get their
+	// subject's tokens only while there is one.
+	filtered int
 	// watching is len(watchers), read without the lock for each event.
 	watching atomic.Int32
 	// drops counts the views dropped for not reading (tests and benchmarks).
 	drops int
-	// batch gathers the frames of a burst, records encodes them (feed's,
-	// one goroutine).
-	batch   []*frame
+	// batch gathers the frames of a burst (batched of them), records
+	// encodes them (feed's, one goroutine).
+	batch   []span
+	batched int
 	records records
+	// due wakes the views with frames waiting, a frame interval after the
+	// first of them (armed: it will): all of them at once.
+	due   *time.Timer
+	armed bool
 }
+
+// frameInterval is how long the views gather events before they are woken
+// to write them: a burst becomes one wake-up, one write and one flush per
+// view rather than one per event, for a delay no eye sees; and the views
+// are woken together, by one timer.
+const frameInterval = 25 * time.Millisecond
 
 // Watching is how many live views are open.
 func (h *hub) Watching() int { return int(h.watching.Load()) }
 
 func newHub(buffer int) *hub {
-	return &hub{buffer: buffer, watchers: map[*watcher]struct{}{}, records: records{free: make(chan *block, freeBlocks)}}
+	h := &hub{buffer: buffer, records: records{free: make(chan *block, freeBlocks)}}
+	h.due = time.AfterFunc(frameInterval, h.wake)
+	h.due.Stop()
+	return h
+}
+
+// wake signals each view with frames waiting (due's).
+func (h *hub) wake() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armed = false
+	for _, w := range h.watchers {
+		if w.queued > 0 {
+			signal(w.ready)
+		}
+	}
 }
 
 func (h *hub) watch(f events.Filter) *watcher {
-	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), full: make(chan struct{}, 1), dropped: make(chan struct{})}
+	w := &watcher{filter: f, all: f == events.Filter{}, ready: make(chan struct{}, 1), dropped: make(chan struct{})}
 	h.mu.Lock()
-	h.watchers[w] = struct{}{}
+	h.watchers = append(h.watchers, w)
+	if !w.all {
+		h.filtered++
+	}
 	h.watching.Store(int32(len(h.watchers)))
 	h.mu.Unlock()
 	return w
 }
 
-// unwatch closes a view; sent is what its last take handed it.
-func (h *hub) unwatch(w *watcher, sent []*frame) {
-	release(sent)
-	h.mu.Lock()
-	delete(h.watchers, w)
+// remove takes w off the watchers (under the lock) and releases what waits
+// for it.
+func (h *hub) remove(w *watcher) {
+	if i := slices.Index(h.watchers, w); i >= 0 {
+		h.watchers = slices.Delete(h.watchers, i, i+1)
+		if !w.all {
+			h.filtered--
+		}
+	}
 	h.watching.Store(int32(len(h.watchers)))
 	release(w.pending)
-	w.pending = nil
+	w.pending, w.queued = nil, 0
+}
+
+// unwatch closes a view; sent is what its last take handed it.
+func (h *hub) unwatch(w *watcher, sent []span) {
+	release(sent)
+	h.mu.Lock()
+	h.remove(w)
 	h.mu.Unlock()
 }
 
 // take hands a view the frames waiting for it, in order. sent is what the
 // previous take handed it, sent by now: its blocks are released (a block is
 // written again once every view sent its records) and its array gathers
-// the next frames, so a view's queue is not grown anew for every burst.
-func (h *hub) take(w *watcher, sent []*frame) []*frame {
+// the next spans, so a view's queue is not grown anew for every burst.
+func (h *hub) take(w *watcher, sent []span) []span {
 	release(sent)
 	clear(sent)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := w.pending
-	w.pending = sent[:0]
+	w.pending, w.queued = sent[:0], 0
 	return p
 }
 
@@ -135,59 +203,76 @@ func (h *hub) Drops() int {
 func (h *hub) feed(ev *events.Event, payload any) {
 	if h.watching.Load() == 0 {
 		clear(h.batch)
-		h.batch = h.batch[:0]
+		h.batch, h.batched = h.batch[:0], 0
 		h.records.settle()
 		return
 	}
-	f, err := h.records.add(ev, subjectTokens(ev.Subject), payload)
+	f, err := h.records.add(ev, payload)
 	if err != nil {
 		slog.Warn("web: an event does not encode", "seq", ev.Seq, "err", err)
 	} else {
-		h.batch = append(h.batch, f)
+		h.batch, _ = extend(h.batch, f)
+		h.batched++
 	}
 	// Pending events are stored already, so they come at once.
-	if len(h.batch) > 0 && (ev.Pending == 0 || len(h.batch) >= maxBatch) {
+	if h.batched > 0 && (ev.Pending == 0 || h.batched >= maxBatch) {
 		h.publish(h.batch)
 		// The views hold the frames now: the array gathers the next
 		// burst, and the blocks records filled are the views' to release.
 		clear(h.batch)
-		h.batch = h.batch[:0]
+		h.batch, h.batched = h.batch[:0], 0
 		h.records.settle()
 	}
 }
 
-// publish hands a batch to every view it matches, dropping a view that
-// would hold more than the buffer. A view with a filter gets copies of the
-// records it takes (it sends few of a block's, not runs of them). A view is
-// woken when its first frame waits, and again when half its buffer does: it
-// gathers the rest of a burst in between (frameInterval), so it wakes a few
-// times per burst, not once per event.
-func (h *hub) publish(batch []*frame) {
+// publish hands a batch (spans of the hub's blocks) to every view it
+// matches, dropping a view that would hold more than the buffer. A view of
+// every event gets the batch's spans, joined to the one it waits to send
+// when they follow it, and each of its spans holds a reference to its
+// block. A view with a filter gets copies of the records it takes (it
+// sends few of a block's, not runs of them). The views are woken a frame
+// interval after the first frame waits (due), or at once when half a
+// view's buffer does: a view wakes a few times per burst, not once per
+// event.
+func (h *hub) publish(batch []span) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.watchers {
-		n := len(w.pending)
-		if w.all {
-			w.pending = append(w.pending, batch...)
-			hold(batch)
-		} else {
-			for _, f := range batch {
-				if w.matches(f) {
-					w.pending = append(w.pending, f.own())
+	if h.filtered > 0 {
+		for _, s := range batch {
+			for i := range s {
+				s[i].toks = subjectTokens(s[i].subject)
+			}
+		}
+	}
+	// Backwards: dropping a view moves only the views seen already.
+	for i := len(h.watchers) - 1; i >= 0; i-- {
+		w := h.watchers[i]
+		n := w.queued
+		for _, s := range batch {
+			if w.all {
+				var added bool
+				if w.pending, added = extend(w.pending, s); added {
+					s[0].blk.refs.Add(1)
+				}
+				w.queued += len(s)
+				continue
+			}
+			for j := range s {
+				if w.matches(&s[j]) {
+					w.pending = append(w.pending, s[j].own())
+					w.queued++
 				}
 			}
 		}
 		switch {
-		case len(w.pending) == n:
-			continue
-		case len(w.pending) > h.buffer:
+		case w.queued == n:
+		case w.queued > h.buffer:
 			h.drop(w)
-			continue
-		case n == 0:
+		case w.queued >= h.buffer/2:
 			signal(w.ready)
-		}
-		if len(w.pending) >= h.buffer/2 {
-			signal(w.full)
+		case !h.armed:
+			h.armed = true
+			h.due.Reset(frameInterval)
 		}
 	}
 }
@@ -201,10 +286,7 @@ func signal(c chan struct{}) {
 }
 
 func (h *hub) drop(w *watcher) {
-	release(w.pending)
-	w.pending = nil
-	delete(h.watchers, w)
-	h.watching.Store(int32(len(h.watchers)))
+	h.remove(w)
 	close(w.dropped)
 	h.drops++
 }
@@ -257,8 +339,8 @@ const freeBlocks = 32
 
 // block holds records every view shares, one after the other, and their
 // frames. A block of the hub's is written again once no view holds a frame
-// of it: refs counts the frames views hold, plus one while records may
-// still write into it or hand out its frames (until the hub settles).
+// of it: refs counts the spans of it views hold, plus one while records
+// may still write into it or hand out its frames (until the hub settles).
 type block struct {
 	data   []byte
 	frames []frame
@@ -284,8 +366,9 @@ type records struct {
 // add encodes a decoded event (payload its decoded payload, nil if it has
 // none) as its server-sent event, its data the event's brief line
 // (events.Event.AppendBrief: what the page shows of it), and places it
-// after the last record.
-func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, error) {
+// after the last record. The frame comes as a span of its block, which the
+// next frames of the block may extend.
+func (r *records) add(ev *events.Event, payload any) (span, error) {
 	if b := r.cur; b == nil || len(b.frames) == cap(b.frames) || cap(b.data)-len(b.data) < blockRoom {
 		r.next()
 	}
@@ -312,8 +395,8 @@ func (r *records) add(ev *events.Event, toks [4]string, payload any) (*frame, er
 	}
 	// The record keeps the block's capacity beyond it: that is how the
 	// next record is found to follow it (follows).
-	b.frames = append(b.frames, frame{seq: ev.Seq, toks: toks, record: b.data[start:], blk: b})
-	return &b.frames[len(b.frames)-1], nil
+	b.frames = append(b.frames, frame{seq: ev.Seq, subject: ev.Subject, record: b.data[start:], at: start, blk: b})
+	return b.frames[len(b.frames)-1:], nil
 }
 
 // next starts a block: one the views are done with, or a new one. The
@@ -348,7 +431,7 @@ func (b *block) release(n int64) {
 		return
 	}
 	b.data = b.data[:0]
-	clear(b.frames) // the subjects' tokens
+	clear(b.frames) // the subjects
 	b.frames = b.frames[:0]
 	select {
 	case b.free <- b:
@@ -356,36 +439,20 @@ func (b *block) release(n int64) {
 	}
 }
 
-// hold counts the frames of fs, in order, as held by a view, a reference
-// to its block each: one count per run of frames of a block.
-func hold(fs []*frame) {
-	eachRun(fs, func(b *block, n int64) { b.refs.Add(n) })
-}
-
-// release drops the references hold took for fs.
-func release(fs []*frame) {
-	eachRun(fs, (*block).release)
-}
-
-// eachRun calls fn with each run of frames of one block in fs and its
-// length; copies (no block) are skipped.
-func eachRun(fs []*frame, fn func(*block, int64)) {
-	for i := 0; i < len(fs); {
-		b, j := fs[i].blk, i+1
-		for j < len(fs) && fs[j].blk == b {
-			j++
+// release drops the reference each span of a block holds (publish took
+// them); copies hold none.
+func release(spans []span) {
+	for _, s := range spans {
+		if b := s[0].blk; b != nil {
+			b.release(1)
 		}
-		if b != nil && b.free != nil {
-			fn(b, int64(j-i))
-		}
-		i = j
 	}
 }
 
 // own is the frame with a record of its own, for a view that takes only
 // some of the frames: it would otherwise hold a block for each.
-func (f *frame) own() *frame {
-	return &frame{seq: f.seq, toks: f.toks, record: slices.Clone(f.record)}
+func (f *frame) own() span {
+	return span{{seq: f.seq, subject: f.subject, toks: f.toks, record: slices.Clone(f.record)}}
 }
 
 // follows says whether next's bytes come right after run's in one block.

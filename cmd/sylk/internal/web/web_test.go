@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/sylk/sylk/agents/llm/llmtest"
 	"github.com/sylk/sylk/broker/brokertest"
 	"github.com/sylk/sylk/events"
+	"github.com/sylk/sylk/events/eventbench"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -357,10 +359,11 @@ func TestFrameIsTheBriefLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+		sp, err := rs.add(ev, decodeEvent(ev))
 		if err != nil {
 			t.Fatal(err)
 		}
+		f := &sp[0]
 		if line, err := ev.AppendLine(nil, nil); err != nil || string(line) != string(wantLine) {
 			t.Errorf("event %d's tail line:\n got %s (%v)\nwant %s", ev.Seq, line, err, wantLine)
 		}
@@ -372,8 +375,8 @@ func TestFrameIsTheBriefLine(t *testing.T) {
 		if string(f.record) != wantRecord {
 			t.Errorf("event %d:\n got %q\nwant %q", ev.Seq, f.record, wantRecord)
 		}
-		if f.toks != [4]string(strings.Split(ev.Subject, ".")[2:]) {
-			t.Errorf("event %d: tokens %v of %s", ev.Seq, f.toks, ev.Subject)
+		if toks := subjectTokens(f.subject); toks != [4]string(strings.Split(ev.Subject, ".")[2:]) {
+			t.Errorf("event %d: tokens %v of %s", ev.Seq, toks, ev.Subject)
 		}
 	}
 	if !strings.Contains(string(mustFrame(t, raw[3]).record), `"invalid":`) {
@@ -384,11 +387,11 @@ func TestFrameIsTheBriefLine(t *testing.T) {
 func mustFrame(t *testing.T, ev *events.Event) *frame {
 	t.Helper()
 	var rs records
-	f, err := rs.add(ev, subjectTokens(ev.Subject), decodeEvent(ev))
+	sp, err := rs.add(ev, decodeEvent(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return &sp[0]
 }
 
 // routedEvent is an event of the routed path ('sylk bench route') as the
@@ -411,11 +414,10 @@ func routedEvent(tb testing.TB) (*events.Event, any) {
 // decoded, into the block they share.
 func BenchmarkRecordsAdd(b *testing.B) {
 	ev, payload := routedEvent(b)
-	toks := subjectTokens(ev.Subject)
 	var rs records
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := rs.add(ev, toks, payload); err != nil {
+		if _, err := rs.add(ev, payload); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -435,10 +437,10 @@ func TestBlocksReusedOnceSent(t *testing.T) {
 			h.feed(ev, payload)
 		}
 	}
-	blocksOf := func(fs []*frame) map[*block]bool {
+	blocksOf := func(spans []span) map[*block]bool {
 		m := map[*block]bool{}
-		for _, f := range fs {
-			m[f.blk] = true
+		for _, s := range spans {
+			m[s[0].blk] = true
 		}
 		return m
 	}
@@ -446,10 +448,20 @@ func TestBlocksReusedOnceSent(t *testing.T) {
 	feed(1000)
 	held := h.take(b, nil) // b sends them later
 	var heldRecords []string
-	for _, f := range held {
-		heldRecords = append(heldRecords, string(f.record))
+	for _, s := range held {
+		for _, f := range s {
+			heldRecords = append(heldRecords, string(f.record))
+		}
+	}
+	if len(heldRecords) != 1000 {
+		t.Fatalf("a view of every event was handed %d of 1,000 events", len(heldRecords))
 	}
 	first := blocksOf(held)
+	// The events of a block come as one span of it: a view's work grows
+	// with the blocks, not the events.
+	if len(held) != len(first) {
+		t.Errorf("1,000 events in %d blocks came as %d spans", len(first), len(held))
+	}
 	// The block being filled gets the next records after b's: it is
 	// not written again, it goes on.
 	delete(first, h.records.cur)
@@ -468,9 +480,13 @@ func TestBlocksReusedOnceSent(t *testing.T) {
 			}
 		}
 	}
-	for i, f := range held {
-		if string(f.record) != heldRecords[i] {
-			t.Fatalf("record %d changed while its view held it:\n got %q\nwant %q", i, f.record, heldRecords[i])
+	i := 0
+	for _, s := range held {
+		for _, f := range s {
+			if string(f.record) != heldRecords[i] {
+				t.Fatalf("record %d changed while its view held it:\n got %q\nwant %q", i, f.record, heldRecords[i])
+			}
+			i++
 		}
 	}
 
@@ -567,18 +583,18 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // or were sent already (the past and the live stream overlap).
 func TestSSEWritesEveryRecordOnce(t *testing.T) {
 	var rs records
-	var frames []*frame
+	var frames []span
 	var want strings.Builder
 	starts := map[*byte]bool{}
 	for seq := uint64(1); seq <= 3000; seq++ {
-		f, err := rs.add(&events.Event{Seq: seq, Subject: "sylk.v1.S1.user.guide.user_input"}, [4]string{}, nil)
+		f, err := rs.add(&events.Event{Seq: seq, Subject: "sylk.v1.S1.user.guide.user_input"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.Write(f.record)
-		starts[&f.record[0]] = true
+		want.Write(f[0].record)
+		starts[&f[0].record[0]] = true
 		if seq%700 < 3 {
-			f = f.own()
+			f = f[0].own()
 		}
 		frames = append(frames, f)
 	}
@@ -587,23 +603,41 @@ func TestSSEWritesEveryRecordOnce(t *testing.T) {
 	}
 	rec := &countingWriter{ResponseRecorder: httptest.NewRecorder(), starts: starts}
 	out := &sse{rw: rec, rc: http.NewResponseController(rec)}
-	for i, f := range frames {
-		if err := out.send(f); err != nil {
-			t.Fatal(err)
-		}
-		switch i {
-		case 1500: // sent already: skipped
-			for _, again := range frames[1490:1501] {
-				if err := out.send(again); err != nil {
-					t.Fatal(err)
-				}
+	send := func(spans ...span) {
+		t.Helper()
+		for _, s := range spans {
+			if err := out.send(s); err != nil {
+				t.Fatal(err)
 			}
-		case 999, 2000:
+		}
+	}
+	// Sent in spans of up to 7 frames, as a view takes them.
+	var spans []span
+	for i, f := range frames {
+		spans, _ = extend(spans, f)
+		if i%7 < 6 && i != 1500 {
+			continue
+		}
+		send(spans...)
+		spans = spans[:0]
+		switch i {
+		case 1500: // sent already: skipped, whole or in part
+			send(frames[1490:1501]...)
+			part, _ := extend(nil, frames[1495])
+			for _, f := range frames[1496:1510] {
+				part, _ = extend(part, f)
+			}
+			if len(part) != 1 {
+				t.Fatalf("frames 1495 to 1509 make %d spans, want 1", len(part))
+			}
+			send(part...)
+		case 1001, 2001:
 			if err := out.flush(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	send(spans...)
 	if err := out.flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -618,4 +652,78 @@ func TestSSEWritesEveryRecordOnce(t *testing.T) {
 		t.Errorf("%d of %d bytes written from the blocks, in %d writes: want most", rec.direct, rec.all, rec.writes)
 	}
 	t.Logf("%d bytes in %d writes, %d from the blocks", rec.all, rec.writes, rec.direct)
+}
+
+// BenchmarkLiveViews is the CPU the live stream costs per event with 0 and
+// 10 views reading it over loopback HTTP (their reading counted too, in
+// this process: 'sylk bench web' measures the server apart), the events
+// fed as the projector hands them at the rate of 'sylk bench route', some 21 a
+// millisecond.
+func BenchmarkLiveViews(b *testing.B) {
+	ev, payload := routedEvent(b)
+	var rs records
+	line := func(seq uint64) int { // the record of the event of seq
+		ev.Seq = seq
+		f, err := rs.add(ev, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(f[0].record)
+	}
+	for _, views := range []int{0, 10} {
+		b.Run(fmt.Sprintf("views=%d", views), func(b *testing.B) {
+			w := &Web{token: Token([]byte("bench")), hub: newHub(ClientBuffer), opts: Options{Now: time.Now}}
+			mux := http.NewServeMux()
+			w.Register(mux)
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			var got atomic.Int64 // bytes the views read
+			var readers sync.WaitGroup
+			defer readers.Wait()
+			for range views {
+				req, _ := http.NewRequest("GET", srv.URL+"/api/events", nil)
+				req.Header.Set("Authorization", "Bearer "+w.Token())
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer resp.Body.Close()
+				readers.Go(func() {
+					buf := make([]byte, 256<<10)
+					for {
+						n, err := resp.Body.Read(buf)
+						got.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				})
+			}
+			// Each view's ": live" comment, then every record.
+			want := int64(views) * int64(len(": live\n\n"))
+			if !brokertest.Poll(10*time.Second, func() bool { return w.Watching() == views && got.Load() == want }) {
+				b.Fatalf("%d of %d views open", w.Watching(), views)
+			}
+			for seq := uint64(1); seq <= uint64(b.N); seq *= 10 {
+				want += int64(views) * int64(line(seq)) * int64(min(uint64(b.N)+1, seq*10)-seq)
+			}
+			const perTick = 21
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			cpu0 := eventbench.ProcessCPU()
+			for seq := uint64(1); seq <= uint64(b.N); {
+				<-tick.C
+				for k := perTick - 1; k >= 0 && seq <= uint64(b.N); k-- {
+					ev.Seq, ev.Pending = seq, min(uint64(k), uint64(b.N)-seq)
+					w.hub.feed(ev, payload)
+					seq++
+				}
+			}
+			if !brokertest.Poll(30*time.Second, func() bool { return got.Load() >= want }) {
+				b.Fatalf("the views read %d of %d bytes", got.Load(), want)
+			}
+			b.ReportMetric(float64(eventbench.ProcessCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/event")
+			srv.CloseClientConnections()
+		})
+	}
 }

@@ -237,7 +237,7 @@ async function loadUsage() {
     ...totalsTable("Agent", u.by_agent), ...totalsTable("Task", Object.fromEntries(tasks)));
 }
 
-// --- live: one stream for the state shown, one for the event log
+// --- live: one stream for the state shown and the event log
 let pending = null;
 // stale says which views the events since the last refresh changed; each is
 // read again, once per burst, only when one did.
@@ -276,14 +276,23 @@ function refresh(...views) {
   }, 50);
 }
 
-function follow() {
-  const es = new EventSource("/api/events");
-  es.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
-  es.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
-  es.onmessage = (m) => {
+// The page's one stream of every event: it keeps the state shown current
+// and, while the event log has no filter, fills the log too (a filtered log
+// has a stream of its own, filtered by the server). Opened with the log's
+// since, so its past fills the log; an EventSource that reconnects resumes
+// after the last event it got (Last-Event-ID), none twice.
+let stream = null;
+function follow(since) {
+  if (stream) stream.close();
+  stream = new EventSource("/api/events?" + new URLSearchParams({ since }));
+  stream.onopen = () => { $("#live").className = "up"; $("#live").textContent = "live"; refresh(); };
+  stream.onerror = () => { $("#live").className = "down"; $("#live").textContent = "reconnecting"; };
+  stream.onmessage = (m) => {
     seen = Math.max(seen, Number(m.lastEventId));
-    const views = changed(JSON.parse(m.data).envelope);
+    const ev = JSON.parse(m.data);
+    const views = changed(ev.envelope);
     if (views.length) refresh(...views);
+    if (!logStream) logRow(ev);
   };
 }
 
@@ -316,25 +325,34 @@ async function showAsOf(at, seq) {
   }
 }
 
+// The event log: the page's stream while its filter is empty, read again
+// from its since; a stream of its own, filtered by the server, otherwise
+// (logStream), so a filtered log gets only the events it shows.
 let logStream = null;
 function followLog(form) {
   if (logStream) logStream.close();
+  logStream = null;
   const params = new URLSearchParams();
   for (const [k, v] of new FormData(form)) if (v) params.set(k, v);
-  const body = $("#events tbody");
-  body.replaceChildren();
+  $("#events tbody").replaceChildren();
+  if ([...params.keys()].every((k) => k === "since")) {
+    follow(params.get("since") || "new");
+    return;
+  }
   logStream = new EventSource("/api/events?" + params);
-  logStream.onmessage = (m) => {
-    const ev = JSON.parse(m.data), e = ev.envelope;
-    const row = e
-      ? h("tr", { "data-seq": ev.seq, "data-type": e.type }, h("td", {}, ev.seq), h("td", {}, new Date(e.timestamp).toLocaleTimeString()), h("td", {}, e.session_id || "_"),
-        h("td", {}, `${e.source}→${e.target || "guide"}`), h("td", {}, e.type), h("td", { class: "payload" }, JSON.stringify(e.payload).slice(0, 300)))
-      : h("tr", { "data-seq": ev.seq }, h("td", {}, ev.seq), h("td", {}, ""), h("td", {}, ""), h("td", {}, ev.subject), h("td", {}, "INVALID"), h("td", { class: "payload" }, ev.invalid));
-    body.prepend(row);
-    while (body.children.length > 500) body.lastChild.remove();
-  };
+  logStream.onmessage = (m) => logRow(JSON.parse(m.data));
+}
+
+// logRow puts an event at the top of the log, which keeps the last 500.
+function logRow(ev) {
+  const body = $("#events tbody"), e = ev.envelope;
+  const row = e
+    ? h("tr", { "data-seq": ev.seq, "data-type": e.type, "data-session": e.session_id || "_" }, h("td", {}, ev.seq), h("td", {}, new Date(e.timestamp).toLocaleTimeString()), h("td", {}, e.session_id || "_"),
+      h("td", {}, `${e.source}→${e.target || "guide"}`), h("td", {}, e.type), h("td", { class: "payload" }, JSON.stringify(e.payload).slice(0, 300)))
+    : h("tr", { "data-seq": ev.seq }, h("td", {}, ev.seq), h("td", {}, ""), h("td", {}, ""), h("td", {}, ev.subject), h("td", {}, "INVALID"), h("td", { class: "payload" }, ev.invalid));
+  body.prepend(row);
+  while (body.children.length > 500) body.lastChild.remove();
 }
 $("#event-filter").addEventListener("submit", (e) => { e.preventDefault(); followLog(e.target); });
 
-follow();
-followLog($("#event-filter"));
+followLog($("#event-filter")); // opens the page's stream
