@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -118,6 +119,26 @@ type event struct {
 	// switch that the live fold accepted: only its effect on the session
 	// switched away from applies.
 	foreign bool
+	// observed: an observer was handed the envelope, and may keep it, so
+	// the event is not recycled.
+	observed bool
+}
+
+// eventPool recycles the events a fold is done with (see release): each
+// embeds its decoded envelope, about 500 bytes, and a rebuild decodes one
+// per message of the stream.
+var eventPool = sync.Pool{New: func() any { return new(event) }}
+
+// release hands e back for the reader to decode the next event into. A fold
+// keeps nothing of an event once applied: what a projection keeps (the
+// envelope's strings, the decoded payload) was allocated by the decode, not
+// in the event, so only the event itself is reused.
+func (e *event) release() {
+	if e.observed {
+		return
+	}
+	*e = event{}
+	eventPool.Put(e)
 }
 
 func newEvent(ev *events.Event) *event {
@@ -139,7 +160,8 @@ func decodeEvent(ev *events.Event) *event {
 	if ev.Env != nil || ev.Err != nil {
 		return newEvent(ev) // decoded already
 	}
-	e := &event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
+	e := eventPool.Get().(*event)
+	*e = event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
 	if e.payload, e.err = schemas.UnmarshalPayloadInto(ev.Data, &e.envelope); e.err == nil {
 		e.env = &e.envelope
 		e.id, e.decoded = e.env.ID, true
