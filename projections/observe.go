@@ -80,7 +80,6 @@ func (p *Projector) observe(ctx context.Context, ev *events.Event, e *event) err
 			subject = full.Subject
 		}
 		ev.Subject, ev.Env, ev.Err = subject, e.env, e.err
-		e.observed = true
 		o.seen = e.seq
 		o.fn(ev, e.payload)
 	}

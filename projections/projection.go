@@ -119,9 +119,6 @@ type event struct {
 	// switch that the live fold accepted: only its effect on the session
 	// switched away from applies.
 	foreign bool
-	// observed: an observer was handed the envelope, and may keep it, so
-	// the event is not recycled.
-	observed bool
 }
 
 // eventPool recycles the events a fold is done with (see release): each
@@ -130,13 +127,11 @@ type event struct {
 var eventPool = sync.Pool{New: func() any { return new(event) }}
 
 // release hands e back for the reader to decode the next event into. A fold
-// keeps nothing of an event once applied: what a projection keeps (the
-// envelope's strings, the decoded payload) was allocated by the decode, not
-// in the event, so only the event itself is reused.
+// keeps nothing of an event once applied, and an observer keeps nothing of
+// what it is handed (see Observe): what a projection keeps (the envelope's
+// strings, the decoded payload, the message's bytes) was allocated by the
+// decode or the read, not in the event, so only the event itself is reused.
 func (e *event) release() {
-	if e.observed {
-		return
-	}
 	*e = event{}
 	eventPool.Put(e)
 }
