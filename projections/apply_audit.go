@@ -181,7 +181,7 @@ func (c *auditChunk) set(i int, b []byte) {
 func (c *auditChunk) settle() {
 	for _, w := range c.waiting {
 		off := len(c.buf)
-		c.buf = w.call.appendEntry(c.buf)
+		c.buf = w.call.appendEntry(c.buf, nil)
 		c.items[w.i].off, c.items[w.i].n = uint32(off), uint32(len(c.buf)-off)
 	}
 	c.waiting = nil
@@ -702,31 +702,95 @@ func decodeAuditPosting(b []byte) (time.Time, string, error) {
 // once committed) stored under the call's key (audit/call/<id>), and read
 // back by the result. A call and its result folded between two flushes, as
 // a rebuild's mostly are, cost no cached object and no write.
+//
+// The call keeps its entry stored (b), not the record it was made from: a
+// record held the call's strings and was two thirds of a 640-byte call, and
+// at 1M events 20,000 calls wait at once (a round of every session's tool
+// calls), each live heap byte one the collector marks and one less it may
+// allocate before it runs again.
 type auditCall struct {
-	chunk uint64
-	c     *auditChunk // that chunk, while the memo vouches for it; nil read back
-	r     auditRecord
-	// head is r's stored form up to its outcome (appendAuditHead), which
-	// its result does not change: encoded with the call, while its
-	// strings are in the processor's caches, not with its result.
-	head []byte
-	// room holds a head of the usual size: the call is one allocation.
-	room [96]byte
+	chunk    uint64
+	c        *auditChunk // that chunk, while the memo vouches for it; nil read back
+	seq      uint64
+	at       int64
+	category string
+	// b is the entry's stored form as the call made it, but its detail
+	// count: its head (appendAuditHead, which a result does not change),
+	// its outcome and reason from head to dets, then each detail i
+	// (appendAuditDetail) ending at ends[i], its name names[i]. A result
+	// adds its details among them in name order.
+	b             []byte
+	head, dets, n uint32
+	ends          [auditCallDetails]uint32
+	names         [auditCallDetails]string
+	// room holds an entry of the usual size: the call is one allocation
+	// of 256 bytes.
+	room [128]byte
 }
 
+// auditCallDetails is how many details a tool call's entry has at most
+// before its result adds its own.
+const auditCallDetails = len(auditRecord{}.details) - auditResultDetails
+
 func newAuditCall(chunk uint64, c *auditChunk, r *auditRecord) *auditCall {
-	call := &auditCall{chunk: chunk, c: c, r: *r}
-	call.head = appendAuditHead(call.room[:0], r)
+	call := &auditCall{chunk: chunk, c: c, seq: r.seq, at: r.at, category: r.category}
+	b := appendAuditHead(call.room[:0], r)
+	call.head = uint32(len(b))
+	b = appendAuditText(appendAuditWord(b, r.outcome), r.reason)
+	call.dets = uint32(len(b))
+	for i, d := range r.details[:r.n] { // auditOf and decodeAuditCall give a call no more
+		b = appendAuditDetail(b, &d)
+		call.ends[i], call.names[i] = uint32(len(b)), d.name
+	}
+	call.b, call.n = b, uint32(r.n)
 	return call
 }
 
-// appendEntry appends the stored form of the call's entry as it is now.
-func (c *auditCall) appendEntry(b []byte) []byte {
-	return appendAuditTail(append(b, c.head...), &c.r)
+// appendEntry appends the stored form of the call's entry: as the call
+// made it (res nil), or as its result res completes it (its outcome,
+// reason and details; the call's details too, unless res has one of the
+// same name).
+func (c *auditCall) appendEntry(b []byte, res *auditRecord) []byte {
+	n := int(c.n)
+	if res == nil {
+		b = append(b, c.b[:c.dets]...)
+		b = binary.AppendUvarint(b, uint64(n))
+		return append(b, c.b[c.dets:]...)
+	}
+	b = append(b, c.b[:c.head]...)
+	b = appendAuditText(appendAuditWord(b, res.outcome), res.reason)
+	same := 0
+	for i := range n {
+		if res.has(c.names[i]) {
+			same++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n+res.n-same))
+	start, j := c.dets, 0
+	for i := range n {
+		for j < res.n && res.details[j].name <= c.names[i] {
+			b = appendAuditDetail(b, &res.details[j])
+			j++
+		}
+		if !res.has(c.names[i]) {
+			b = append(b, c.b[start:c.ends[i]]...)
+		}
+		start = c.ends[i]
+	}
+	for ; j < res.n; j++ {
+		b = appendAuditDetail(b, &res.details[j])
+	}
+	return b
+}
+
+// outcome returns the outcome and reason of the call's entry.
+func (c *auditCall) outcome() (string, string) {
+	d := auditDecoder{b: c.b[c.head:c.dets]}
+	return d.word(), d.word()
 }
 
 func (c *auditCall) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = c.appendEntry(binary.AppendUvarint(s.val[:0], c.chunk))
+	s.val = c.appendEntry(binary.AppendUvarint(s.val[:0], c.chunk), nil)
 	return b.Set(k, s.val, nil)
 }
 
@@ -809,30 +873,30 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 	return newAuditCall(chunk, nil, &r), nil
 }
 
-// replaceAuditEntry stores b as the entry of r's sequence in the chunk of
+// replaceAuditEntry stores b as the entry of sequence seq in the chunk of
 // its category at position first: the open one, a sealed one still in the
 // cache (not written yet), or else as an amendment of the sealed chunk.
-func replaceAuditEntry(t *tx, first uint64, r *auditRecord, b []byte) error {
-	c, ce, err := loadAuditOpen(t, 'c', r.category)
+func replaceAuditEntry(t *tx, first uint64, category string, seq uint64, b []byte) error {
+	c, ce, err := loadAuditOpen(t, 'c', category)
 	if err != nil {
 		return err
 	}
 	if c == nil || c.first != first {
-		k := appendAuditChunkKey(t.kbuf[:0], 'c', r.category, first)
+		k := appendAuditChunkKey(t.kbuf[:0], 'c', category, first)
 		t.kbuf = k
 		e, ok := t.cache.get(k)
 		if !ok {
 			// Written with the objects, as the chunk was: the audit's
 			// cursor moves with them.
-			t.kbuf = appendAuditAmendKey(k, r.seq)
+			t.kbuf = appendAuditAmendKey(k, seq)
 			t.cache.putTransient(t.kbuf, auditAmend(slices.Clone(b)))
 			return nil
 		}
 		c, ce = e.obj.(*auditChunk), e
 	}
-	i, found := c.find(r.seq)
+	i, found := c.find(seq)
 	if !found {
-		return fmt.Errorf("audit: the entry of seq %d is not in its chunk at %d", r.seq, first)
+		return fmt.Errorf("audit: the entry of seq %d is not in its chunk at %d", seq, first)
 	}
 	c.set(i, b)
 	t.cache.update(ce, c)
@@ -903,6 +967,16 @@ func (r *auditRecord) uint(name string, v uint64) {
 	r.set(auditDetail{name: name, num: v, isNum: true})
 }
 
+// has reports whether r has a detail named name.
+func (r *auditRecord) has(name string) bool {
+	for _, d := range r.details[:r.n] {
+		if d.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // detail returns the text of detail name ("": none).
 func (r *auditRecord) detail(name string) string {
 	for _, d := range r.details[:r.n] {
@@ -941,22 +1015,27 @@ func appendAuditTail(b []byte, r *auditRecord) []byte {
 		return appendAuditDetails(b, r.extra)
 	}
 	b = binary.AppendUvarint(b, uint64(r.n))
-	for _, d := range r.details[:r.n] {
-		b = appendAuditWord(b, d.name)
-		if !d.isNum {
-			b = appendAuditText(b, d.text)
-			continue
-		}
-		// Digits are never an event id: stored as appendAuditText stores
-		// their string.
-		var digits [24]byte
-		v := strconv.AppendUint(digits[:0], d.num, 10)
-		if d.signed {
-			v = strconv.AppendInt(digits[:0], int64(d.num), 10)
-		}
-		b = append(binary.AppendUvarint(b, uint64(len(v))<<2|auditLiteral), v...)
+	for i := range r.details[:r.n] {
+		b = appendAuditDetail(b, &r.details[i])
 	}
 	return b
+}
+
+// appendAuditDetail appends a detail's stored form: its name, then its
+// text or its number's digits.
+func appendAuditDetail(b []byte, d *auditDetail) []byte {
+	b = appendAuditWord(b, d.name)
+	if !d.isNum {
+		return appendAuditText(b, d.text)
+	}
+	// Digits are never an event id: stored as appendAuditText stores their
+	// string.
+	var digits [24]byte
+	v := strconv.AppendUint(digits[:0], d.num, 10)
+	if d.signed {
+		v = strconv.AppendInt(digits[:0], int64(d.num), 10)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(v))<<2|auditLiteral), v...)
 }
 
 // appendAuditDetails appends the count of details and each, sorted by name.
@@ -1200,7 +1279,9 @@ func auditToolResult(t *tx, ev *event) error {
 	if err != nil || call == nil {
 		return err // a result of a call from before the audit projection
 	}
-	r := &call.r
+	// The result's part of the entry: its outcome and its details.
+	r := &auditRecord{}
+	r.outcome, r.reason = call.outcome()
 	r.int("exit_code", int64(p.ExitCode))
 	r.int("duration_ms", p.DurationMS)
 	r.uint("result_seq", ev.seq)
@@ -1213,19 +1294,19 @@ func auditToolResult(t *tx, ev *event) error {
 			r.reason = p.Summary
 		}
 	}
-	t.vbuf = call.appendEntry(t.vbuf[:0])
+	t.vbuf = call.appendEntry(t.vbuf[:0], r)
 	if ce := t.cache.audit.chunk(call.c); ce != nil {
-		i, _ := call.c.find(r.seq) // it is there: added with the call
+		i, _ := call.c.find(call.seq) // it is there: added with the call
 		call.c.set(i, t.vbuf)
 		t.cache.update(ce, call.c)
-	} else if err := replaceAuditEntry(t, call.chunk, r, t.vbuf); err != nil {
+	} else if err := replaceAuditEntry(t, call.chunk, call.category, call.seq, t.vbuf); err != nil {
 		return err
 	}
 	if p.OK {
 		return nil
 	}
-	t.vbuf = appendAuditPosting(t.vbuf[:0], r.at, r.category)
-	_, err = addAuditItem(t, 'o', r.outcome, ev.seq, r.seq, r.at, t.vbuf)
+	t.vbuf = appendAuditPosting(t.vbuf[:0], call.at, call.category)
+	_, err = addAuditItem(t, 'o', r.outcome, ev.seq, call.seq, call.at, t.vbuf)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -57,66 +58,94 @@ type codeRoot struct {
 // lists (to delete their keys when the segment dies) and how many of its
 // files are still live.
 type codeSegment struct {
-	Terms    []string `json:"terms"`
-	Symbols  []string `json:"symbols,omitempty"`
-	Calls    []string `json:"calls,omitempty"`
+	Names    []string `json:"names"`
 	Imports  []string `json:"imports,omitempty"`
 	Packages []string `json:"packages,omitempty"`
 	Live     int      `json:"live"`
 }
 
-// A segment's lists: each term's postings, and each symbol's, callee's,
-// import's and package's entries, one key per name and segment, whose
-// value is the entries of the segment's files (uvarints, each starting
-// with the file's index in the segment).
+// A segment's lists, one key per name and segment: a name's (a term's
+// postings, the symbols it names and the calls to it, lower-cased), an
+// import's and a package's. A list's value is the entries of the
+// segment's files (uvarints, each starting with the file's index in the
+// segment), in sections when it has several (see segmentLists.value). A
+// posting is the file's index and the term's count: the file's length,
+// which BM25 needs too, is written once, with the segment's paths (see
+// segmentPaths). A symbol's name and a callee's are most often terms of
+// the same file: one key holds them all.
 var (
-	codeTermFamily    = codeFamily{"code/t/", func(s *codeSegment) *[]string { return &s.Terms }, 2}
-	codeSymbolFamily  = codeFamily{"code/y/", func(s *codeSegment) *[]string { return &s.Symbols }, 1}
-	codeCallFamily    = codeFamily{"code/c/", func(s *codeSegment) *[]string { return &s.Calls }, 1}
-	codeImportFamily  = codeFamily{"code/i/", func(s *codeSegment) *[]string { return &s.Imports }, 0}
-	codePackageFamily = codeFamily{"code/p/", func(s *codeSegment) *[]string { return &s.Packages }, 0}
-	codeFamilies      = [...]codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily, codeImportFamily, codePackageFamily}
+	codeNameLists    = codeListKind{"code/t/", func(s *codeSegment) *[]string { return &s.Names }, 3}
+	codeImportLists  = codeListKind{"code/i/", func(s *codeSegment) *[]string { return &s.Imports }, 1}
+	codePackageLists = codeListKind{"code/p/", func(s *codeSegment) *[]string { return &s.Packages }, 1}
+	codeListKinds    = [...]codeListKind{codeNameLists, codeImportLists, codePackageLists}
+
+	codeTermFamily    = codeFamily{codeNames, 0, 1}
+	codeSymbolFamily  = codeFamily{codeNames, 1, 1}
+	codeCallFamily    = codeFamily{codeNames, 2, 1}
+	codeImportFamily  = codeFamily{codeImports, 0, 0}
+	codePackageFamily = codeFamily{codePackages, 0, 0}
 )
 
-// Indexes of codeFamilies (and of codeLists.lists).
+// Indexes of codeListKinds (and of codeLists.lists).
 const (
-	codeTerms = iota
-	codeSymbols
-	codeCalls
+	codeNames = iota
 	codeImports
 	codePackages
 )
 
-// codeFamily is a kind of a segment's lists: its key prefix, where the
-// segment record keeps its names, and how many values follow the file's
-// index in an entry.
+// codeListKind is a kind of a segment's lists: its key prefix, where the
+// segment record keeps its names, and how many sections its values have.
+type codeListKind struct {
+	prefix   string
+	names    func(*codeSegment) *[]string
+	sections int
+}
+
+func (k codeListKind) listPrefix(rid, name string) []byte { return under(key(k.prefix, rid, name)) }
+
+// codeFamily is one kind of entry: the lists holding it (an index of
+// codeListKinds), their section it is in, and how many values follow the
+// file's index in an entry.
 type codeFamily struct {
-	prefix string
-	names  func(*codeSegment) *[]string
-	values int
+	kind, sec, values int
 }
 
-func (f codeFamily) listPrefix(rid, name string) []byte { return under(key(f.prefix, rid, name)) }
+func (f codeFamily) lists() codeListKind { return codeListKinds[f.kind] }
 
-// segmentLists gathers one family's lists of a segment while its files
-// are folded: one map lookup per entry. It is reused from one event to
-// the next (see codeScratches), its map and lists keeping their room.
+// section is f's section of v, the value of one of its lists.
+func (f codeFamily) section(v []byte) ([]byte, error) {
+	return sectionOf(v, f.lists().sections, f.sec)
+}
+
+// segmentLists gathers one kind's lists of a segment while its files are
+// folded: one map lookup per entry. It is reused from one event to the
+// next (see codeScratches), its map and lists keeping their room.
 type segmentLists struct {
-	slot  map[string]int32
-	names []string
-	vals  [][]byte
+	slot     map[string]int32
+	names    []string
+	sections int      // of each list
+	vals     [][]byte // list k's section s at k*sections+s
+	buf      []byte   // a value being written
 }
 
-// reset empties l for the next segment. Its names went into the last
-// segment's record: the next ones get a slice of their own.
-func (l *segmentLists) reset() {
+// reset empties l for the next segment, whose lists have sections
+// sections. Its names went into the last segment's record: the next ones
+// get a slice of their own.
+func (l *segmentLists) reset(sections int) {
 	clear(l.slot)
 	l.names = make([]string, 0, len(l.names))
 	l.vals = l.vals[:0]
+	l.sections = sections
 }
 
-// add appends the entry xs (the file's index first) to name's list.
-func (l *segmentLists) add(name string, xs ...uint64) { l.addAt(l.slotOf(name), xs...) }
+// add appends the entry xs (the file's index first) to section s of
+// name's list.
+func (l *segmentLists) add(name string, s int, xs ...uint64) {
+	l.addAt(l.at(l.slotOf(name), s), xs...)
+}
+
+// at is where section s of the list at index k is in vals.
+func (l *segmentLists) at(k int32, s int) int32 { return k*int32(l.sections) + int32(s) }
 
 // slotOf is the index of name's list, made empty when it has none.
 func (l *segmentLists) slotOf(name string) int32 {
@@ -130,44 +159,91 @@ func (l *segmentLists) slotOf(name string) int32 {
 	k = int32(len(l.names))
 	l.slot[name] = k
 	l.names = append(l.names, name)
-	if len(l.vals) < cap(l.vals) {
-		l.vals = l.vals[:k+1]
-		l.vals[k] = l.vals[k][:0]
-	} else {
-		l.vals = append(l.vals, nil)
+	for range l.sections {
+		if n := len(l.vals); n < cap(l.vals) {
+			l.vals = l.vals[:n+1]
+			l.vals[n] = l.vals[n][:0]
+		} else {
+			l.vals = append(l.vals, nil)
+		}
 	}
 	return k
 }
 
-// addAt appends the entry xs to the list at index k.
+// addAt appends the entry xs to the section at index k of vals.
 func (l *segmentLists) addAt(k int32, xs ...uint64) {
 	for _, x := range xs {
 		l.vals[k] = binary.AppendUvarint(l.vals[k], x)
 	}
 }
 
-// write stores the lists under f's keys of segment seq and their names,
-// sorted, in seg.
-func (l *segmentLists) write(t *tx, f codeFamily, rid string, seq uint64, seg *codeSegment) error {
+// value is list k's value: its sections in order, each but the last of
+// its kind after its length (a uvarint). Empty sections at the end are
+// left out (most lists of names hold postings alone): sectionOf reads
+// them as empty.
+func (l *segmentLists) value(k int) []byte {
+	secs := l.vals[k*l.sections : (k+1)*l.sections]
+	if len(secs) == 1 {
+		return secs[0]
+	}
+	for len(secs) > 0 && len(secs[len(secs)-1]) == 0 {
+		secs = secs[:len(secs)-1]
+	}
+	b := l.buf[:0]
+	for i, sec := range secs {
+		if i < l.sections-1 {
+			b = binary.AppendUvarint(b, uint64(len(sec)))
+		}
+		b = append(b, sec...)
+	}
+	l.buf = b
+	return b
+}
+
+// errCorruptSection: a list's value whose section lengths overrun it.
+var errCorruptSection = errors.New("a section longer than the list holds")
+
+// sectionOf is section s of v, the value of a list of sections sections
+// (see segmentLists.value).
+func sectionOf(v []byte, sections, s int) ([]byte, error) {
+	for i := 0; i < sections-1; i++ {
+		if len(v) == 0 {
+			return nil, nil // left out: empty
+		}
+		n, w := binary.Uvarint(v)
+		if w <= 0 || n > uint64(len(v)-w) {
+			return nil, errCorruptSection
+		}
+		if i == s {
+			return v[w : w+int(n)], nil
+		}
+		v = v[w+int(n):]
+	}
+	return v, nil
+}
+
+// write stores the lists under kind's keys of segment seq and their names
+// in seg, in the order they were first met (an order a rebuild repeats:
+// it folds the same event).
+func (l *segmentLists) write(t *tx, kind codeListKind, rid string, seq uint64, seg *codeSegment) error {
 	for k, name := range l.names {
-		key := append(t.kbuf[:0], f.prefix...)
+		key := append(t.kbuf[:0], kind.prefix...)
 		key = append(append(key, rid...), sep)
 		key = append(append(key, name...), sep)
 		t.kbuf = binary.BigEndian.AppendUint64(key, seq)
-		if err := t.set(t.kbuf, l.vals[k]); err != nil {
+		if err := t.set(t.kbuf, l.value(k)); err != nil {
 			return err
 		}
 	}
-	slices.Sort(l.names)
-	*f.names(seg) = l.names
+	*kind.names(seg) = l.names
 	return nil
 }
 
-// codeLists are the lists of one segment, by family (as codeFamilies),
-// the counts of the file being folded, and the term list of each term of
-// the event's vocabulary.
+// codeLists are the lists of one segment, by kind (as codeListKinds), the
+// counts of the file being folded, and the list of each term of the
+// event's vocabulary.
 type codeLists struct {
-	lists  [len(codeFamilies)]segmentLists
+	lists  [len(codeListKinds)]segmentLists
 	counts []termCount
 	vocab  []int32 // a list's index, or vocabUnseen or vocabInvalid
 }
@@ -246,14 +322,14 @@ func applyCode(t *tx, ev *event) error {
 		return nil
 	}
 	// The segment: each term's postings (the file's index in the segment,
-	// its count, the file's length) and each symbol's (index, line),
-	// callee's (index, the call's index in the file), import's and
-	// package's (index).
+	// its count) and each symbol's (index, line), callee's (index, the
+	// call's index in the file), import's and package's (index); its
+	// files' paths and lengths.
 	scratch := codeScratches.Get().(*codeLists)
 	defer codeScratches.Put(scratch)
 	lists := &scratch.lists
 	for k := range lists {
-		lists[k].reset()
+		lists[k].reset(codeListKinds[k].sections)
 	}
 	if err := prefetchCodeFiles(t, rid, p.Files); err != nil {
 		return err
@@ -262,8 +338,9 @@ func applyCode(t *tx, ev *event) error {
 	for k := range scratch.vocab {
 		scratch.vocab[k] = vocabUnseen
 	}
-	terms := &lists[codeTerms]
-	paths := make([]byte, 0, len(p.Files)*32)
+	names := &lists[codeNames]
+	var paths segmentPaths
+	paths.grow(len(p.Files))
 	counts := scratch.counts[:0]
 	defer func() { scratch.counts = counts[:0] }()
 	for i := range p.Files {
@@ -284,7 +361,7 @@ func applyCode(t *tx, ev *event) error {
 			if k == vocabUnseen {
 				k = vocabInvalid
 				if validTerm(vocab[id]) {
-					k = terms.slotOf(vocab[id])
+					k = names.slotOf(vocab[id])
 				}
 				scratch.vocab[id] = k
 			}
@@ -296,46 +373,67 @@ func applyCode(t *tx, ev *event) error {
 		_ = schemas.ParseTerms(f.Terms, func(term string, n int) { // the format before TermRefs
 			if n > 0 && validTerm(term) {
 				length += n
-				counts = append(counts, termCount{terms.slotOf(term), n})
+				counts = append(counts, termCount{names.slotOf(term), n})
 			}
 		})
 		idx := uint64(i)
 		for _, tc := range counts {
-			terms.addAt(tc.list, idx, uint64(tc.n), uint64(length))
+			names.addAt(names.at(tc.list, codeTermFamily.sec), idx, uint64(tc.n))
 		}
 		for _, s := range f.Symbols {
-			lists[codeSymbols].add(strings.ToLower(s.Name), idx, uint64(s.Line))
+			names.add(strings.ToLower(s.Name), codeSymbolFamily.sec, idx, uint64(s.Line))
 		}
 		for k, c := range f.Calls {
-			lists[codeCalls].add(calleeName(c.To), idx, uint64(k))
+			names.add(calleeName(c.To), codeCallFamily.sec, idx, uint64(k))
 		}
 		for _, imp := range f.Imports {
-			lists[codeImports].add(imp, idx)
+			lists[codeImports].add(imp, 0, idx)
 		}
 		if f.Package != "" {
-			lists[codePackages].add(f.Package, idx)
+			lists[codePackages].add(f.Package, 0, idx)
 		}
-		if i > 0 {
-			paths = append(paths, '\n')
-		}
-		paths = append(paths, f.Path...)
+		paths.add(f.Path, length)
 		if err := putCodeFile(t, rid, f, length, ev.seq, r); err != nil {
 			return err
 		}
 	}
 	seg := &codeSegment{Live: len(p.Files)}
-	for k, f := range codeFamilies {
-		if err := lists[k].write(t, f, rid, ev.seq, seg); err != nil {
+	for k, kind := range codeListKinds {
+		if err := lists[k].write(t, kind, rid, ev.seq, seg); err != nil {
 			return err
 		}
 	}
-	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths); err != nil {
+	if err := t.set(codeSegmentPathsKey(rid, ev.seq), paths.value()); err != nil {
 		return err
 	}
 	store(t, codeSegmentKey(rid, ev.seq), seg)
 	store(t, rk, r)
 	return nil
 }
+
+// segmentPaths is the value of a segment's paths key: its files' paths,
+// one a line, then a NUL (no path holds one) and each file's length (the
+// number of its terms with repeats), uvarints in the same order. A
+// search reads it once a segment, rather than a length in each posting.
+type segmentPaths struct {
+	paths, lengths []byte
+}
+
+func (s *segmentPaths) grow(files int) {
+	s.paths = make([]byte, 0, 32*files)
+	s.lengths = make([]byte, 0, 2*files)
+}
+
+// add appends a file's path and length.
+func (s *segmentPaths) add(pth string, length int) {
+	if len(s.paths) > 0 {
+		s.paths = append(s.paths, '\n')
+	}
+	s.paths = append(s.paths, pth...)
+	s.lengths = binary.AppendUvarint(s.lengths, uint64(length))
+}
+
+func (s *segmentPaths) value() []byte { return append(append(s.paths, 0), s.lengths...) }
 
 // checkIndexUpdate is why p, whose vocabulary holds words terms, cannot be
 // applied, or "". It is read whole before anything is applied, so that a
@@ -424,9 +522,9 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	switch {
 	case seg == nil: // cannot happen: the file's event wrote it
 	case seg.Live <= 1:
-		for _, f := range codeFamilies {
-			for _, name := range *f.names(seg) {
-				if err := b.Delete(binary.BigEndian.AppendUint64(f.listPrefix(rid, name), old.Seq), nil); err != nil {
+		for _, kind := range codeListKinds {
+			for _, name := range *kind.names(seg) {
+				if err := b.Delete(binary.BigEndian.AppendUint64(kind.listPrefix(rid, name), old.Seq), nil); err != nil {
 					return err
 				}
 			}

@@ -51,12 +51,15 @@
 //	code         code/r/<root>                     totals of a work directory's index
 //	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
 //	             code/h/<root>\0<path>             the file's content hash
-//	             code/t/<root>\0<term>\0<seg>      postings of a segment: file index, count, length (uvarints)
+//	             code/t/<root>\0<name>\0<seg>      a name's lists of a segment (uvarints), in three sections, each but
+//	                                               the last after its length, empty ones at the end left out:
+//	                                               the term's postings: file index, count;
+//	                                               the symbols it names (lower-cased): file index, line;
+//	                                               the calls to it (the callee's last name, lower-cased): file index,
+//	                                               the call's index in the file
 //	             code/g/<root>\0<seg>              the names of the segment's lists, its live files
-//	             code/gp/<root>\0<seg>             the segment's paths, one a line
+//	             code/gp/<root>\0<seg>             the segment's paths, one a line, a NUL, their lengths (uvarints)
 //	             code/d/<root>\0<seg>\0<path>      a dead file of the segment (indexed since, or gone)
-//	             code/y/<root>\0<name>\0<seg>      symbols of a segment: file index, line (name lower-cased)
-//	             code/c/<root>\0<callee>\0<seg>    calls of a segment: file index, the call's index in the file (callee's last name, lower-cased)
 //	             code/i/<root>\0<import>\0<seg>    files of a segment importing a package: file index
 //	             code/p/<root>\0<package>\0<seg>   files of a segment in a package: file index
 //	             code/s/<root>\0<path>             why the file was skipped

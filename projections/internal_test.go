@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -375,6 +376,65 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	}
 }
 
+// A waiting call keeps its entry stored, not its record: before its result
+// it stores the entry its record does, and completed by its result the
+// entry of the record with the result's outcome and details, the call's
+// among them in name order (a result's detail replaces the call's of the
+// same name), whether the call was made now or read back from its record.
+func TestAuditCallStoresAsItsRecord(t *testing.T) {
+	call := auditRecord{seq: 42, at: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), id: "01a21e97-9f0c-7ead-8685-46ae2e8d899a",
+		typ: schemas.TypeToolCall, category: schemas.AuditProcess, action: "exec", session: "S1", agent: "engineer",
+		target: strings.Repeat("a long command line ", 20), outcome: schemas.OutcomeAllowed}
+	call.text("call", "c1")
+	call.text("node", "d/a")
+	result := func(r *auditRecord, ok bool) {
+		r.int("exit_code", -1)
+		r.int("duration_ms", 412)
+		r.uint("result_seq", 77)
+		r.text("signal", "KILL")
+		if !ok {
+			r.outcome, r.reason = schemas.OutcomeError, "exit status 1"
+		}
+	}
+	for _, c := range []struct {
+		name string
+		call auditRecord
+	}{{"two details", call}, {"none", auditRecord{seq: 1, category: schemas.AuditFile, outcome: schemas.OutcomeAllowed}}} {
+		made := newAuditCall(3, nil, &c.call)
+		stored := made.appendEntry(binary.AppendUvarint(nil, made.chunk), nil)
+		back, err := decodeAuditCall(stored)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, ok := range []bool{true, false} {
+			whole := c.call
+			result(&whole, ok)
+			var res auditRecord
+			res.outcome, res.reason = made.outcome()
+			result(&res, ok)
+			want := appendAuditRecord(nil, &whole)
+			for _, call := range []*auditCall{made, back} {
+				if got := call.appendEntry(nil, &res); !bytes.Equal(got, want) {
+					t.Fatalf("%s, ok %v: completed entry\n%x\nwant\n%x", c.name, ok, got, want)
+				}
+			}
+		}
+		if got, want := back.appendEntry(nil, nil), appendAuditRecord(nil, &c.call); !bytes.Equal(got, want) || back.chunk != 3 {
+			t.Fatalf("%s: a call read back stores\n%x\nwant\n%x", c.name, got, want)
+		}
+	}
+	// A result detail named as one of the call's replaces it.
+	made := newAuditCall(3, nil, &call)
+	var res auditRecord
+	res.outcome = schemas.OutcomeAllowed
+	res.text("node", "d/b")
+	whole := call
+	whole.text("node", "d/b")
+	if got, want := made.appendEntry(nil, &res), appendAuditRecord(nil, &whole); !bytes.Equal(got, want) {
+		t.Fatalf("a result's detail of the call's name: entry\n%x\nwant\n%x", got, want)
+	}
+}
+
 // An audit chunk reads back as it was stored, item by item, and a damaged
 // one is an error, never a partial chunk.
 func TestAuditChunkRoundTrip(t *testing.T) {
@@ -729,5 +789,57 @@ func TestNotFoundNamesTheRecord(t *testing.T) {
 	}
 	if got, want := fmt.Errorf("look up: %w", err).Error(), "look up: "+fmt.Sprintf("%s %q: %v", "tool_result of call", `call "7"`, ErrNotFound); got != want {
 		t.Fatalf("wrapped message %q, want %q", got, want)
+	}
+}
+
+// A list of names keeps a term's postings, its symbols and its calls in
+// sections; each reads back as written, empty sections at the end take no
+// bytes, and lengths that overrun the value are an error.
+func TestSegmentListSections(t *testing.T) {
+	var l segmentLists
+	l.reset(codeNameLists.sections)
+	l.add("run", codeTermFamily.sec, 0, 3)         // postings only
+	l.add("handler7", codeSymbolFamily.sec, 1, 12) // a symbol only
+	l.add("parse", codeCallFamily.sec, 2, 5)       // a call only
+	l.add("parse", codeTermFamily.sec, 2, 1)       // and a posting
+	l.add("handler7", codeTermFamily.sec, 1, 2)    // a posting after the symbol
+	l.add("handler7", codeSymbolFamily.sec, 4, 30) // a second symbol
+	want := map[string][3][]uint64{
+		"run":      {{0, 3}, nil, nil},
+		"handler7": {{1, 2}, {1, 12, 4, 30}, nil},
+		"parse":    {{2, 1}, nil, {2, 5}},
+	}
+	if l.names[0] != "run" || len(l.names) != 3 {
+		t.Fatalf("names %q", l.names)
+	}
+	families := []codeFamily{codeTermFamily, codeSymbolFamily, codeCallFamily}
+	for k, name := range l.names {
+		v := slices.Clone(l.value(k))
+		if name == "run" && len(v) != 3 {
+			t.Errorf("run's value %v: a postings-only list should be its length and postings", v)
+		}
+		for s, f := range families {
+			sec, err := f.section(v)
+			if err != nil {
+				t.Fatalf("%s section %d: %v", name, s, err)
+			}
+			var got []uint64
+			for len(sec) > 0 {
+				x, n := binary.Uvarint(sec)
+				got, sec = append(got, x), sec[n:]
+			}
+			if !slices.Equal(got, want[name][s]) {
+				t.Errorf("%s section %d: %v, want %v", name, s, got, want[name][s])
+			}
+		}
+	}
+	if _, err := codeCallFamily.section([]byte{5, 1}); !errors.Is(err, errCorruptSection) {
+		t.Errorf("a section overrunning its value: %v", err)
+	}
+	// Imports have one section: the value is the entries as they are.
+	l.reset(codeImportLists.sections)
+	l.add("fmt", 0, 7)
+	if v := l.value(0); !bytes.Equal(v, []byte{7}) {
+		t.Errorf("an import list's value %v", v)
 	}
 }

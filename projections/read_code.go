@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"sort"
@@ -316,12 +317,13 @@ func (c *codeReader) file(pth string) (*CodeFile, error) {
 	return f, nil
 }
 
-// segment is a segment's paths and its dead files. A path is made a string
-// only for the files a search returns.
+// segment is a segment's paths, its files' lengths and its dead files. A
+// path is made a string only for the files a search returns.
 type segment struct {
-	paths []byte // newline-separated
-	offs  []int  // where each path starts, and len(paths)+1 last
-	dead  []bool // by index; nil when none is
+	paths []byte  // newline-separated
+	offs  []int   // where each path starts, and len(paths)+1 last
+	lens  []int32 // each file's length (BM25's), by index
+	dead  []bool  // by index; nil when none is
 }
 
 func (g *segment) len() int { return len(g.offs) - 1 }
@@ -365,10 +367,12 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 	if g != nil {
 		return g, nil
 	}
-	v, err := getFrom(c.r, codeSegmentPathsKey(c.rid, seq))
+	k := codeSegmentPathsKey(c.rid, seq)
+	v, err := getFrom(c.r, k)
 	if err != nil {
 		return nil, err
 	}
+	v, lens, ok := bytes.Cut(v, []byte{0}) // see segmentPaths
 	g = &segment{paths: v, offs: make([]int, 1, bytes.Count(v, []byte{'\n'})+2)}
 	for i, b := range v {
 		if b == '\n' {
@@ -376,6 +380,17 @@ func (c *codeReader) segment(seq uint64) (*segment, error) {
 		}
 	}
 	g.offs = append(g.offs, len(v)+1)
+	g.lens = make([]int32, 0, g.len())
+	for len(lens) > 0 && len(g.lens) < g.len() {
+		n, w := binary.Uvarint(lens)
+		if w <= 0 || n > math.MaxInt32 {
+			break
+		}
+		g.lens, lens = append(g.lens, int32(n)), lens[w:]
+	}
+	if !ok || len(g.lens) != g.len() || len(lens) > 0 {
+		return nil, fmt.Errorf("code: a corrupt segment at %q: %d paths, %d lengths", k, g.len(), len(g.lens))
+	}
 	prefix := codeDeadPrefix(c.rid, seq)
 	var dead map[string]bool
 	err = scanPrefix(c.r, prefix, func(k, _ []byte) error {
@@ -507,8 +522,12 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 	)
 	for _, term := range terms {
 		ps := sc.postings[:0]
-		prefix := codeTermFamily.listPrefix(c.rid, term)
+		prefix := codeTermFamily.lists().listPrefix(c.rid, term)
 		err := scanPrefix(c.r, prefix, func(key, v []byte) error {
+			v, err := codeTermFamily.section(v)
+			if err != nil || len(v) == 0 { // a name that is no term of the segment's files
+				return errAt(err, key)
+			}
 			g, err := c.segment(binary.BigEndian.Uint64(key[len(prefix):]))
 			if err != nil {
 				return err
@@ -521,7 +540,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 				sc.scores = append(sc.scores, make([]float64, g.len())...)
 			}
 			for len(v) > 0 {
-				var x [3]uint64
+				var x [2]uint64
 				for j := range x {
 					n := 0
 					x[j], n = binary.Uvarint(v)
@@ -534,7 +553,7 @@ func (c *codeReader) lexical(root *codeRoot, terms []string, k int, keep func(st
 					return fmt.Errorf("code: a posting of file %d in a segment of %d at %q", x[0], g.len(), key)
 				}
 				if i := int(x[0]); g.dead == nil || !g.dead[i] {
-					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: int32(x[2])})
+					ps = append(ps, termPosting{at: int32(at + i), tf: int32(x[1]), dl: g.lens[i]})
 				}
 			}
 			return nil
@@ -938,6 +957,14 @@ func (c *codeReader) symbols(name string, limit int, q *CodeQuery) ([]CodeSymbol
 	return out, nil
 }
 
+// errAt says err (nil for none) is of the list at key k.
+func errAt(err error, k []byte) error {
+	if err != nil {
+		return fmt.Errorf("code: %w at %q", err, k)
+	}
+	return nil
+}
+
 // listEntry is one live file's entry of a segment list: the file's path and
 // what follows its index (a symbol's line, a call's index; 0 for none).
 type listEntry struct {
@@ -949,7 +976,7 @@ type listEntry struct {
 // entries of their live files by path and value, each once.
 func (c *codeReader) entries(f codeFamily, name string) ([]listEntry, error) {
 	var out []listEntry
-	err := scanPrefix(c.r, f.listPrefix(c.rid, name), func(k, v []byte) error {
+	err := scanPrefix(c.r, f.lists().listPrefix(c.rid, name), func(k, v []byte) error {
 		return c.liveEntries(f, k, v, func(pth []byte, at int) {
 			out = append(out, listEntry{path: string(pth), at: at})
 		})
@@ -958,10 +985,14 @@ func (c *codeReader) entries(f codeFamily, name string) ([]listEntry, error) {
 	return slices.Compact(out), err
 }
 
-// liveEntries calls fn with each live file's entry of f's segment list at
-// key k: its path and the entry's first value after the file's index (0
-// when it has none).
+// liveEntries calls fn with each live file's entry of f in the segment
+// list at key k: its path and the entry's first value after the file's
+// index (0 when it has none).
 func (c *codeReader) liveEntries(f codeFamily, k, v []byte, fn func(pth []byte, at int)) error {
+	v, err := f.section(v)
+	if err != nil || len(v) == 0 {
+		return errAt(err, k)
+	}
 	g, err := c.segment(seqSuffix(k))
 	if err != nil {
 		return err
@@ -1069,7 +1100,7 @@ func (c *codeReader) packageFiles(pkg string) ([]string, error) {
 		return files, err
 	}
 	var matches []string
-	all := under(key(codePackageFamily.prefix, c.rid))
+	all := under(key(codePackageFamily.lists().prefix, c.rid))
 	err := scanPrefix(c.r, all, func(k, v []byte) error {
 		rest := k[len(all):]
 		p := string(rest[:bytes.IndexByte(rest, sep)])

@@ -607,3 +607,28 @@ func TestDecoderInternsNames(t *testing.T) {
 		t.Fatal("a name past the bound was interned")
 	}
 }
+
+// A tool call's target is its command line, words of any type as fmt
+// prints them, else its command, else its path and pattern; reading a
+// command line costs one allocation.
+func TestToolTarget(t *testing.T) {
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"argv": []any{"go", "test", "./pkg3"}}, "go test ./pkg3"},
+		{map[string]any{"argv": []any{"sleep", int8(3), 1.5, true, nil, ""}, "command": "ignored"}, "sleep 3 1.5 true <nil> "},
+		{map[string]any{"argv": []any{}}, ""},
+		{map[string]any{"command": "make test"}, "make test"},
+		{map[string]any{"path": "a.go", "pattern": "func", "command": ""}, "a.go func"},
+		{nil, ""},
+	} {
+		if got := ToolTarget(c.args); got != c.want {
+			t.Errorf("ToolTarget(%v) = %q, want %q", c.args, got, c.want)
+		}
+	}
+	args := map[string]any{"argv": []any{"go", "test", "./pkg3"}}
+	if n := testing.AllocsPerRun(100, func() { ToolTarget(args) }); n != 1 {
+		t.Errorf("a command line of strings: %v allocations, want 1", n)
+	}
+}

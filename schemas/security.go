@@ -94,11 +94,28 @@ type PromptRejected struct {
 // the audit: the command line, or the path and pattern.
 func ToolTarget(args map[string]any) string {
 	if argv, ok := args["argv"].([]any); ok {
-		parts := make([]string, len(argv))
-		for i, a := range argv {
-			parts[i] = fmt.Sprint(a)
+		// Built in one buffer sized for its strings: the audit fold reads
+		// every tool call's target, and a string per word (fmt.Sprint) and
+		// their join were five allocations a call.
+		n := len(argv)
+		for _, a := range argv {
+			if s, ok := a.(string); ok {
+				n += len(s)
+			}
 		}
-		return strings.Join(parts, " ")
+		var b strings.Builder
+		b.Grow(n)
+		for i, a := range argv {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			s, ok := a.(string)
+			if !ok {
+				s = fmt.Sprint(a)
+			}
+			b.WriteString(s)
+		}
+		return b.String()
 	}
 	if c, ok := args["command"].(string); ok && c != "" {
 		return c
