@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
@@ -120,6 +121,21 @@ type event struct {
 	foreign bool
 }
 
+// eventPool recycles the events a fold is done with (see release): each
+// embeds its decoded envelope, about 500 bytes, and a rebuild decodes one
+// per message of the stream.
+var eventPool = sync.Pool{New: func() any { return new(event) }}
+
+// release hands e back for the reader to decode the next event into. A fold
+// keeps nothing of an event once applied, and an observer keeps nothing of
+// what it is handed (see Observe): what a projection keeps (the envelope's
+// strings, the decoded payload, the message's bytes) was allocated by the
+// decode or the read, not in the event, so only the event itself is reused.
+func (e *event) release() {
+	*e = event{}
+	eventPool.Put(e)
+}
+
 func newEvent(ev *events.Event) *event {
 	e := &event{seq: ev.Seq, subject: ev.Subject, env: ev.Env, data: ev.Data, err: ev.Err, pending: ev.Pending}
 	switch {
@@ -139,7 +155,8 @@ func decodeEvent(ev *events.Event) *event {
 	if ev.Env != nil || ev.Err != nil {
 		return newEvent(ev) // decoded already
 	}
-	e := &event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
+	e := eventPool.Get().(*event)
+	*e = event{seq: ev.Seq, subject: ev.Subject, data: ev.Data, pending: ev.Pending}
 	if e.payload, e.err = schemas.UnmarshalPayloadInto(ev.Data, &e.envelope); e.err == nil {
 		e.env = &e.envelope
 		e.id, e.decoded = e.env.ID, true

@@ -365,6 +365,14 @@ func (p *Projector) foldWith(ctx context.Context, live bool, to uint64, progress
 	return err
 }
 
+// folded is what the cursors and the head record of the last event a batch
+// folded: the event itself is recycled once applied.
+type folded struct {
+	seq     uint64
+	pending uint64 // events behind it in the stream when it was read
+	id      string
+}
+
 // streamError is a failure to read the stream, not to fold or store what was
 // read: Run waits and reads on from its cursors, since the stream outlives a
 // server restarting or a cluster that lost its quorum for a while.
@@ -399,7 +407,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 	var first uint64
 	held := 0        // events whose changed objects wait in the cache
 	var carry *event // a fork event that starts the next batch
-	var prev *event  // the last event of the batch before
+	var prev folded  // the last event of the batch before
 	fail := func(err error) error {
 		cm.stop()
 		p.c.reset()
@@ -433,7 +441,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		b := cm.batch()
 		t := &tx{db: p.s.db, batch: b, cache: p.c, calls: p.s.calls}
 		n := 0
-		var last *event
+		var last folded
 		closed := false
 		timer.Reset(o.BatchDelay)
 	batch:
@@ -449,9 +457,10 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 				b.Close()
 				return fail(err)
 			}
-			last = e
+			last = folded{seq: e.seq, pending: e.pending, id: e.id}
+			e.release()
 			n++
-			if e.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes || (live && p.s.awaited(e.seq)) {
+			if last.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes || (live && p.s.awaited(last.seq)) {
 				break
 			}
 			x, ok, got := (*event)(nil), false, false
@@ -538,7 +547,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 // during a rebuild, the last of the batches the objects were split into
 // (the ones before it are committed or in flight), the cursors it moves and
 // the stored forms it changes; on error it has closed it.
-func (p *Projector) prepare(cm *committer, b *pebble.Batch, last *event, cursors map[string]uint64, follows map[string]bool, writeObjects bool) (*pebble.Batch, map[string]uint64, map[string]bool, error) {
+func (p *Projector) prepare(cm *committer, b *pebble.Batch, last folded, cursors map[string]uint64, follows map[string]bool, writeObjects bool) (*pebble.Batch, map[string]uint64, map[string]bool, error) {
 	if writeObjects {
 		var err error
 		if b, err = p.c.flush(b, p.splitter(cm)); err != nil {
@@ -603,11 +612,11 @@ func (p *Projector) splitter(cm *committer) func(*pebble.Batch) (*pebble.Batch, 
 // flushHeld commits the objects a catch-up holds in the cache, with the
 // cursors of last, the last event folded, and waits until everything folded
 // so far is in Pebble.
-func (p *Projector) flushHeld(cm *committer, last *event, cursors map[string]uint64, follows map[string]bool) error {
+func (p *Projector) flushHeld(cm *committer, last folded, cursors map[string]uint64, follows map[string]bool) error {
 	if err := cm.wait(); err != nil {
 		return err
 	}
-	if len(p.c.dirty) == 0 || last == nil {
+	if len(p.c.dirty) == 0 || last.seq == 0 {
 		return nil
 	}
 	b, advanced, marked, err := p.prepare(cm, cm.batch(), last, cursors, follows, true)

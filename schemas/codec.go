@@ -37,7 +37,16 @@ var encoders = sync.Pool{New: func() any {
 type decoderState struct {
 	rd  bytes.Reader
 	dec *msgpack.Decoder
+	// names interns the envelope's strings drawn from small sets (type,
+	// source, target, status): a decode finds them here instead of
+	// allocating each, and a fold of the stream decodes one envelope per
+	// message. At most maxNames, the first ones seen.
+	names map[string]string
 }
+
+// maxNames bounds a decoder's interned names: agents' names and the
+// catalogue's types are a few dozen.
+const maxNames = 256
 
 var decoders = sync.Pool{New: func() any {
 	s := &decoderState{}
@@ -246,7 +255,7 @@ func UnmarshalPayloadInto(b []byte, env *Envelope) (any, error) {
 func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 	*env = Envelope{}
 	s := getDecoder(b)
-	p, err := decodeEnvelope(s.dec, &s.rd, b, env, payload)
+	p, err := decodeEnvelope(s, b, env, payload)
 	if err == nil && s.rd.Len() != 0 {
 		err = fmt.Errorf("%d trailing bytes after the envelope", s.rd.Len())
 	}
@@ -270,7 +279,8 @@ func unmarshal(b []byte, env *Envelope, payload bool) (any, error) {
 // returned, and env.Payload aliases b; otherwise env.Payload is a copy. A
 // payload that does not decode is kept as bytes, for Validate to say what is
 // wrong with it.
-func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelope, payload bool) (any, error) {
+func decodeEnvelope(s *decoderState, b []byte, env *Envelope, payload bool) (any, error) {
+	d, rd := s.dec, &s.rd
 	n, err := d.DecodeMapLen()
 	if err != nil {
 		return nil, fmt.Errorf("envelope is not a map: %w", err)
@@ -285,7 +295,7 @@ func decodeEnvelope(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *Envelop
 			return nil, fmt.Errorf("envelope key: %w", err)
 		}
 		if string(key) != "payload" {
-			if err := decodeField(d, env, key); err != nil {
+			if err := decodeField(s, b, env, key); err != nil {
 				return nil, fmt.Errorf("field %q: %w", key, err)
 			}
 			continue
@@ -338,23 +348,64 @@ func decodePayloadInPlace(d *msgpack.Decoder, rd *bytes.Reader, b []byte, env *E
 // readKey returns the next map key. Envelope keys are short (msgpack fixstr), so
 // they are sliced out of the input rather than allocated as strings.
 func readKey(d *msgpack.Decoder, rd *bytes.Reader, b []byte) ([]byte, error) {
-	const fixStrLow, fixStrHigh = 0xa0, 0xbf
-	start := len(b) - rd.Len()
-	if start < len(b) && b[start] >= fixStrLow && b[start] <= fixStrHigh {
-		n := int(b[start] & 0x1f)
-		if start+1+n > len(b) {
-			return nil, errors.New("key runs past the end of the input")
-		}
-		if _, err := rd.Seek(int64(1+n), io.SeekCurrent); err != nil {
-			return nil, err
-		}
-		return b[start+1 : start+1+n], nil
+	if k, ok, err := readStr(rd, b); ok || err != nil {
+		return k, err
 	}
 	s, err := d.DecodeString()
 	return []byte(s), err
 }
 
-func decodeField(d *msgpack.Decoder, env *Envelope, key []byte) error {
+// readStr slices the next value of b out of it when it is a short string
+// (msgpack fixstr or str8), moving rd past it; ok is false, and rd is where
+// it was, for any other value.
+func readStr(rd *bytes.Reader, b []byte) (v []byte, ok bool, err error) {
+	const fixStrLow, fixStrHigh, str8 = 0xa0, 0xbf, 0xd9
+	start := len(b) - rd.Len()
+	if start >= len(b) {
+		return nil, false, nil
+	}
+	var n, head int
+	switch c := b[start]; {
+	case c >= fixStrLow && c <= fixStrHigh:
+		n, head = int(c&0x1f), 1
+	case c == str8 && start+1 < len(b):
+		n, head = int(b[start+1]), 2
+	default:
+		return nil, false, nil
+	}
+	if start+head+n > len(b) {
+		return nil, false, errors.New("string runs past the end of the input")
+	}
+	if _, err := rd.Seek(int64(head+n), io.SeekCurrent); err != nil {
+		return nil, false, err
+	}
+	return b[start+head : start+head+n], true, nil
+}
+
+// name decodes the next string of b, a name from a small set, interned.
+func (s *decoderState) name(b []byte) (string, error) {
+	v, ok, err := readStr(&s.rd, b)
+	if err != nil || !ok {
+		if err == nil {
+			return s.dec.DecodeString()
+		}
+		return "", err
+	}
+	if n, ok := s.names[string(v)]; ok {
+		return n, nil
+	}
+	n := string(v)
+	if s.names == nil {
+		s.names = make(map[string]string)
+	}
+	if len(s.names) < maxNames {
+		s.names[n] = n
+	}
+	return n, nil
+}
+
+func decodeField(s *decoderState, b []byte, env *Envelope, key []byte) error {
+	d := s.dec
 	var err error
 	switch string(key) {
 	case "schema":
@@ -368,12 +419,12 @@ func decodeField(d *msgpack.Decoder, env *Envelope, key []byte) error {
 	case "session_id":
 		env.SessionID, err = d.DecodeString()
 	case "source":
-		env.Source, err = d.DecodeString()
+		env.Source, err = s.name(b)
 	case "target":
-		env.Target, err = d.DecodeString()
+		env.Target, err = s.name(b)
 	case "type":
 		var t string
-		t, err = d.DecodeString()
+		t, err = s.name(b)
 		env.Type = Type(t)
 	case "timestamp":
 		env.Timestamp, err = d.DecodeTime()
@@ -385,9 +436,9 @@ func decodeField(d *msgpack.Decoder, env *Envelope, key []byte) error {
 		v, err = d.DecodeInt64()
 		env.TTL = time.Duration(v)
 	case "status":
-		var s string
-		s, err = d.DecodeString()
-		env.Status = Status(s)
+		var st string
+		st, err = s.name(b)
+		env.Status = Status(st)
 	case "attempt":
 		env.Attempt, err = d.DecodeInt()
 	case "max_attempts":

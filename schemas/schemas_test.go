@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
@@ -564,6 +566,46 @@ func sortedKeys(t *testing.T, b []byte) []byte {
 		}
 	}
 	return buf.Bytes()
+}
+
+// A decoder interns the envelope's names: the same source, target, type and
+// status decoded again are the same strings, whether short (fixstr) or long
+// (str8), and past maxNames new names still decode, uninterned.
+func TestDecoderInternsNames(t *testing.T) {
+	s := decoders.New().(*decoderState)
+	decode := func(source string) *Envelope {
+		t.Helper()
+		env := fullEnvelope(t, TypeUserInput)
+		env.Source, env.Target, env.Status = source, strings.Repeat("t", 40), StatusPending
+		b, err := Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.rd.Reset(b)
+		s.dec.Reset(&s.rd)
+		var got Envelope
+		if _, err := decodeEnvelope(s, b, &got, true); err != nil {
+			t.Fatal(err)
+		}
+		if got.Source != env.Source || got.Target != env.Target || got.Type != env.Type || got.Status != env.Status {
+			t.Fatalf("decoded %q %q %q %q, want %q %q %q %q", got.Source, got.Target, got.Type, got.Status, env.Source, env.Target, env.Type, env.Status)
+		}
+		return &got
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	a, b := decode("engineer"), decode("engineer")
+	if !same(a.Source, b.Source) || !same(a.Target, b.Target) || !same(string(a.Type), string(b.Type)) || !same(string(a.Status), string(b.Status)) {
+		t.Fatal("names decoded twice are not interned")
+	}
+	for i := len(s.names); i <= maxNames; i++ {
+		decode(fmt.Sprintf("agent%d", i))
+	}
+	if len(s.names) != maxNames {
+		t.Fatalf("%d names interned, want at most %d", len(s.names), maxNames)
+	}
+	if a, b := decode("late"), decode("late"); same(a.Source, b.Source) {
+		t.Fatal("a name past the bound was interned")
+	}
 }
 
 // A tool call's target is its command line, words of any type as fmt
