@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"bytes"
 	"hash/maphash"
 	"math"
 	"strings"
@@ -51,28 +50,25 @@ func TermCounts(text string) map[string]int {
 }
 
 // TermCounter counts the terms of texts as Terms finds them, reusing its
-// memory from one text to the next. A text's terms are counted in a small
+// memory from one text to the next. A text's terms are numbered in a small
 // table of their own (an indexer counts a few hundred terms a file; one map
 // of every term ever met grew to hundreds of thousands and missed the cache
-// at each lookup), their bytes copied once into an arena: a term costs a
+// at each lookup), their bytes copied once into its arena: a term costs a
 // hash and a probe, and no allocation.
 type TermCounter struct {
-	slots []int32       // open addressing: 1 + the term's index, 0 for empty
-	terms []countedTerm // the current text's terms, in the order met
-	arena []byte        // their bytes, lower-cased
-	onceN uint32        // the current CountOnce call
+	table  termTable
+	counts []termTally // by term number
+	onceN  uint32      // the current CountOnce call
 }
 
-// countedTerm is one term of the current text.
-type countedTerm struct {
-	hash     uint64
-	off, end int32 // its bytes in the arena
-	count    int32
-	once     uint32 // the CountOnce call that last counted it
+// termTally is how often one term of the current text was counted.
+type termTally struct {
+	count int32
+	once  uint32 // the CountOnce call that last counted it
 }
 
-// Table sizes: the smallest, and the largest kept from one text to the
-// next (a huge file's table is let go).
+// Table sizes: the smallest, and the largest a TermCounter keeps from one
+// text to the next (a huge file's table is let go).
 const (
 	minTermSlots  = 256
 	keptTermSlots = 1 << 14
@@ -80,11 +76,11 @@ const (
 
 // Reset forgets what was counted.
 func (c *TermCounter) Reset() {
-	if len(c.slots) > keptTermSlots {
-		c.slots, c.terms, c.arena = nil, nil, nil
+	if len(c.table.slots) > keptTermSlots {
+		c.table, c.counts = termTable{}, nil
 	}
-	clear(c.slots)
-	c.terms, c.arena, c.onceN = c.terms[:0], c.arena[:0], 0
+	c.table.reset()
+	c.counts, c.onceN = c.counts[:0], 0
 }
 
 // Count counts each term of text, repeats included.
@@ -126,7 +122,7 @@ func (c *TermCounter) scan(text string, once bool) {
 
 // add counts term t (as written).
 func (c *TermCounter) add(t string, once bool) {
-	e := &c.terms[c.id(t)]
+	e := &c.counts[c.number(t)]
 	if once {
 		if e.once == c.onceN {
 			return
@@ -136,60 +132,33 @@ func (c *TermCounter) add(t string, once bool) {
 	e.count++
 }
 
-// id is the index of term t (as written, so lower-cased here) among the
-// text's terms, added when it is new. The term is lower-cased into the
+// number is the number of term t (as written, so lower-cased here) among
+// the text's terms, added when it is new. The term is lower-cased into the
 // arena, where it stays if it is new.
-func (c *TermCounter) id(t string) int32 {
-	off := len(c.arena)
+func (c *TermCounter) number(t string) int32 {
+	tt := &c.table
+	off := len(tt.arena)
 	for i := 0; i < len(t); i++ {
 		b := t[i]
 		if b >= 0x80 {
-			c.arena = append(c.arena[:off], lower(t)...) // Unicode case rules
+			tt.arena = append(tt.arena[:off], lower(t)...) // Unicode case rules
 			break
 		}
 		if isUpper(b) {
 			b += 'a' - 'A'
 		}
-		c.arena = append(c.arena, b)
+		tt.arena = append(tt.arena, b)
 	}
-	key := c.arena[off:]
-	if c.slots == nil {
-		c.slots = make([]int32, minTermSlots)
-	}
+	key := tt.arena[off:]
 	h := maphash.Bytes(termSeed, key)
-	mask := uint64(len(c.slots) - 1)
-	for i := h & mask; c.slots[i] != 0; i = (i + 1) & mask {
-		if e := &c.terms[c.slots[i]-1]; e.hash == h && bytes.Equal(c.arena[e.off:e.end], key) {
-			c.arena = c.arena[:off]
-			return c.slots[i] - 1
-		}
+	tt.ready()
+	n, slot := tt.find(h, key)
+	if n >= 0 {
+		tt.arena = tt.arena[:off]
+		return n
 	}
-	id := int32(len(c.terms))
-	c.terms = append(c.terms, countedTerm{hash: h, off: int32(off), end: int32(len(c.arena))})
-	if 2*len(c.terms) > len(c.slots) {
-		c.rehash(2 * len(c.slots))
-	} else {
-		c.place(id)
-	}
-	return id
-}
-
-// place puts term id in its slot.
-func (c *TermCounter) place(id int32) {
-	mask := uint64(len(c.slots) - 1)
-	i := c.terms[id].hash & mask
-	for c.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	c.slots[i] = id + 1
-}
-
-// rehash makes the table n slots and places every term again.
-func (c *TermCounter) rehash(n int) {
-	c.slots = make([]int32, n)
-	for id := range c.terms {
-		c.place(int32(id))
-	}
+	c.counts = append(c.counts, termTally{})
+	return tt.insert(h, off, slot)
 }
 
 // termSeed hashes terms for every TermCounter and TermVocab of the
