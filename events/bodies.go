@@ -68,7 +68,7 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 	if from > end {
 		return nil
 	}
-	r := &bodiesReader{l: l, end: end, subject: directGetSubject(l.js), inbox: l.nc.NewInbox(),
+	r := &bodiesReader{l: l, end: end, subject: apiSubject(l.js, "DIRECT.GET."), inbox: l.nc.NewInbox(),
 		answers: make(chan bodiesAnswer, 2), requests: make(chan directGetRequest, 2), quit: make(chan struct{})}
 	sub, err := l.nc.Subscribe(r.inbox, r.receive)
 	if err != nil {
@@ -217,8 +217,9 @@ func (r *bodiesReader) numbered(a bodiesAnswer) ([]*Event, error) {
 	return out, nil
 }
 
-// directGetSubject is the stream's direct get subject under js's API prefix.
-func directGetSubject(js jetstream.JetStream) string {
+// apiSubject is the stream's subject of the JetStream API operation op
+// ("DIRECT.GET.", "STREAM.MSG.GET.") under js's API prefix.
+func apiSubject(js jetstream.JetStream, op string) string {
 	o := js.Options()
 	prefix := jetstream.DefaultAPIPrefix
 	switch {
@@ -230,5 +231,5 @@ func directGetSubject(js jetstream.JetStream) string {
 	case o.Domain != "":
 		prefix = "$JS." + o.Domain + ".API."
 	}
-	return prefix + "DIRECT.GET." + broker.Stream
+	return prefix + op + broker.Stream
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -78,6 +79,71 @@ type scan struct {
 	to   uint64
 	last uint64 // stream sequence of the last event fn was given
 	dseq uint64 // delivery sequence of the last message received
+	// leaderLast is the last matching sequence the stream's leader holds,
+	// asked once (on a cluster) when the consumer first has nothing pending.
+	leaderLast  uint64
+	askedLeader bool
+}
+
+// caughtUp reports whether a scan whose consumer has nothing pending after
+// stream sequence read has read every matching event. On one server it has.
+// On a cluster the scan's consumer (one replica, placed by the server on any
+// member of the stream) counts what is pending in its own member's copy,
+// which may still be catching up with the leader (a member just restarted):
+// its count reaches 0 early, and the scan would end short without an error.
+// So the leader is asked for the last matching sequence, and the scan goes on
+// until it has read it; the consumer delivers the rest as its member
+// catches up.
+func (l *Log) caughtUp(ctx context.Context, subject string, s *scan, read uint64) (bool, error) {
+	if l.nc.ConnectedClusterName() == "" {
+		return true, nil
+	}
+	if !s.askedLeader {
+		last, err := l.lastMatching(ctx, subject)
+		if err != nil {
+			return false, err
+		}
+		s.leaderLast, s.askedLeader = last, true
+	}
+	return read >= s.leaderLast || (s.to > 0 && read >= s.to), nil
+}
+
+// lastMatching asks the stream's leader for the sequence of the last event
+// matching subject (0: none). It is a message get, not a direct get: a
+// replicated stream's direct gets are answered by any member, up to date or
+// not; a message get only by the leader.
+func (l *Log) lastMatching(ctx context.Context, subject string) (uint64, error) {
+	req, err := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	if err != nil {
+		return 0, err
+	}
+	actx, cancel := context.WithTimeout(ctx, getAttempt)
+	defer cancel()
+	m, err := l.nc.RequestWithContext(actx, apiSubject(l.js, "STREAM.MSG.GET."), req)
+	if err != nil {
+		if broker.Unanswered(ctx, err) {
+			return 0, fmt.Errorf("%w: no answer from the stream's leader within %s", errScanLost, getAttempt)
+		}
+		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, err)
+	}
+	var resp struct {
+		Message struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, resp.Error)
+	}
+	return resp.Message.Seq, nil
 }
 
 func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan, fn func(*Event) error) error {
@@ -108,7 +174,16 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 	// expire: a reader that polls must not pile up consumers on the stream.
 	defer l.js.DeleteConsumer(context.WithoutCancel(ctx), broker.Stream, cons.CachedInfo().Name)
 	if cons.CachedInfo().NumPending == 0 {
-		return nil
+		if !from.Time.IsZero() {
+			return nil
+		}
+		read := from.Seq
+		if read > 0 {
+			read--
+		}
+		if done, err := l.caughtUp(ctx, subject, s, read); done || err != nil {
+			return err
+		}
 	}
 	evs := make(chan *Event, scanAhead)
 	lost := make(chan error, 1)
@@ -173,8 +248,13 @@ func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan
 				return err
 			}
 			s.last = ev.Seq
-			if ev.Pending == 0 || ev.Seq == s.to {
+			if ev.Seq == s.to {
 				return nil
+			}
+			if ev.Pending == 0 {
+				if done, err := l.caughtUp(ctx, subject, s, ev.Seq); done || err != nil {
+					return err
+				}
 			}
 		case err := <-lost:
 			return err
