@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,32 +50,6 @@ func TestClusterOptionsAreChecked(t *testing.T) {
 	}
 }
 
-// startMembers starts the members which concurrently (each waits for the
-// others) and closes them when the test ends.
-func startMembers(t *testing.T, dirs, addrs []string, which []int, replicas int) []*broker.Broker {
-	t.Helper()
-	members := make([]*broker.Broker, len(which))
-	errs := make([]error, len(which))
-	var wg sync.WaitGroup
-	for k, i := range which {
-		wg.Go(func() {
-			members[k], errs[k] = broker.Start(brokertest.Context(t), brokertest.ClusterOptions(dirs[i], addrs, i, replicas))
-		})
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, b := range members {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	return members
-}
-
 // TestClusterReplicatesAndFailsOver runs three members with streams of three
 // copies: a member started alone waits for its peers; each sees the other
 // two; a client given every member's URL goes on appending when the stream
@@ -108,7 +81,7 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 		t.Fatalf("the first member returned alone: %v", err)
 	default:
 	}
-	rest := startMembers(t, dirs, addrs, []int{1, 2}, 3)
+	rest := brokertest.StartMembers(t, dirs, addrs, []int{1, 2}, 3)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}

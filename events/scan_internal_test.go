@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,23 +100,7 @@ func TestCaughtUpAsksTheStreamLeader(t *testing.T) {
 	ctx := brokertest.Context(t)
 	dirs := brokertest.ClusterDataDirs(t, 3, nil)
 	addrs := brokertest.FreeAddrs(t, 3)
-	members := make([]*broker.Broker, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range members {
-		wg.Go(func() { members[i], errs[i] = broker.Start(ctx, brokertest.ClusterOptions(dirs[i], addrs, i, 3)) })
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, b := range members {
-			if b != nil {
-				b.Close()
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	members := brokertest.StartMembers(t, dirs, addrs, []int{0, 1, 2}, 3)
 	l := New(members[1].JetStream())
 	var s1 []uint64
 	for i, session := range []string{"S1", "S2", "S1", "S2", "S2"} {

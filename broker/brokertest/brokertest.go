@@ -4,9 +4,11 @@ package brokertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,4 +135,31 @@ func ClusterOptions(dataDir string, addrs []string, i, replicas int) broker.Opti
 		DataDir: dataDir, Listen: "127.0.0.1:0", Sync: broker.SyncInterval, Replicas: replicas,
 		Cluster: broker.Cluster{Name: "test", Listen: addrs[i], Routes: routes},
 	}
+}
+
+// StartMembers starts the members which of a cluster (made by
+// ClusterDataDirs, routing on addrs) concurrently, since each waits for the
+// others, and closes them when the test ends.
+func StartMembers(t testing.TB, dirs, addrs []string, which []int, replicas int) []*broker.Broker {
+	t.Helper()
+	members := make([]*broker.Broker, len(which))
+	errs := make([]error, len(which))
+	var wg sync.WaitGroup
+	for k, i := range which {
+		wg.Go(func() {
+			members[k], errs[k] = broker.Start(Context(t), ClusterOptions(dirs[i], addrs, i, replicas))
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, b := range members {
+			if b != nil {
+				b.Close()
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return members
 }
