@@ -385,11 +385,11 @@ func readStr(rd *bytes.Reader, b []byte) (v []byte, ok bool, err error) {
 // name decodes the next string of b, a name from a small set, interned.
 func (s *decoderState) name(b []byte) (string, error) {
 	v, ok, err := readStr(&s.rd, b)
-	if err != nil || !ok {
-		if err == nil {
-			return s.dec.DecodeString()
-		}
+	if err != nil {
 		return "", err
+	}
+	if !ok {
+		return s.dec.DecodeString()
 	}
 	if n, ok := s.names[string(v)]; ok {
 		return n, nil
