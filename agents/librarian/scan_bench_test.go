@@ -11,9 +11,9 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-// benchTree generates the 20,000-file tree `sylk bench index` indexes and
-// returns its root and how many files it holds.
-func benchTree(b *testing.B) (string, int) {
+// benchIndexer generates the 20,000-file tree `sylk bench index` indexes
+// and returns an indexer of it and how many files it holds.
+func benchIndexer(b *testing.B) (*Indexer, int) {
 	tree := filepath.Join(b.TempDir(), "tree")
 	if err := os.MkdirAll(tree, 0o755); err != nil {
 		b.Fatal(err)
@@ -22,7 +22,25 @@ func benchTree(b *testing.B) (string, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return tree, len(g.Files)
+	ix, err := NewIndexer(tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ix, len(g.Files)
+}
+
+// loopCPU runs run at each round of b's loop and reports the process's CPU
+// a file (a loaded machine changes it less than the time).
+func loopCPU(b *testing.B, files int, run func() error) {
+	var cpu time.Duration
+	for b.Loop() {
+		start := eventbench.ProcessCPU()
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += eventbench.ProcessCPU() - start
+	}
+	b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N*files), "cpu-µs/file")
 }
 
 // BenchmarkScanTree is the reading side of an index alone: the walk, and
@@ -30,20 +48,10 @@ func benchTree(b *testing.B) (string, int) {
 // making the updates (which are dropped: no events, no fold). CPU µs per
 // file; indexbench's BenchmarkIndexTree is the whole of an index.
 func BenchmarkScanTree(b *testing.B) {
-	tree, n := benchTree(b)
-	ix, err := NewIndexer(tree)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cpu time.Duration
-	for b.Loop() {
-		start := eventbench.ProcessCPU()
-		if err := ix.ScanEach(context.Background(), Known{}, func(schemas.IndexUpdate) error { return nil }); err != nil {
-			b.Fatal(err)
-		}
-		cpu += eventbench.ProcessCPU() - start
-	}
-	b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N*n), "cpu-µs/file")
+	ix, n := benchIndexer(b)
+	loopCPU(b, n, func() error {
+		return ix.ScanEach(context.Background(), Known{}, func(schemas.IndexUpdate) error { return nil })
+	})
 }
 
 // BenchmarkReadTree is the floor of the reading side: the walk, and one
@@ -51,23 +59,18 @@ func BenchmarkScanTree(b *testing.B) {
 // (its system calls), and nothing else. CPU µs per file, to set beside
 // grep -r's (about 4.6 in `sylk bench index`).
 func BenchmarkReadTree(b *testing.B) {
-	tree, n := benchTree(b)
-	ix, err := NewIndexer(tree)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cpu time.Duration
+	ix, n := benchIndexer(b)
 	var buf []byte
-	for b.Loop() {
-		start := eventbench.ProcessCPU()
-		err := ix.walk(context.Background(), func(ch *scanChunk) bool {
+	var err error
+	loopCPU(b, n, func() error {
+		walkErr := ix.walk(context.Background(), func(ch *scanChunk) bool {
 			for _, c := range ch.items {
-				fh, err := openRaw(filepath.Join(tree, filepath.FromSlash(c.path)))
-				if err != nil {
-					b.Fatal(err)
+				var fh rawFile
+				if fh, err = openRaw(filepath.Join(ix.Root, filepath.FromSlash(c.path))); err != nil {
+					return false
 				}
-				st, err := fh.stat()
-				if err == nil {
+				var st fileStat
+				if st, err = fh.stat(); err == nil {
 					buf, err = fh.readAll(buf[:0], st.size, ix.maxSize())
 				}
 				if err == nil {
@@ -75,15 +78,14 @@ func BenchmarkReadTree(b *testing.B) {
 				}
 				fh.close()
 				if err != nil {
-					b.Fatal(err)
+					return false
 				}
 			}
 			return true
 		})
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		cpu += eventbench.ProcessCPU() - start
-	}
-	b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N*n), "cpu-µs/file")
+		return walkErr
+	})
 }
