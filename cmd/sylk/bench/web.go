@@ -153,16 +153,23 @@ func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode stri
 		progress(fmt.Sprintf("without the web view: %d routed messages", n))
 		return agentbench.RoutedPath(ctx, cfg, b, n)
 	}
+	// One process reads every run's viewers, started once: a process
+	// started for each run would put its start in every run's neighbourhood.
+	vp, err := startViewers(ctx, web.Token(benchSecret), viewers)
+	if err != nil {
+		return webReport{}, err
+	}
+	defer vp.stop()
 	live := viewersReport{Viewers: viewers, KeptUp: true}
 	watched := func() (eventbench.Measure, error) {
-		m, l, err := routedWatched(ctx, b, store, cfg, n, viewers, progress)
+		m, l, err := routedWatched(ctx, b, store, cfg, n, vp, viewers, progress)
 		live.add(l)
 		return m, err
 	}
 	// The web view with no viewer: what it costs with no page open (the
 	// usage figures), the floor under what the viewers add.
 	idle := func() (eventbench.Measure, error) {
-		m, _, err := routedWatched(ctx, b, store, cfg, n, 0, progress)
+		m, _, err := routedWatched(ctx, b, store, cfg, n, nil, 0, progress)
 		return m, err
 	}
 	withViewers := fmt.Sprintf("web view with %d viewers", viewers)
@@ -204,14 +211,20 @@ func pairedCPU(name string, rounds int, target float64, sylk, base func() (event
 	return cpu, wall, nil
 }
 
+// benchSecret is the secret of the benchmark's web view's token.
+var benchSecret = []byte("bench-web")
+
 // routedWatched measures the routed path on b with the web view fed by
-// store's projector and viewers reading its live stream (in a process of
-// their own), and whether every viewer got every event the run appended.
-func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+// store's projector and viewers of vp (nil for none) reading its live
+// stream, and whether every viewer got every event the run appended. The
+// run ends once the viewers have every event the projector has read by the
+// last answer: the sending of the run's events to every viewer is inside
+// the measure.
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n int, vp *viewersProcess, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
 	log := events.New(b.JetStream())
-	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: benchSecret, Now: time.Now})
 	if err != nil {
 		return none, live, err
 	}
@@ -227,12 +240,11 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	defer srv.Close()
 
 	progress(fmt.Sprintf("with the web view and %d viewers: %d routed messages", viewers, n))
-	var vp *viewersProcess
-	if viewers > 0 {
-		if vp, err = startViewers(ctx, "http://"+ln.Addr().String()+"/api/events", w.Token(), viewers); err != nil {
+	if vp != nil {
+		if err := vp.open("http://" + ln.Addr().String() + "/api/events"); err != nil {
 			return none, live, err
 		}
-		defer vp.stop()
+		defer vp.close()
 	}
 	if err := waitFor(ctx, 30*time.Second, func() bool { return w.Watching() == viewers }); err != nil {
 		return none, live, fmt.Errorf("bench web: %d of %d viewers attached: %w", w.Watching(), viewers, err)
@@ -240,6 +252,16 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	first, err := log.LastSeq(ctx)
 	if err != nil {
 		return none, live, err
+	}
+	if vp != nil {
+		settle := cfg.Settle
+		cfg.Settle = func(ctx context.Context, last uint64) error {
+			if err := settle(ctx, last); err != nil {
+				return err
+			}
+			_, err := vp.received(first, last)
+			return err
+		}
 	}
 	watched, err := agentbench.RoutedPath(ctx, cfg, b, n)
 	if err != nil {
@@ -250,17 +272,12 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 		return none, live, err
 	}
 	live = viewersReport{Viewers: viewers, Appended: last - first}
-	if viewers == 0 {
+	if vp == nil {
 		return watched, live, nil
 	}
-	// Each viewer has until a few seconds after the run to have every event.
-	var asked error
-	_ = waitFor(ctx, 10*time.Second, func() bool {
-		live.MinReceived, asked = vp.minReceived(first, last)
-		return asked != nil || live.MinReceived == int(live.Appended)
-	})
-	if asked != nil {
-		return none, live, asked
+	// Each viewer has until viewersWait after the run to have every event.
+	if live.MinReceived, err = vp.received(first, last); err != nil {
+		return none, live, err
 	}
 	live.Dropped = w.Drops()
 	live.KeptUp = live.MinReceived == int(live.Appended) && live.Dropped == 0
