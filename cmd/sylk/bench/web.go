@@ -63,33 +63,43 @@ on one embedded server with the projector folding the stream into a
 projections store, as 'sylk serve' runs them, after a warm-up, and compares
 its CPU per routed message: with the web view fed by the projector and
 --viewers clients reading its live stream (server-sent events, /api/events),
-each a connection of its own as a browser's EventSource would (all of them
-read by one process on one CPU, not this one), against no web view; then
-with the web view and no viewer against no web view. A viewer is what a
-page costs: a page opens one such stream, unfiltered, for its state and its
-event log together (a filtered log, or a session's timeline, opens one more,
-of its own events only). A viewer asks for the events from now on; a page
-first reads the last ten minutes' (its log's since), once, when it opens,
-and the viewers attach before each measured run. Each comparison is
---rounds rounds of both sides back to back, the side that goes first
-alternating, decided by the median of the rounds' ratios: on a shared
-machine one run measured once swings by more than the 10% measured. Each run
-ends once the projector has read the run's last event, so that its share (and
-the web view's, which it feeds) is inside the measure. The viewers' own
-reading is not this process's CPU; the encoding and sending of every event to
-every viewer is.
+each a connection of its own as a browser's EventSource would, against no
+web view; then with the web view and no viewer against no web view.
+
+What is measured: the CPU time (user and system, getrusage) of this process
+alone, which holds the embedded NATS server, the Guide and the answering
+agent, the projector, the web view with its HTTP server, and the client that
+appends the messages and waits for their answers; from the first append of
+a run to its end, over the run's messages. A run ends once every answer has
+come and the projector has read the stream's last event; with viewers, once
+every viewer has also received every one of those events, so that encoding
+and sending every event to every viewer is inside the measure. The viewers
+are one process of their own (started once, reading every connection on one
+CPU and keeping only the events' ids), whose CPU is not measured: it shares
+the machine's CPUs with this one, as a browser on the same machine would.
+
+A viewer is what a page costs: a page opens one such stream, unfiltered, for
+its state and its event log together (a filtered log, or a session's
+timeline, opens one more, of its own events only). A viewer asks for the
+events from now on; a page first reads the last ten minutes' (its log's
+since), once, when it opens, and the viewers attach before each measured
+run. Each comparison is --rounds rounds of both sides back to back, the side
+that goes first alternating, decided by the median of the rounds' ratios:
+on a shared machine one run measured once swings by more than the 10%
+measured, and the median of many rounds moves far less than one.
 
 The target ratio is the CPU per routed message without the web view over the
 one with it and its viewers (target >= 0.91: at most 10% more). Printed for
 information: the web view with no viewer (only the usage figures it keeps)
-against no web view, the viewers against the web view with none (every
+against no web view (two sides doing the same work but for that: how far the
+measure itself spreads), the viewers against the web view with none (every
 round's total), and the throughput. The live stream keeps up when every
 viewer received every event each run appended and the server dropped none;
 the command fails otherwise.
 
 Examples:
-  sylk bench web                 # 10 viewers, 5,000 messages a run, 5 rounds
-  sylk bench web --viewers 20 --rounds 3 --json`,
+  sylk bench web                 # 10 viewers, 5,000 messages a run, 15 rounds
+  sylk bench web --viewers 20 --rounds 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if viewers < 1 {
@@ -122,7 +132,7 @@ Examples:
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the runs with viewers")
-	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds of each comparison (the median of their ratios decides)")
+	cmd.Flags().IntVar(&rounds, "rounds", 15, "rounds of each comparison (the median of their ratios decides)")
 	cmd.Flags().StringVar(&syncMode, "sync", broker.SyncInterval, "sync mode of the embedded server")
 	return cmd
 }
