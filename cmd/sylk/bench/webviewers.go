@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sylk/sylk/cmd/sylk/internal/cmdutil"
+	"github.com/sylk/sylk/events/eventbench"
 )
 
 // newBenchWebViewersCmd is the process 'sylk bench web' starts for its
@@ -30,10 +31,12 @@ import (
 // event sequences in memory and answers the lines its parent writes on its
 // standard input, each with a line on its standard output:
 //
-//	open URL     opens the viewers' streams of URL (/api/events): "open"
+//	open URL     opens the viewers' streams of URL (/api/events): "open CPU"
 //	FIRST LAST   waits (up to viewersWait) for every viewer to have every
 //	             event of (FIRST, LAST], then answers the fewest any has
-//	close        closes the streams: "closed"
+//	close        closes the streams: "closed CPU"
+//
+// CPU is the process's CPU time so far, in nanoseconds.
 //
 // It ends when its input does.
 func newBenchWebViewersCmd() *cobra.Command {
@@ -81,10 +84,10 @@ func serveViewers(ctx context.Context, in io.Reader, out, stderr io.Writer, toke
 			if g, err = openViewers(ctx, arg, token, viewers, stderr); err != nil {
 				return err
 			}
-			answer = "open"
+			answer = fmt.Sprintf("open %d", eventbench.ProcessCPU())
 		case cmd == "close" && g != nil:
 			g.close()
-			g, answer = nil, "closed"
+			g, answer = nil, fmt.Sprintf("closed %d", eventbench.ProcessCPU())
 		default:
 			var first, last uint64
 			if _, err := fmt.Sscanf(line, "%d %d", &first, &last); err != nil || g == nil {
@@ -339,16 +342,29 @@ func (p *viewersProcess) ask(line string) (string, error) {
 	return p.out.Text(), nil
 }
 
-// open opens the viewers' streams of url (/api/events).
-func (p *viewersProcess) open(url string) error {
-	_, err := p.ask("open " + url)
-	return err
+// open opens the viewers' streams of url (/api/events); it returns the
+// viewers' process's CPU time so far.
+func (p *viewersProcess) open(url string) (time.Duration, error) {
+	return p.cpuAnswer("open "+url, "open")
 }
 
-// close closes the viewers' streams.
-func (p *viewersProcess) close() error {
-	_, err := p.ask("close")
-	return err
+// close closes the viewers' streams; it returns the viewers' process's CPU
+// time so far.
+func (p *viewersProcess) close() (time.Duration, error) {
+	return p.cpuAnswer("close", "closed")
+}
+
+// cpuAnswer asks line and reads the answer "WORD CPU".
+func (p *viewersProcess) cpuAnswer(line, word string) (time.Duration, error) {
+	a, err := p.ask(line)
+	if err != nil {
+		return 0, err
+	}
+	var cpu int64
+	if _, err := fmt.Sscanf(a, word+" %d", &cpu); err != nil {
+		return 0, fmt.Errorf("bench web: the viewers answered %q to %q", a, line)
+	}
+	return time.Duration(cpu), nil
 }
 
 // received waits (in the viewers' process, up to viewersWait) for every
