@@ -181,14 +181,14 @@ func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode stri
 	defer vp.stop()
 	live := viewersReport{Viewers: viewers, KeptUp: true}
 	watched := func() (eventbench.Measure, error) {
-		m, l, err := routedWatched(ctx, b, store, cfg, n, vp, viewers, progress)
+		m, l, err := routedWatched(ctx, b, store, cfg, n, vp, progress)
 		live.add(l)
 		return m, err
 	}
 	// The web view with no viewer: what it costs with no page open (the
 	// usage figures), the floor under what the viewers add.
 	idle := func() (eventbench.Measure, error) {
-		m, _, err := routedWatched(ctx, b, store, cfg, n, nil, 0, progress)
+		m, _, err := routedWatched(ctx, b, store, cfg, n, nil, progress)
 		return m, err
 	}
 	withViewers := fmt.Sprintf("web view with %d viewers", viewers)
@@ -239,9 +239,13 @@ var benchSecret = []byte("bench-web")
 // run ends once the viewers have every event the projector has read by the
 // last answer: the sending of the run's events to every viewer is inside
 // the measure.
-func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n int, vp *viewersProcess, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n int, vp *viewersProcess, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
+	viewers := 0
+	if vp != nil {
+		viewers = vp.viewers
+	}
 	log := events.New(b.JetStream())
 	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: benchSecret, Now: time.Now})
 	if err != nil {

@@ -301,6 +301,7 @@ func (v *sseViewer) count(first, last uint64) int {
 
 // viewersProcess is the running 'sylk bench web-viewers' of a benchmark.
 type viewersProcess struct {
+	viewers int
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	out     *bufio.Scanner
@@ -328,7 +329,7 @@ func startViewers(ctx context.Context, token string, n int) (*viewersProcess, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench web: start the viewers: %w", err)
 	}
-	return &viewersProcess{cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
+	return &viewersProcess{viewers: n, cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
 }
 
 // ask writes a line to the viewers and returns their answer.
