@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,9 +132,9 @@ func openViewers(ctx context.Context, url, token string, n int, stderr io.Writer
 		g.vs[i] = v
 		g.wg.Go(func() {
 			defer body.Close()
-			err := readIDs(body, 256<<10, func(seqs []uint64) {
-				v.add(seqs)
-				signal(g.got)
+			err := readIDs(body, 256<<10, func(seqs []uint64) error {
+				defer signal(g.got)
+				return v.add(seqs)
 			})
 			if ctx.Err() == nil {
 				fmt.Fprintf(stderr, "web-viewers: viewer %d: the stream ended: %v\n", i, err)
@@ -185,10 +184,12 @@ func signal(c chan struct{}) {
 }
 
 // sseViewer reads one live stream as a browser's EventSource does and keeps
-// the sequence (the "id:" field) of every event it got.
+// the sequences (the "id:" field) of the events it got, as runs of
+// consecutive ones: a few numbers per run of the benchmark, not one per
+// event, so the viewers' process collects no garbage as events come.
 type sseViewer struct {
 	mu   sync.Mutex
-	seqs []uint64
+	runs [][2]uint64 // first and last sequence of each run, in order
 }
 
 // open asks for url's stream and returns its body, once the response
@@ -211,19 +212,31 @@ func (v *sseViewer) open(ctx context.Context, url, token string) (io.ReadCloser,
 	return resp.Body, nil
 }
 
-// add keeps the sequences of events the viewer got.
-func (v *sseViewer) add(seqs []uint64) {
+// add keeps the sequences of events the viewer got; the stream sends them
+// in order, none twice, and one that does not is an error.
+func (v *sseViewer) add(seqs []uint64) error {
 	v.mu.Lock()
-	v.seqs = append(v.seqs, seqs...)
-	v.mu.Unlock()
+	defer v.mu.Unlock()
+	for _, seq := range seqs {
+		n := len(v.runs)
+		switch {
+		case n > 0 && seq == v.runs[n-1][1]+1:
+			v.runs[n-1][1] = seq
+		case n > 0 && seq <= v.runs[n-1][1]:
+			return fmt.Errorf("event %d after %d: want each once, in order", seq, v.runs[n-1][1])
+		default:
+			v.runs = append(v.runs, [2]uint64{seq, seq})
+		}
+	}
+	return nil
 }
 
 // readIDs reads a stream of server-sent events in reads of up to size bytes
 // and hands add the ids ("id:" lines) of each read's whole lines: the least
 // a viewer can do per event, so that the viewers' process takes as little
 // as it can of the CPUs the measured server runs on. A line longer than
-// size is a data line, skipped.
-func readIDs(r io.Reader, size int, add func([]uint64)) error {
+// size is a data line, skipped. An error of add ends the reading.
+func readIDs(r io.Reader, size int, add func([]uint64) error) error {
 	buf := make([]byte, size)
 	var ids []uint64
 	held, inLine := 0, false // inLine: buf starts inside a line
@@ -242,7 +255,9 @@ func readIDs(r io.Reader, size int, add func([]uint64)) error {
 				return perr
 			}
 			if len(ids) > 0 {
-				add(ids)
+				if err := add(ids); err != nil {
+					return err
+				}
 			}
 			held = copy(buf, buf[whole:held])
 		} else if held == len(buf) {
@@ -289,14 +304,17 @@ func parseSeq(b []byte) (uint64, bool) {
 	return n, len(b) > 0
 }
 
-// count is how many of the viewer's events are in (first, last]: the stream
-// sends them in order, none twice.
+// count is how many of the viewer's events are in (first, last].
 func (v *sseViewer) count(first, last uint64) int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	lo, _ := slices.BinarySearch(v.seqs, first+1)
-	hi, _ := slices.BinarySearch(v.seqs, last+1)
-	return hi - lo
+	n := 0
+	for _, r := range v.runs {
+		if lo, hi := max(r[0], first+1), min(r[1], last); lo <= hi {
+			n += int(hi - lo + 1)
+		}
+	}
+	return n
 }
 
 // viewersProcess is the running 'sylk bench web-viewers' of a benchmark.

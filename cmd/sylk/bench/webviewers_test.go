@@ -39,7 +39,7 @@ func TestReadIDs(t *testing.T) {
 		if size == 4096 {
 			r = strings.NewReader(stream.String())
 		}
-		err := readIDs(r, size, func(ids []uint64) { got = append(got, ids...) })
+		err := readIDs(r, size, func(ids []uint64) error { got = append(got, ids...); return nil })
 		if !errors.Is(err, io.EOF) {
 			t.Errorf("size %d: %v, want EOF", size, err)
 		}
@@ -47,7 +47,7 @@ func TestReadIDs(t *testing.T) {
 			t.Errorf("size %d: got %v, want 1..200", size, got)
 		}
 	}
-	err := readIDs(strings.NewReader("id: 1\nid: x2\n"), 64, func([]uint64) {})
+	err := readIDs(strings.NewReader("id: 1\nid: x2\n"), 64, func([]uint64) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), `id "x2": not a stream sequence`) {
 		t.Errorf("a bad id: %v", err)
 	}
@@ -137,5 +137,30 @@ func TestServeViewers(t *testing.T) {
 	}
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("open with a wrong token: %v", err)
+	}
+}
+
+// TestViewerCounts: a viewer counts the events of a range it got, gaps
+// left out, and an event out of order or twice is an error.
+func TestViewerCounts(t *testing.T) {
+	var v sseViewer
+	if err := v.add([]uint64{3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.add([]uint64{8, 9}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		first, last uint64
+		want        int
+	}{{0, 100, 5}, {2, 9, 5}, {3, 8, 3}, {4, 4, 0}, {5, 7, 0}, {4, 8, 2}, {9, 20, 0}} {
+		if got := v.count(c.first, c.last); got != c.want {
+			t.Errorf("events of (%d, %d]: %d, want %d", c.first, c.last, got, c.want)
+		}
+	}
+	for _, seq := range []uint64{9, 7} {
+		if err := v.add([]uint64{seq}); err == nil || !strings.Contains(err.Error(), "want each once, in order") {
+			t.Errorf("event %d after 9: %v", seq, err)
+		}
 	}
 }
