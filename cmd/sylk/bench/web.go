@@ -92,10 +92,14 @@ its state and its event log together (a filtered log, or a session's
 timeline, opens one more, of its own events only). A viewer asks for the
 events from now on; a page first reads the last ten minutes' (its log's
 since), once, when it opens, and the viewers attach before each measured
-run. Each comparison is --rounds rounds of both sides back to back, the side
-that goes first alternating, decided by the median of the rounds' ratios:
-on a shared machine one run measured once swings by more than the 10%
-measured, and the median of many rounds moves far less than one.
+run. Each comparison is --rounds rounds, decided by the median of the
+rounds' ratios: on a shared machine one run measured once swings by more
+than the 10% measured, and the median of many rounds moves far less than
+one. A round runs each side twice, back to back and mirrored (with, without,
+without, with; the next round the other way round), each side's two runs
+taken together: the CPU per message grows run by run as the stream does,
+and in a round of one run each that growth favoured the side that went
+first.
 
 The target ratio is the CPU per routed message without the web view over the
 one with it and its viewers (target >= 0.91: at most 10% more). Printed for
@@ -107,8 +111,8 @@ viewer received every event each run appended and the server dropped none;
 the command fails otherwise.
 
 Examples:
-  sylk bench web                 # 10 viewers, 5,000 messages a run, 15 rounds
-  sylk bench web --viewers 20 --rounds 5 --json`,
+  sylk bench web                 # 10 viewers, 5,000 messages a run, 8 rounds of 4 runs
+  sylk bench web --viewers 20 --rounds 3 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if viewers < 1 {
@@ -141,7 +145,7 @@ Examples:
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the runs with viewers")
-	cmd.Flags().IntVar(&rounds, "rounds", 15, "rounds of each comparison (the median of their ratios decides)")
+	cmd.Flags().IntVar(&rounds, "rounds", 8, "rounds of each comparison, each side run twice in each (the median of their ratios decides)")
 	cmd.Flags().StringVar(&syncMode, "sync", broker.SyncInterval, "sync mode of the embedded server")
 	return cmd
 }
@@ -208,16 +212,18 @@ func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode stri
 }
 
 // pairedCPU compares the CPU per routed message of two sides in rounds, as
-// eventbench.Paired does (back to back, the side that goes first
-// alternating, the median of the rounds' ratios: the load of a shared
-// machine comes and goes between runs a few seconds apart, and one side
-// measured once swings by more than the 10% measured). cpu is that
-// comparison, base's CPU per message over sylk's; wall the same rounds'
-// throughput, with each side's totals.
+// eventbench.Paired does, but each round runs each side twice, mirrored
+// (eventbench.Round.RunMirrored): the routed path's CPU per message grows
+// run by run as the stream does, which in a round of one run each favours
+// the side that goes first. The median of the rounds' ratios decides: the
+// load of a shared machine comes and goes between runs a few seconds apart,
+// and one side measured once swings by more than the 10% measured. cpu is
+// that comparison, base's CPU per message over sylk's; wall the same
+// rounds' throughput, with each side's totals.
 func pairedCPU(name string, rounds int, target float64, sylk, base func() (eventbench.Measure, error)) (cpu, wall eventbench.Comparison, err error) {
 	rs := make([]eventbench.Round, rounds)
 	for i := range rs {
-		if err := rs[i].Run(i, sylk, base); err != nil {
+		if err := rs[i].RunMirrored(i, sylk, base); err != nil {
 			return cpu, wall, err
 		}
 	}
