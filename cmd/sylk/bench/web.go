@@ -85,7 +85,8 @@ every viewer has also received every one of those events, so that encoding
 and sending every event to every viewer is inside the measure. The viewers
 are one process of their own (started once, reading every connection on one
 CPU and keeping only the events' ids), whose CPU is not measured: it shares
-the machine's CPUs with this one, as a browser on the same machine would.
+the machine's CPUs with this one, as a browser on the same machine would
+(what it took per routed message is printed for information).
 
 A viewer is what a page costs: a page opens one such stream, unfiltered, for
 its state and its event log together (a filtered log, or a session's
