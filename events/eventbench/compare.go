@@ -95,6 +95,25 @@ func (r *Round) Run(i int, sylk, base func() (Measure, error)) error {
 	return nil
 }
 
+// RunMirrored measures round i of a paired comparison with each side run
+// twice, mirrored: sylk base base sylk in even rounds, base sylk sylk base
+// in odd ones; each side's measure is its two runs together (Sum). A cost
+// that drifts steadily from one run to the next (a stream that grows with
+// every run) then weighs on both sides alike within the round, where in
+// Run's order it favours the side that goes first.
+func (r *Round) RunMirrored(i int, sylk, base func() (Measure, error)) error {
+	var first, second Round
+	if err := first.Run(i, sylk, base); err != nil {
+		return err
+	}
+	if err := second.Run(i+1, sylk, base); err != nil {
+		return err
+	}
+	r.SylkFirst = first.SylkFirst
+	r.Sylk, r.Baseline = Sum(first.Sylk, second.Sylk), Sum(first.Baseline, second.Baseline)
+	return nil
+}
+
 // PairedRounds is the comparison of rounds a benchmark paired itself (its
 // rounds do more than measure the two sides, in the order Paired does): the
 // median of their ratios, each side's totals, and every round.
@@ -129,12 +148,20 @@ func medianRatio(rs []Round) float64 {
 	return ratios[mid]
 }
 
-// total is one side's measures over every round: ops and seconds summed,
-// the per-op figures weighted by ops.
+// total is one side's measures over every round (Sum).
 func total(rs []Round, side func(Round) Measure) Measure {
+	ms := make([]Measure, len(rs))
+	for i, r := range rs {
+		ms[i] = side(r)
+	}
+	return Sum(ms...)
+}
+
+// Sum is measures of one side taken together: ops and seconds summed, the
+// per-op figures weighted by ops.
+func Sum(ms ...Measure) Measure {
 	var t Measure
-	for _, r := range rs {
-		m := side(r)
+	for _, m := range ms {
 		t.Name = m.Name
 		t.Ops += m.Ops
 		t.Seconds += m.Seconds

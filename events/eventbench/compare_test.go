@@ -64,3 +64,45 @@ func TestPairedAlternatesAndTakesTheMedian(t *testing.T) {
 		t.Errorf("median of 0.9 1.0 0.3 1.1: %.3f, want 0.95", even.Ratio)
 	}
 }
+
+// TestRunMirroredCancelsADrift: a mirrored round runs each side twice
+// (sylk base base sylk, then base sylk sylk base) and sums each side's
+// runs; two equal sides whose cost grows run by run (a stream that grows)
+// then compare as equal, where Run's rounds favour the side that goes
+// first.
+func TestRunMirroredCancelsADrift(t *testing.T) {
+	var order []string
+	runs := 0
+	side := func(name string) func() (Measure, error) {
+		return func() (Measure, error) {
+			order = append(order, name)
+			runs++
+			speed := 100 / (1 + 0.05*float64(runs)) // 5% more per run
+			return Measure{Name: name, Ops: 100, Seconds: 100 / speed, PerSec: speed}, nil
+		}
+	}
+	rs := make([]Round, 2)
+	for i := range rs {
+		if err := rs[i].RunMirrored(i, side("sylk"), side("base")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "sylk base base sylk base sylk sylk base"; strings.Join(order, " ") != want {
+		t.Errorf("order %q, want %q", strings.Join(order, " "), want)
+	}
+	c := PairedRounds("x", 0.9, rs)
+	for i, r := range c.Rounds {
+		if math.Abs(r.Ratio-1) > 1e-9 || r.Sylk.Ops != 200 || r.SylkFirst != (i == 0) {
+			t.Errorf("round %d: ratio %.4f, %d ops, sylk first %v: want 1, 200, %v", i, r.Ratio, r.Sylk.Ops, r.SylkFirst, i == 0)
+		}
+	}
+	// The same runs in Run's order: the side that goes first looks faster.
+	order, runs = nil, 0
+	var plain Round
+	if err := plain.Run(0, side("sylk"), side("base")); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Sylk.PerSec <= plain.Baseline.PerSec {
+		t.Errorf("Run's order: sylk %.2f/s, base %.2f/s: want the drift to favour sylk, first", plain.Sylk.PerSec, plain.Baseline.PerSec)
+	}
+}

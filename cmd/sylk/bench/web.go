@@ -36,10 +36,19 @@ type viewersReport struct {
 	MinReceived int    `json:"min_received"`
 	Dropped     int    `json:"dropped"`
 	KeptUp      bool   `json:"kept_up"`
+	// ViewersCPU is the CPU the viewers' process took per routed message,
+	// in microseconds, from opening its streams to closing them: not in
+	// the measure, but taken from the same CPUs.
+	ViewersCPU float64 `json:"viewers_cpu_us_per_msg"`
+	messages   int
 }
 
 // add counts a run's report in.
 func (r *viewersReport) add(run viewersReport) {
+	if m := r.messages + run.messages; m > 0 {
+		r.ViewersCPU = (r.ViewersCPU*float64(r.messages) + run.ViewersCPU*float64(run.messages)) / float64(m)
+		r.messages = m
+	}
 	r.Appended += run.Appended
 	r.MinReceived += run.MinReceived
 	r.Dropped += run.Dropped
@@ -63,32 +72,47 @@ on one embedded server with the projector folding the stream into a
 projections store, as 'sylk serve' runs them, after a warm-up, and compares
 its CPU per routed message: with the web view fed by the projector and
 --viewers clients reading its live stream (server-sent events, /api/events),
-each a connection of its own as a browser's EventSource would (all of them
-read by one process on one CPU, not this one), against no web view; then
-with the web view and no viewer against no web view. A viewer is what a
-page costs: a page opens one such stream, unfiltered, for its state and its
-event log together (a filtered log, or a session's timeline, opens one more,
-of its own events only). A viewer asks for the events from now on; a page
-first reads the last ten minutes' (its log's since), once, when it opens,
-and the viewers attach before each measured run. Each comparison is
---rounds rounds of both sides back to back, the side that goes first
-alternating, decided by the median of the rounds' ratios: on a shared
-machine one run measured once swings by more than the 10% measured. Each run
-ends once the projector has read the run's last event, so that its share (and
-the web view's, which it feeds) is inside the measure. The viewers' own
-reading is not this process's CPU; the encoding and sending of every event to
-every viewer is.
+each a connection of its own as a browser's EventSource would, against no
+web view; then with the web view and no viewer against no web view.
+
+What is measured: the CPU time (user and system, getrusage) of this process
+alone, which holds the embedded NATS server, the Guide and the answering
+agent, the projector, the web view with its HTTP server, and the client that
+appends the messages and waits for their answers; from the first append of
+a run to its end, over the run's messages. A run ends once every answer has
+come and the projector has read the stream's last event; with viewers, once
+every viewer has also received every one of those events, so that encoding
+and sending every event to every viewer is inside the measure. The viewers
+are one process of their own (started once, reading every connection on one
+CPU and keeping only the events' ids), whose CPU is not measured: it shares
+the machine's CPUs with this one, as a browser on the same machine would
+(what it took per routed message is printed for information).
+
+A viewer is what a page costs: a page opens one such stream, unfiltered, for
+its state and its event log together (a filtered log, or a session's
+timeline, opens one more, of its own events only). A viewer asks for the
+events from now on; a page first reads the last ten minutes' (its log's
+since), once, when it opens, and the viewers attach before each measured
+run. Each comparison is --rounds rounds, decided by the median of the
+rounds' ratios: on a shared machine one run measured once swings by more
+than the 10% measured, and the median of many rounds moves far less than
+one. A round runs each side twice, back to back and mirrored (with, without,
+without, with; the next round the other way round), each side's two runs
+taken together: the CPU per message grows run by run as the stream does,
+and in a round of one run each that growth favoured the side that went
+first.
 
 The target ratio is the CPU per routed message without the web view over the
 one with it and its viewers (target >= 0.91: at most 10% more). Printed for
 information: the web view with no viewer (only the usage figures it keeps)
-against no web view, the viewers against the web view with none (every
+against no web view (two sides doing the same work but for that: how far the
+measure itself spreads), the viewers against the web view with none (every
 round's total), and the throughput. The live stream keeps up when every
 viewer received every event each run appended and the server dropped none;
 the command fails otherwise.
 
 Examples:
-  sylk bench web                 # 10 viewers, 5,000 messages a run, 5 rounds
+  sylk bench web                 # 10 viewers, 5,000 messages a run, 8 rounds of 4 runs
   sylk bench web --viewers 20 --rounds 3 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,8 +135,8 @@ Examples:
 				err = f.IO.PrintJSON(rep)
 			} else {
 				err = printComparisons(f, opts, "web", rep.Comparisons)
-				fmt.Fprintf(f.IO.Out, "live stream: %d viewers, %d events appended, the slowest received %d, %d dropped: kept up %v\n",
-					rep.Live.Viewers, rep.Live.Appended, rep.Live.MinReceived, rep.Live.Dropped, rep.Live.KeptUp)
+				fmt.Fprintf(f.IO.Out, "live stream: %d viewers, %d events appended, the slowest received %d, %d dropped: kept up %v; the viewers' process (not measured) took %.1f µs CPU/msg\n",
+					rep.Live.Viewers, rep.Live.Appended, rep.Live.MinReceived, rep.Live.Dropped, rep.Live.KeptUp, rep.Live.ViewersCPU)
 			}
 			if err == nil && !rep.Live.KeptUp {
 				err = errors.New("bench web: the live stream did not keep up")
@@ -122,7 +146,7 @@ Examples:
 	}
 	opts.bind(cmd, 5000)
 	cmd.Flags().IntVar(&viewers, "viewers", 10, "live viewers (SSE clients) attached in the runs with viewers")
-	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds of each comparison (the median of their ratios decides)")
+	cmd.Flags().IntVar(&rounds, "rounds", 8, "rounds of each comparison, each side run twice in each (the median of their ratios decides)")
 	cmd.Flags().StringVar(&syncMode, "sync", broker.SyncInterval, "sync mode of the embedded server")
 	return cmd
 }
@@ -153,16 +177,23 @@ func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode stri
 		progress(fmt.Sprintf("without the web view: %d routed messages", n))
 		return agentbench.RoutedPath(ctx, cfg, b, n)
 	}
+	// One process reads every run's viewers, started once: a process
+	// started for each run would put its start in every run's neighbourhood.
+	vp, err := startViewers(ctx, web.Token(benchSecret), viewers)
+	if err != nil {
+		return webReport{}, err
+	}
+	defer vp.stop()
 	live := viewersReport{Viewers: viewers, KeptUp: true}
 	watched := func() (eventbench.Measure, error) {
-		m, l, err := routedWatched(ctx, b, store, cfg, n, viewers, progress)
+		m, l, err := routedWatched(ctx, b, store, cfg, n, vp, progress)
 		live.add(l)
 		return m, err
 	}
 	// The web view with no viewer: what it costs with no page open (the
 	// usage figures), the floor under what the viewers add.
 	idle := func() (eventbench.Measure, error) {
-		m, _, err := routedWatched(ctx, b, store, cfg, n, 0, progress)
+		m, _, err := routedWatched(ctx, b, store, cfg, n, nil, progress)
 		return m, err
 	}
 	withViewers := fmt.Sprintf("web view with %d viewers", viewers)
@@ -182,16 +213,18 @@ func benchWeb(ctx context.Context, dir string, n, viewers, rounds int, mode stri
 }
 
 // pairedCPU compares the CPU per routed message of two sides in rounds, as
-// eventbench.Paired does (back to back, the side that goes first
-// alternating, the median of the rounds' ratios: the load of a shared
-// machine comes and goes between runs a few seconds apart, and one side
-// measured once swings by more than the 10% measured). cpu is that
-// comparison, base's CPU per message over sylk's; wall the same rounds'
-// throughput, with each side's totals.
+// eventbench.Paired does, but each round runs each side twice, mirrored
+// (eventbench.Round.RunMirrored): the routed path's CPU per message grows
+// run by run as the stream does, which in a round of one run each favours
+// the side that goes first. The median of the rounds' ratios decides: the
+// load of a shared machine comes and goes between runs a few seconds apart,
+// and one side measured once swings by more than the 10% measured. cpu is
+// that comparison, base's CPU per message over sylk's; wall the same
+// rounds' throughput, with each side's totals.
 func pairedCPU(name string, rounds int, target float64, sylk, base func() (eventbench.Measure, error)) (cpu, wall eventbench.Comparison, err error) {
 	rs := make([]eventbench.Round, rounds)
 	for i := range rs {
-		if err := rs[i].Run(i, sylk, base); err != nil {
+		if err := rs[i].RunMirrored(i, sylk, base); err != nil {
 			return cpu, wall, err
 		}
 	}
@@ -204,14 +237,24 @@ func pairedCPU(name string, rounds int, target float64, sylk, base func() (event
 	return cpu, wall, nil
 }
 
+// benchSecret is the secret of the benchmark's web view's token.
+var benchSecret = []byte("bench-web")
+
 // routedWatched measures the routed path on b with the web view fed by
-// store's projector and viewers reading its live stream (in a process of
-// their own), and whether every viewer got every event the run appended.
-func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n, viewers int, progress func(string)) (eventbench.Measure, viewersReport, error) {
+// store's projector and viewers of vp (nil for none) reading its live
+// stream, and whether every viewer got every event the run appended. The
+// run ends once the viewers have every event the projector has read by the
+// last answer: the sending of the run's events to every viewer is inside
+// the measure.
+func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Store, cfg agentbench.RouteConfig, n int, vp *viewersProcess, progress func(string)) (eventbench.Measure, viewersReport, error) {
 	var none eventbench.Measure
 	var live viewersReport
+	viewers := 0
+	if vp != nil {
+		viewers = vp.viewers
+	}
 	log := events.New(b.JetStream())
-	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: []byte("bench-web"), Now: time.Now})
+	w, err := web.Start(ctx, web.Options{Conn: b.Conn(), Log: log, Store: store, JS: b.JetStream(), Secret: benchSecret, Now: time.Now})
 	if err != nil {
 		return none, live, err
 	}
@@ -227,12 +270,16 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	defer srv.Close()
 
 	progress(fmt.Sprintf("with the web view and %d viewers: %d routed messages", viewers, n))
-	var vp *viewersProcess
-	if viewers > 0 {
-		if vp, err = startViewers(ctx, "http://"+ln.Addr().String()+"/api/events", w.Token(), viewers); err != nil {
+	var viewersCPU time.Duration
+	if vp != nil {
+		if viewersCPU, err = vp.open("http://" + ln.Addr().String() + "/api/events"); err != nil {
 			return none, live, err
 		}
-		defer vp.stop()
+		defer func() {
+			if vp != nil { // an error came before the close
+				vp.close()
+			}
+		}()
 	}
 	if err := waitFor(ctx, 30*time.Second, func() bool { return w.Watching() == viewers }); err != nil {
 		return none, live, fmt.Errorf("bench web: %d of %d viewers attached: %w", w.Watching(), viewers, err)
@@ -240,6 +287,16 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	first, err := log.LastSeq(ctx)
 	if err != nil {
 		return none, live, err
+	}
+	if vp != nil {
+		settle := cfg.Settle
+		cfg.Settle = func(ctx context.Context, last uint64) error {
+			if err := settle(ctx, last); err != nil {
+				return err
+			}
+			_, err := vp.received(first, last)
+			return err
+		}
 	}
 	watched, err := agentbench.RoutedPath(ctx, cfg, b, n)
 	if err != nil {
@@ -250,18 +307,19 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 		return none, live, err
 	}
 	live = viewersReport{Viewers: viewers, Appended: last - first}
-	if viewers == 0 {
+	if vp == nil {
 		return watched, live, nil
 	}
-	// Each viewer has until a few seconds after the run to have every event.
-	var asked error
-	_ = waitFor(ctx, 10*time.Second, func() bool {
-		live.MinReceived, asked = vp.minReceived(first, last)
-		return asked != nil || live.MinReceived == int(live.Appended)
-	})
-	if asked != nil {
-		return none, live, asked
+	// Each viewer has until viewersWait after the run to have every event.
+	if live.MinReceived, err = vp.received(first, last); err != nil {
+		return none, live, err
 	}
+	closedCPU, err := vp.close()
+	vp = nil // closed: nothing left for the deferred close
+	if err != nil {
+		return none, live, err
+	}
+	live.messages, live.ViewersCPU = n, float64(closedCPU-viewersCPU)/float64(time.Microsecond)/float64(n)
 	live.Dropped = w.Drops()
 	live.KeptUp = live.MinReceived == int(live.Appended) && live.Dropped == 0
 
