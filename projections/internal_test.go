@@ -8,16 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"log/slog"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -160,98 +155,6 @@ func TestCacheEvictsCleanObjectsOnly(t *testing.T) {
 	if len(c.dirty) != 3 || len(c.m) != 5 {
 		t.Fatalf("dirty %d, cached %d: dirty objects must stay until committed", len(c.dirty), len(c.m))
 	}
-}
-
-// A cache short of heap keeps a quarter fewer objects each time it is told
-// (down to a sixteenth of its maximum), the next eviction drops the clean ones
-// above that, and it grows back by an eighth of its maximum once the heap has
-// twice the room it needs.
-func TestCacheFitsTheHeap(t *testing.T) {
-	c := newCache(1600)
-	x := "x"
-	for i := range 1200 {
-		c.put([]byte(strconv.Itoa(i)), &x, i < 100) // the first 100 changed
-	}
-	const goal, room = 1000, 100
-	if c.fitHeap(800, goal, room) || c.cap != 1600 {
-		t.Fatalf("with room to spare: capacity %d, want 1600 kept", c.cap)
-	}
-	if !c.fitHeap(950, goal, room) || c.cap != 900 {
-		t.Fatalf("short of room with 1,200 objects: capacity %d, want 900", c.cap)
-	}
-	c.evict()
-	if len(c.m) != 900 || len(c.dirty) != 100 {
-		t.Fatalf("after eviction: %d objects, %d changed; want 900 with the 100 changed kept", len(c.m), len(c.dirty))
-	}
-	for _, want := range []int{675, 506, 379, 284, 213, 159, 119, 100, 100} {
-		if !c.fitHeap(901, goal, room) || c.cap != want {
-			t.Fatalf("short of room again: capacity %d, want %d", c.cap, want)
-		}
-		c.evict()
-	}
-	if c.fitHeap(850, goal, room) || c.cap != 100 {
-		t.Fatalf("with less than twice the room: capacity %d, want 100 kept", c.cap)
-	}
-	for _, want := range []int{300, 500, 700, 900, 1100, 1300, 1500, 1600, 1600} {
-		if c.fitHeap(700, goal, room) || c.cap != want {
-			t.Fatalf("with twice the room: capacity %d, want %d", c.cap, want)
-		}
-	}
-}
-
-// lockedBuffer is a log's output, written by the fold and its committer.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// A rebuild whose heap is short of room under its memory limit writes the
-// objects it holds and keeps fewer in its cache, and ends in exactly the store
-// a rebuild with room to spare builds; its cache is whole again after.
-func TestRebuildShortOfHeapShrinksItsCache(t *testing.T) {
-	b := brokertest.Start(t, brokertest.Options(t))
-	log := events.New(b.JetStream())
-	ctx := brokertest.Context(t)
-	for i := range 40 {
-		appendSession(t, ctx, log, fmt.Sprintf("S%d", i))
-	}
-	var logged lockedBuffer
-	s, err := Open(ctx, Options{Dir: "/p", FS: vfs.NewMem(), CacheObjects: 64, BatchEvents: 4,
-		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}.ForRebuild())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	// A limit (as GOMEMLIMIT sets one) a few MiB above the live heap leaves
-	// the collector less room than a quarter of HeapBytes; a collection
-	// after each commit gives the fold a new measure of the heap.
-	runtime.GC()
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(live)
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + 8<<20))
-	p := s.Projector(log)
-	if err := p.Rebuild(ctx, func(Progress) { runtime.GC() }); err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(logged.String(), "the fold's cache keeps fewer objects"); n < 3 {
-		t.Fatalf("the cache shrank %d times in a rebuild of 80 events in batches of 4 short of heap; want several:\n%s", n, logged.String())
-	}
-	if p.c.cap != 64 {
-		t.Fatalf("cache capacity %d after the rebuild, want its 64 back", p.c.cap)
-	}
-	checkFoldedOnce(t, ctx, log, s)
 }
 
 // The open chunks of the audit's lists (one a session) do not count toward

@@ -59,9 +59,6 @@ type Projector struct {
 	foreign map[uint64]bool
 
 	busy sync.Mutex // held by Run, CatchUp and Rebuild
-	// gcs is how many collections had run when heapShort last shrank the
-	// cache: it shrinks it again only on a live heap measured after that.
-	gcs uint64
 
 	mu          sync.Mutex
 	cancelFold  context.CancelFunc
@@ -159,7 +156,6 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error 
 	if p.busy.TryLock() {
 		defer p.busy.Unlock()
 		defer p.s.tuneGC()()
-		defer func() { p.c.cap = p.c.max }() // see heapShort
 		if err := p.startRebuild(); err != nil {
 			return err
 		}
@@ -222,32 +218,6 @@ func (s *Store) tuneGC() (restore func()) {
 			gcTuning.restore()
 		}
 	}
-}
-
-// heapShort fits the fold's cache to the heap during a rebuild that runs
-// under a memory limit (Options.HeapBytes, or GOMEMLIMIT), so that the fold
-// can allocate an eighth of HeapBytes between two collections, and reports
-// whether the cache shrank (see cache.fitHeap). The heap is measured by the
-// last collection, so the cache changes at most once per collection: shrunk
-// again before the next one, it would shrink for objects already dropped.
-func (p *Projector) heapShort() bool {
-	o := p.s.opts
-	if o.HeapBytes == 0 || !p.rebuilding() || debug.SetMemoryLimit(-1) == math.MaxInt64 {
-		return false
-	}
-	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(m)
-	gcs := m[2].Value.Uint64()
-	if gcs == p.gcs {
-		return false
-	}
-	p.gcs = gcs
-	live, goal := m[0].Value.Uint64(), m[1].Value.Uint64()
-	if !p.c.fitHeap(live, goal, uint64(o.HeapBytes)/8) {
-		return false
-	}
-	p.s.log.Debug("rebuild: the heap is short of room, the fold's cache keeps fewer objects", "objects", p.c.cap, "live_bytes", live, "goal_bytes", goal)
-	return true
 }
 
 // gcTuning counts the rebuilds running with their collector settings.
@@ -545,7 +515,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		caughtUp := last.pending == 0
 		prev = last
 		held += n
-		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || p.heapShort() || p.c.heldDirty() >= p.c.cap/2
+		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || p.c.heldDirty() >= p.c.cap/2
 		if writeObjects {
 			held = 0
 		}

@@ -79,11 +79,9 @@ type cache struct {
 	// keys the fold created (see keyFilter).
 	written *keyFilter
 
-	m   map[string]*entry
-	lru list.List // front: most recently used
-	// cap is how many objects the cache keeps now: max, or less while the
-	// heap is short of room (see fitHeap).
-	cap, max       int
+	m              map[string]*entry
+	lru            list.List // front: most recently used
+	cap            int
 	dirty          []*entry
 	auditOpenDirty int // how many of dirty are audit open chunks (see heldDirty)
 	transients     []*entry
@@ -93,29 +91,7 @@ type cache struct {
 }
 
 func newCache(capacity int) *cache {
-	return &cache{m: make(map[string]*entry), cap: capacity, max: capacity}
-}
-
-// fitHeap adapts the cache's capacity to the heap: live bytes, and the goal
-// the collector set for the next collection. While the fold has less than
-// headroom to allocate before that collection, the cache keeps a quarter
-// fewer objects (down to a sixteenth of its maximum); it grows back by an
-// eighth of its maximum once it has twice that room. It reports whether the
-// cache shrank: the objects it holds changed must then be written to leave.
-// A rebuild of a stream with more sessions running at once than the cache
-// holds (100,000 at 5M generated events) kept it full (of objects read back
-// from Pebble, and changed ones it held until they were half of it): the
-// heap stayed within a few tens of megabytes of the memory limit, and the
-// collector ran every few thousand events, over half the rebuild's CPU.
-func (c *cache) fitHeap(live, goal, headroom uint64) bool {
-	switch {
-	case live+headroom > goal:
-		c.cap = max(min(c.cap, len(c.m))*3/4, c.max/16, 1)
-		return true
-	case live+2*headroom < goal && c.cap < c.max:
-		c.cap = min(c.cap+c.max/8, c.max)
-	}
-	return false
+	return &cache{m: make(map[string]*entry), cap: capacity}
 }
 
 func (c *cache) get(k []byte) (*entry, bool) {
