@@ -114,7 +114,7 @@ func (r *Runner) watchMaxDeliveries(ctx context.Context) (*nats.Subscription, er
 		if err != nil {
 			return
 		}
-		raw, err := s.GetMsg(ctx, adv.StreamSeq)
+		raw, err := broker.GetMsg(ctx, r.js, s, adv.StreamSeq)
 		if err != nil {
 			return
 		}
@@ -189,7 +189,7 @@ func DeadLetters(ctx context.Context, js jetstream.JetStream) ([]DeadLetter, err
 	}
 	rows := []DeadLetter{}
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
+		m, err := broker.GetMsg(ctx, js, s, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
@@ -207,7 +207,7 @@ func GetDeadLetter(ctx context.Context, js jetstream.JetStream, id uint64) (*jet
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.GetMsg(ctx, id)
+	m, err := broker.GetMsg(ctx, js, s, id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%w %d", ErrNoDeadLetter, id)
 	}

@@ -3,9 +3,9 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,7 +68,7 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 	if from > end {
 		return nil
 	}
-	r := &bodiesReader{l: l, end: end, subject: apiSubject(l.js, "DIRECT.GET."), inbox: l.nc.NewInbox(),
+	r := &bodiesReader{l: l, end: end, subject: broker.APISubject(l.js, "DIRECT.GET.", broker.Stream), inbox: l.nc.NewInbox(),
 		answers: make(chan bodiesAnswer, 2), requests: make(chan directGetRequest, 2), quit: make(chan struct{})}
 	sub, err := l.nc.Subscribe(r.inbox, r.receive)
 	if err != nil {
@@ -93,13 +93,16 @@ func (l *Log) scanBodies(ctx context.Context, from, to uint64, fn func(*Event) e
 		if a.err != nil {
 			return fmt.Errorf("read the stream: %w", a.err)
 		}
+		var evs []*Event
 		if len(a.msgs) == 0 {
-			// Nothing at or after next: the rest was deleted (a purge keeps
-			// the last sequence), as a consumer would find.
-			return nil
-		}
-		evs, err := r.numbered(a)
-		if err != nil {
+			// Nothing at or after the request's sequence: the rest was
+			// deleted (a purge keeps the last sequence), as a consumer would
+			// find; or, on a cluster, the member that answered lags the
+			// leader, which is asked (see broker.GetMsg).
+			if evs, err = r.fromLeader(ctx, a.req.Seq); evs == nil || err != nil {
+				return err
+			}
+		} else if evs, err = r.numbered(a); err != nil {
 			return fmt.Errorf("read the stream: %w", err)
 		}
 		if evs == nil { // gaps: ask again, with headers
@@ -217,19 +220,21 @@ func (r *bodiesReader) numbered(a bodiesAnswer) ([]*Event, error) {
 	return out, nil
 }
 
-// apiSubject is the stream's subject of the JetStream API operation op
-// ("DIRECT.GET.", "STREAM.MSG.GET.") under js's API prefix.
-func apiSubject(js jetstream.JetStream, op string) string {
-	o := js.Options()
-	prefix := jetstream.DefaultAPIPrefix
-	switch {
-	case o.APIPrefix != "":
-		prefix = o.APIPrefix
-		if !strings.HasSuffix(prefix, ".") {
-			prefix += "."
-		}
-	case o.Domain != "":
-		prefix = "$JS." + o.Domain + ".API."
+// fromLeader is the event at or after seq as the stream's leader has it,
+// when a member's direct get found nothing there: nil when the stream has
+// none (always, on one server).
+func (r *bodiesReader) fromLeader(ctx context.Context, seq uint64) ([]*Event, error) {
+	if !broker.Clustered(r.l.js) {
+		return nil, nil
 	}
-	return prefix + op + broker.Stream
+	actx, cancel := context.WithTimeout(ctx, getAttempt)
+	defer cancel()
+	m, err := broker.LeaderMsg(actx, r.l.js, broker.Stream, broker.MsgQuery{Seq: seq, NextFor: broker.StreamSubjects})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the stream: %w", err)
+	}
+	return []*Event{{Seq: m.Sequence, Data: m.Data, Header: m.Header}}, nil
 }

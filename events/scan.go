@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -95,7 +94,7 @@ type scan struct {
 // until it has read it; the consumer delivers the rest as its member
 // catches up.
 func (l *Log) caughtUp(ctx context.Context, subject string, s *scan, read uint64) (bool, error) {
-	if l.nc.ConnectedClusterName() == "" {
+	if !broker.Clustered(l.js) {
 		return true, nil
 	}
 	if !s.askedLeader {
@@ -109,41 +108,20 @@ func (l *Log) caughtUp(ctx context.Context, subject string, s *scan, read uint64
 }
 
 // lastMatching asks the stream's leader for the sequence of the last event
-// matching subject (0: none). It is a message get, not a direct get: a
-// replicated stream's direct gets are answered by any member, up to date or
-// not; a message get only by the leader.
+// matching subject (0: none): a member's own copy may lag (broker.LastMsgFor).
 func (l *Log) lastMatching(ctx context.Context, subject string) (uint64, error) {
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{subject})
-	if err != nil {
-		return 0, err
-	}
 	actx, cancel := context.WithTimeout(ctx, getAttempt)
 	defer cancel()
-	m, err := l.nc.RequestWithContext(actx, apiSubject(l.js, "STREAM.MSG.GET."), req)
-	if err != nil {
-		if broker.Unanswered(ctx, err) {
-			return 0, fmt.Errorf("%w: no answer from the stream's leader within %s", errScanLost, getAttempt)
-		}
+	m, err := broker.LeaderMsg(actx, l.js, broker.Stream, broker.MsgQuery{LastFor: subject})
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case broker.Unanswered(ctx, err):
+		return 0, fmt.Errorf("%w: no answer from the stream's leader within %s", errScanLost, getAttempt)
+	case err != nil:
 		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, err)
 	}
-	var resp struct {
-		Message struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, err)
-	}
-	if resp.Error != nil {
-		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("read %s: the last matching sequence: %w", subject, resp.Error)
-	}
-	return resp.Message.Seq, nil
+	return m.Sequence, nil
 }
 
 func (l *Log) scanOnce(ctx context.Context, subject string, from Cursor, s *scan, fn func(*Event) error) error {

@@ -145,3 +145,75 @@ func TestCaughtUpAsksTheStreamLeader(t *testing.T) {
 		t.Errorf("one server: caught up %v, %v, asked the leader %v; want true, nil, false", done, err, s.askedLeader)
 	}
 }
+
+// A follower applies what the leader commits a moment after the leader
+// acknowledges it, and answers direct gets from its own copy. Reads through
+// a follower's connection must still see every event an append was told is
+// stored: Get, a bodies read of the stream's tail, and the last event on a
+// subject. Each read is followed by a plain direct get of the same event:
+// when that still misses, the read before it met a copy that lagged, so the
+// test goes on until that has happened a few times.
+func TestReadsOnAFollowerSeeEveryAcknowledgedEvent(t *testing.T) {
+	ctx := brokertest.Context(t)
+	dirs := brokertest.ClusterDataDirs(t, 3, nil)
+	addrs := brokertest.FreeAddrs(t, 3)
+	members := brokertest.StartMembers(t, dirs, addrs, []int{0, 1, 2}, 3)
+	info, err := members[0].JetStream().Stream(ctx, broker.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := members[0]
+	if follower.ServerName() == info.CachedInfo().Cluster.Leader {
+		follower = members[1]
+	}
+	js := follower.JetStream()
+	stream, err := js.Stream(ctx, broker.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(js)
+	lagged := map[string]int{}
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; lagged["get"] < 3 || lagged["bodies"] < 3 || lagged["last"] < 3; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d appends in a minute, and the follower's copy lagged only %v times: the reads were not tested against a lagging copy", i, lagged)
+		}
+		session := fmt.Sprintf("S%d", i)
+		env, err := schemas.New(schemas.TypeUserInput, session, "user", "", time.Now(), schemas.UserInput{Text: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, err := l.Append(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read string
+		switch i % 3 {
+		case 0:
+			read = "get"
+			if ev, err := l.Get(ctx, seq); err != nil || ev.Seq != seq {
+				t.Fatalf("get %d on a follower: %v", seq, err)
+			}
+		case 1:
+			read = "bodies"
+			var got []uint64
+			err := l.Scan(ctx, broker.StreamSubjects, Cursor{Seq: seq}, 0, func(ev *Event) error {
+				got = append(got, ev.Seq)
+				return nil
+			}, Bodies())
+			if err != nil || len(got) != 1 || got[0] != seq {
+				t.Fatalf("bodies read from %d on a follower: %v, %v; want [%d]", seq, got, err, seq)
+			}
+		case 2:
+			read = "last"
+			subject := Filter{Session: session}.Subject()
+			m, err := broker.LastMsgFor(ctx, js, broker.Stream, subject)
+			if err != nil || m.Sequence != seq {
+				t.Fatalf("last on %s on a follower: %v; want seq %d", subject, err, seq)
+			}
+		}
+		if _, err := stream.GetMsg(ctx, seq); errors.Is(err, jetstream.ErrMsgNotFound) {
+			lagged[read]++
+		}
+	}
+}

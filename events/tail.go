@@ -295,7 +295,7 @@ func (l *Log) get(ctx context.Context, seq uint64) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.GetMsg(ctx, seq)
+	m, err := broker.GetMsg(ctx, l.js, s, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%w: seq %d", ErrNotFound, seq)
 	}

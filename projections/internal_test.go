@@ -537,7 +537,7 @@ func TestTermCounter(t *testing.T) {
 	for _, text := range texts {
 		c.Reset()
 		c.Count(text)
-		refs = append(refs, v.AppendRefs(nil, c.Counted()))
+		refs = append(refs, v.AppendRefs(nil, c.CountedInto(new(CountedBuffer))))
 	}
 	vocab := strings.Split(v.String(), " ")
 	if len(vocab) != v.Len() || len(vocab) != len(slices.Compact(slices.Sorted(slices.Values(vocab)))) {
@@ -559,7 +559,7 @@ func TestTermCounter(t *testing.T) {
 	v.Reset()
 	c.CountOnce("config/config_loader.go")
 	c.Count("config")
-	if got := v.AppendRefs(nil, c.Counted()); v.String() != "config config_loader loader go" || !bytes.Equal(got, []byte{0, 2, 1, 1, 2, 1, 3, 1}) {
+	if got := v.AppendRefs(nil, c.CountedInto(new(CountedBuffer))); v.String() != "config config_loader loader go" || !bytes.Equal(got, []byte{0, 2, 1, 1, 2, 1, 3, 1}) {
 		t.Errorf("a path counted once, then a word: %q %v", v.String(), got)
 	}
 }

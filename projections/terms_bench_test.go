@@ -55,7 +55,7 @@ func BenchmarkTermCounter(b *testing.B) {
 			c.Reset()
 			c.CountOnce(paths[i])
 			c.Count(texts[i])
-			refs = v.AppendRefs(refs, c.Counted())
+			refs = v.AppendRefs(refs, c.CountedInto(new(CountedBuffer)))
 		}
 	}
 	b.ReportMetric(float64(eventbench.ProcessCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")

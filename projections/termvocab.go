@@ -1,21 +1,40 @@
 package projections
 
-import (
-	"encoding/binary"
-	"slices"
-)
+import "encoding/binary"
 
 // CountedTerms is what a TermCounter counted of one text, taken out of it
-// (Counted) so the counter can go on to the next text.
+// (CountedInto) so the counter can go on to the next text.
 type CountedTerms struct {
 	terms  []tableTerm
 	counts []termTally
 	arena  []byte
 }
 
-// Counted is a copy of the counts, in the order the terms were first met.
-func (c *TermCounter) Counted() CountedTerms {
-	return CountedTerms{terms: slices.Clone(c.table.terms), counts: slices.Clone(c.counts), arena: slices.Clone(c.table.arena)}
+// CountedBuffer holds the CountedTerms of many texts end to end. An
+// indexer counts the terms of every file and hands them to the batcher that
+// numbers them in its update's vocabulary: a copy of three slices per file
+// was a third of what it allocated. Copied into a buffer that is reused
+// once the batcher is done with its files, they cost no allocation.
+type CountedBuffer struct {
+	terms  []tableTerm
+	counts []termTally
+	arena  []byte
+}
+
+// Reset empties b, keeping its memory. The CountedTerms taken into it
+// must not be used any more.
+func (b *CountedBuffer) Reset() {
+	b.terms, b.counts, b.arena = b.terms[:0], b.counts[:0], b.arena[:0]
+}
+
+// CountedInto appends a copy of the counts to b (in the order the terms
+// were first met) and returns it; it is valid until b is Reset.
+func (c *TermCounter) CountedInto(b *CountedBuffer) CountedTerms {
+	t, a := len(b.terms), len(b.arena)
+	b.terms = append(b.terms, c.table.terms...)
+	b.counts = append(b.counts, c.counts...)
+	b.arena = append(b.arena, c.table.arena...)
+	return CountedTerms{terms: b.terms[t:len(b.terms):len(b.terms)], counts: b.counts[t:len(b.counts):len(b.counts)], arena: b.arena[a:len(b.arena):len(b.arena)]}
 }
 
 // Len is the number of distinct terms.

@@ -126,11 +126,12 @@ func (ix *Indexer) Scan(ctx context.Context, known Known) ([]schemas.IndexUpdate
 }
 
 // scanChunk is a run of walked entries one worker reads; done is closed
-// when out holds their changes.
+// when out holds their changes, whose terms are in counted.
 type scanChunk struct {
-	items []change // a path to read, or the walk's own skip
-	out   []change
-	done  chan struct{}
+	items   []change // a path to read, or the walk's own skip
+	out     []change
+	counted *projections.CountedBuffer
+	done    chan struct{}
 }
 
 // scanChunkSize is how many walked entries a worker takes at a time.
@@ -148,6 +149,9 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 	ctx, cancel := context.WithCancel(parent)
 	jobs := make(chan *scanChunk, 2*ix.workers())
 	order := make(chan *scanChunk, 64)
+	// free: the term buffers of chunks the batcher is done with, for the
+	// workers' next chunks.
+	free := make(chan *projections.CountedBuffer, cap(order)+cap(jobs))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // first: an early return stops the walk and the workers
@@ -174,6 +178,13 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 		wg.Go(func() {
 			w := new(extractState)
 			for ch := range jobs {
+				select {
+				case ch.counted = <-free:
+					ch.counted.Reset()
+				default:
+					ch.counted = new(projections.CountedBuffer)
+				}
+				w.counted = ch.counted
 				ch.out = make([]change, len(ch.items))
 				for i, c := range ch.items {
 					switch {
@@ -193,6 +204,9 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 	seen := make(map[string]bool, len(known.Hashes)+len(known.Skipped))
 	for ch := range order {
 		<-ch.done
+		if ch.out == nil {
+			continue // the scan was cancelled before a worker took it
+		}
 		for i, c := range ch.items {
 			if known.Hashes[c.path] != "" || known.Skipped[c.path] != "" {
 				seen[c.path] = true
@@ -200,6 +214,10 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 			if err := b.add(ch.out[i]); err != nil {
 				return err
 			}
+		}
+		select {
+		case free <- ch.counted:
+		default:
 		}
 	}
 	if walkErr != nil {
@@ -382,7 +400,9 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 	var wg sync.WaitGroup
 	for range min(workers, max(len(paths), 1)) {
 		wg.Go(func() {
-			w := new(extractState)
+			// The buffer is not reset: every change's terms are used
+			// after the workers are done.
+			w := &extractState{counted: new(projections.CountedBuffer)}
 			for ctx.Err() == nil {
 				next.Lock()
 				k := i
@@ -469,7 +489,7 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		return change{path: rel, skip: "binary (a NUL byte in the first 8000 bytes)"}
 	}
 	f := ix.extract(rel, buf, hash, w)
-	return change{path: rel, file: f, terms: w.terms.Counted()}
+	return change{path: rel, file: f, terms: w.terms.CountedInto(w.counted)}
 }
 
 // maxReads is how many times a file written while it is read is read;
@@ -507,10 +527,11 @@ func (ix *Indexer) extract(rel string, content []byte, hash string, w *extractSt
 
 // extractState is what a worker reuses from one file to the next.
 type extractState struct {
-	buf   []byte // the file read
-	text  []byte // the text an embedding is made from
-	terms projections.TermCounter
-	lexer goLexer
+	buf     []byte // the file read
+	text    []byte // the text an embedding is made from
+	terms   projections.TermCounter
+	counted *projections.CountedBuffer // where each file's counted terms are copied
+	lexer   goLexer
 }
 
 // redact removes the secrets of text and says how many there were.

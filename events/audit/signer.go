@@ -59,11 +59,7 @@ func (s *Signer) Run(ctx context.Context) error {
 // resume returns where signing continues: the chain and range end of the
 // last checkpoint in the stream, and that checkpoint's stream sequence.
 func (s *Signer) resume(ctx context.Context) (chain Hash, to, lastSeq uint64, err error) {
-	stream, err := s.JS.Stream(ctx, broker.Stream)
-	if err != nil {
-		return chain, 0, 0, err
-	}
-	m, err := stream.GetLastMsgForSubject(ctx, CheckpointSubject)
+	m, err := broker.LastMsgFor(ctx, s.JS, broker.Stream, CheckpointSubject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return chain, 0, 0, nil
 	}
