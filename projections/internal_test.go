@@ -157,6 +157,46 @@ func TestCacheEvictsCleanObjectsOnly(t *testing.T) {
 	}
 }
 
+// A key written at every flush enters the fold's key filter once, and again
+// into the filter of the next fold: a filter that missed it would answer
+// that the stored key is absent, and a load would skip it.
+func TestFlushAddsAKeyToEachFilterOnce(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newCache(10)
+	x := "x"
+	k := []byte("session/s1")
+	flush := func(f *keyFilter) *entry {
+		t.Helper()
+		e := c.put(k, &x, true)
+		b := db.NewBatch()
+		defer b.Close()
+		if _, err := c.flush(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.markClean()
+		if !e.filtered || f.absent(k) {
+			t.Fatal("a written key is not in the fold's filter")
+		}
+		return e
+	}
+	first := newKeyFilter([][]byte{[]byte("session/")})
+	c.setFilter(first)
+	e := flush(first)
+	if flush(first) != e {
+		t.Fatal("the key left the cache")
+	}
+	second := newKeyFilter([][]byte{[]byte("session/")})
+	c.setFilter(second)
+	if e.filtered {
+		t.Fatal("a cached key counts as in a new filter")
+	}
+	flush(second)
+}
+
 // The open chunks of the audit's lists (one a session) do not count toward
 // the changed objects that make a catch-up write its objects: counted, a
 // rebuild of 20,000 sessions at once wrote them ten times instead of seven.

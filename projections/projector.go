@@ -395,8 +395,8 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		}
 	}
 	if len(fresh) > 0 && (!live || p.until != nil) {
-		p.c.written = newKeyFilter(fresh)
-		defer func() { p.c.written = nil }()
+		p.c.setFilter(newKeyFilter(fresh))
+		defer p.c.setFilter(nil)
 	}
 	cm := newCommitter(p)
 	cm.full = !live && p.rebuilding()
