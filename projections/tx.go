@@ -72,9 +72,9 @@ type entry struct {
 	// auditOpen: the entry is an audit list's open chunk (see heldDirty).
 	auditOpen bool
 	// filtered: a flush added the key to the cache's key filter (see
-	// setFilter), which never forgets one. An object written at every flush (each session's
-	// open audit list, 20,000 at 1M events) was hashed into it again each
-	// time: six random writes in its 8 MiB.
+	// setFilter), which never forgets one. An object written at every
+	// flush (each session's open audit list, 20,000 at 1M events) was
+	// hashed into it again each time: six random writes in its 8 MiB.
 	filtered bool
 	elem     *list.Element
 }
