@@ -40,14 +40,17 @@ type viewersReport struct {
 	// in microseconds, from opening its streams to closing them: not in
 	// the measure, but taken from the same CPUs.
 	ViewersCPU float64 `json:"viewers_cpu_us_per_msg"`
+	// viewersCPU and messages are what ViewersCPU is of, summed over runs.
+	viewersCPU time.Duration
 	messages   int
 }
 
 // add counts a run's report in.
 func (r *viewersReport) add(run viewersReport) {
-	if m := r.messages + run.messages; m > 0 {
-		r.ViewersCPU = (r.ViewersCPU*float64(r.messages) + run.ViewersCPU*float64(run.messages)) / float64(m)
-		r.messages = m
+	r.viewersCPU += run.viewersCPU
+	r.messages += run.messages
+	if r.messages > 0 {
+		r.ViewersCPU = float64(r.viewersCPU) / float64(time.Microsecond) / float64(r.messages)
 	}
 	r.Appended += run.Appended
 	r.MinReceived += run.MinReceived
@@ -319,7 +322,7 @@ func routedWatched(ctx context.Context, b *broker.Broker, store *projections.Sto
 	if err != nil {
 		return none, live, err
 	}
-	live.messages, live.ViewersCPU = n, float64(closedCPU-viewersCPU)/float64(time.Microsecond)/float64(n)
+	live.messages, live.viewersCPU = n, closedCPU-viewersCPU
 	live.Dropped = w.Drops()
 	live.KeptUp = live.MinReceived == int(live.Appended) && live.Dropped == 0
 
