@@ -187,6 +187,6 @@ func ToolResultOf(r tools.Result) schemas.ToolResult {
 		CallID: r.CallID, Tool: r.Tool, OK: r.OK, ExitCode: r.ExitCode, Signal: r.Signal, KillSignals: r.KillSignals,
 		Output: r.Output, Stdout: r.Stdout, Stderr: r.Stderr, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		Truncated: r.Truncated, Partial: r.Partial, TimedOut: r.TimedOut, Canceled: r.Canceled,
-		DurationMS: r.DurationMS, Summary: r.Summary, Error: r.Error, Data: string(r.Data),
+		DurationMS: r.DurationMS, DurationUS: r.DurationUS, Summary: r.Summary, Error: r.Error, Data: string(r.Data),
 	}
 }

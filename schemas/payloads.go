@@ -520,6 +520,7 @@ type ToolResult struct {
 	TimedOut    bool     `json:"timed_out,omitempty"`
 	Canceled    bool     `json:"canceled,omitempty"`
 	DurationMS  int64    `json:"duration_ms"`
+	DurationUS  int64    `json:"duration_us,omitempty"` // the same in µs (none before it was recorded: see Seconds)
 	Summary     string   `json:"summary,omitempty"`
 	Error       string   `json:"error,omitempty"`
 	// Data is the structured result of the file tools, as JSON text.
@@ -527,6 +528,15 @@ type ToolResult struct {
 	DAGID   string `json:"dag_id,omitempty"`
 	NodeID  string `json:"node_id,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
+}
+
+// Seconds is how long the tool ran: from DurationUS, or from DurationMS for a
+// result recorded before DurationUS was.
+func (r *ToolResult) Seconds() float64 {
+	if r.DurationUS > 0 {
+		return float64(r.DurationUS) / 1e6
+	}
+	return float64(r.DurationMS) / 1e3
 }
 
 // LLMMessage is one chat message sent to or received from a model.

@@ -632,3 +632,20 @@ func TestToolTarget(t *testing.T) {
 		t.Errorf("a command line of strings: %v allocations, want 1", n)
 	}
 }
+
+// A tool result's time comes from its microseconds, and from its milliseconds
+// for a result recorded before the microseconds were.
+func TestToolResultSeconds(t *testing.T) {
+	for _, c := range []struct {
+		r    ToolResult
+		want float64
+	}{
+		{ToolResult{DurationMS: 0, DurationUS: 40}, 40e-6},
+		{ToolResult{DurationMS: 1234, DurationUS: 1234567}, 1.234567},
+		{ToolResult{DurationMS: 412}, 0.412},
+	} {
+		if got := c.r.Seconds(); got != c.want {
+			t.Errorf("%+v: %v s, want %v", c.r, got, c.want)
+		}
+	}
+}

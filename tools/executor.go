@@ -185,7 +185,7 @@ func (e *Executor) Run(ctx context.Context, agent string, call Call) (Result, er
 		return Result{}, e.redactErr(err)
 	}
 	res.CallID, res.Tool = call.ID, call.Tool
-	res.DurationMS = time.Since(start).Milliseconds()
+	res.took(time.Since(start))
 	e.redactResult(&res)
 	if err != nil {
 		return res, e.redactErr(err)

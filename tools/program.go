@@ -67,7 +67,7 @@ func (e *Executor) RunProgram(ctx context.Context, p Program) (ProgramResult, er
 	start := time.Now()
 	pr := e.runProcess(ctx, spec)
 	res := e.processResult(pr, p.Argv[0], quoteArgv(p.Argv))
-	res.DurationMS = time.Since(start).Milliseconds()
+	res.took(time.Since(start))
 	e.redactResult(&res)
 	out := ProgramResult{Result: res}
 	if pr.raw != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Call is one tool invocation. ID is deterministic (see [CallID]) so a
@@ -70,6 +71,9 @@ type Result struct {
 	Canceled bool `json:"canceled,omitempty" msgpack:"canceled,omitempty"`
 
 	DurationMS int64 `json:"duration_ms" msgpack:"duration_ms"`
+	// DurationUS is the same time in microseconds: a tool that takes less
+	// than a millisecond (list, read) has a DurationMS of 0, not of this.
+	DurationUS int64 `json:"duration_us,omitempty" msgpack:"duration_us,omitempty"`
 
 	// Summary is one line for a person or an LLM: what ran, how it ended,
 	// how much output, how many error and warning lines.
@@ -78,6 +82,11 @@ type Result struct {
 	Error string `json:"error,omitempty" msgpack:"error,omitempty"`
 	// Data is the structured result of non-exec tools (a JSON object).
 	Data json.RawMessage `json:"data,omitempty" msgpack:"data,omitempty"`
+}
+
+// took records how long the tool ran, in milliseconds and in microseconds.
+func (r *Result) took(d time.Duration) {
+	r.DurationMS, r.DurationUS = d.Milliseconds(), d.Microseconds()
 }
 
 // Text renders the result as the content of a tool message for an LLM: the

@@ -42,3 +42,18 @@ func TestResultRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A tool that takes well under a millisecond still has its time recorded, in
+// microseconds: a DAG benchmark that subtracts the tools' own time from the
+// wall time would otherwise count it as the runtime's overhead.
+func TestFastToolTimeIsRecorded(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	writeFile(t, e.WorkDir()+"/f.txt", "x\n")
+	r := mustRun(t, e, "engineer", ToolList, map[string]any{"path": "."})
+	if r.DurationUS <= 0 {
+		t.Fatalf("list took %d µs (%d ms): want its time in microseconds", r.DurationUS, r.DurationMS)
+	}
+	if r.DurationMS != r.DurationUS/1000 {
+		t.Errorf("DurationMS %d, DurationUS %d: the two disagree", r.DurationMS, r.DurationUS)
+	}
+}

@@ -80,36 +80,36 @@ func DAG(ctx context.Context, cfg DAGConfig, progress func(string)) (*DAGReport,
 	// run times one DAG: its measure's PerSec is 1000 / the runtime's
 	// overhead per node in ms (wall time less the tools' own), CPUPerOp the
 	// process's CPU time per node.
-	run := func(name, session string, n, concurrency int, chain bool) (eventbench.Measure, time.Duration, int64, error) {
+	run := func(name, session string, n, concurrency int, chain bool) (eventbench.Measure, time.Duration, time.Duration, error) {
 		report(name)
 		var wall time.Duration
-		var toolMS int64
+		var tools time.Duration
 		m, err := eventbench.Time(name, n, func() (err error) {
 			wall, err = runDAG(ctx, log, session, n, concurrency, chain, work)
 			return err
 		})
 		if err == nil {
-			toolMS, err = toolTime(ctx, log, session)
+			tools, err = toolTime(ctx, log, session)
 		}
-		return m, wall, toolMS, err
+		return m, wall, tools, err
 	}
-	overhead := func(m *eventbench.Measure, wall time.Duration, toolMS int64) float64 {
-		ms := (wall.Seconds()*1000 - float64(toolMS)) / float64(m.Ops)
+	overhead := func(m *eventbench.Measure, wall, tools time.Duration) float64 {
+		ms := float64((wall - tools).Microseconds()) / 1000 / float64(m.Ops)
 		m.Name += ": runtime overhead per node"
 		m.PerSec = 1000 / ms
 		return ms
 	}
-	short, wall, toolMS, err := run(fmt.Sprintf("chain of %d", cfg.ShortChain), "short", cfg.ShortChain, 1, true)
+	short, wall, tools, err := run(fmt.Sprintf("chain of %d", cfg.ShortChain), "short", cfg.ShortChain, 1, true)
 	if err != nil {
 		return nil, err
 	}
-	rep.ShortOverheadMS = overhead(&short, wall, toolMS)
-	long, wall, toolMS, err := run(fmt.Sprintf("chain of %d", cfg.Nodes), "long", cfg.Nodes, 1, true)
+	rep.ShortOverheadMS = overhead(&short, wall, tools)
+	long, wall, tools, err := run(fmt.Sprintf("chain of %d", cfg.Nodes), "long", cfg.Nodes, 1, true)
 	if err != nil {
 		return nil, err
 	}
-	rep.SequentialSeconds, rep.ToolSeconds = wall.Seconds(), float64(toolMS)/1000
-	rep.OverheadPerNodeMS = overhead(&long, wall, toolMS)
+	rep.SequentialSeconds, rep.ToolSeconds = wall.Seconds(), tools.Seconds()
+	rep.OverheadPerNodeMS = overhead(&long, wall, tools)
 	wide, wall, _, err := run(fmt.Sprintf("%d independent nodes, %d at a time", cfg.Nodes, cfg.MaxConcurrency), "wide", cfg.Nodes, cfg.MaxConcurrency, false)
 	if err != nil {
 		return nil, err
@@ -178,9 +178,9 @@ func runDAG(ctx context.Context, log *events.Log, session string, n, concurrency
 	}
 }
 
-// toolTime sums the tools' own durations (ms) in a session's tool results.
-func toolTime(ctx context.Context, log *events.Log, session string) (int64, error) {
-	var ms int64
+// toolTime sums the tools' own durations in a session's tool results.
+func toolTime(ctx context.Context, log *events.Log, session string) (time.Duration, error) {
+	var sum float64
 	err := log.Scan(ctx, events.Filter{Session: session, Type: schemas.TypeToolResult}.Subject(), events.Cursor{}, 0, func(ev *events.Event) error {
 		if ev.Env == nil {
 			return nil
@@ -189,8 +189,8 @@ func toolTime(ctx context.Context, log *events.Log, session string) (int64, erro
 		if err != nil {
 			return err
 		}
-		ms += p.DurationMS
+		sum += p.Seconds()
 		return nil
 	})
-	return ms, err
+	return time.Duration(sum * float64(time.Second)), err
 }

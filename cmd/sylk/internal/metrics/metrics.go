@@ -205,7 +205,7 @@ func (m *Metrics) observe(ev *events.Event, payload any) {
 		}
 		outcome := toolOutcome(r)
 		m.toolRuns.WithLabelValues(r.Tool, outcome).Inc()
-		m.toolSeconds.WithLabelValues(r.Tool, outcome).Observe(float64(r.DurationMS) / 1000)
+		m.toolSeconds.WithLabelValues(r.Tool, outcome).Observe(r.Seconds())
 	case schemas.TypeLLMUsage:
 		u, err := payloadOf[schemas.LLMUsage](ev, payload)
 		if err != nil {
