@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -503,7 +502,7 @@ func quote(s string) string { return "\"" + s + "\"" }
 // it was the last live file of it).
 func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 	fk := codeFileKey(rid, pth)
-	old, err := load[CodeFile](t, fk)
+	old, err := loadWith(t, fk, decodeCodeFile)
 	if err != nil || old == nil {
 		return err
 	}
@@ -586,7 +585,7 @@ func prefetchCodeFiles(t *tx, rid string, files []schemas.IndexedFile) error {
 				return err
 			}
 		}
-		if _, err := loaded[CodeFile](t, k, raw); err != nil {
+		if _, err := loadedWith(t, k, raw, decodeCodeFile); err != nil {
 			it.Close()
 			return err
 		}
@@ -640,74 +639,6 @@ func codeSegmentPathsKey(rid string, seg uint64) []byte {
 	return withSeq(key("code/gp/", rid), seg)
 }
 func codeDeadPrefix(rid string, seg uint64) []byte { return under(withSeq(key("code/d/", rid), seg)) }
-
-// encode writes f as encoding/json would (TestCodeFileJSONMatchesEncodingJSON
-// keeps the two in step): a fold writes one record per indexed file, and
-// encoding them by reflection was a twentieth of indexing a tree.
-func (f *CodeFile) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	s.val = appendCodeFileJSON(s.val[:0], f)
-	return b.Set(k, s.val, nil)
-}
-
-func appendCodeFileJSON(b []byte, f *CodeFile) []byte {
-	b = append(b, `{"path":`...)
-	b = schemas.AppendJSONString(b, f.Path)
-	b = append(b, `,"hash":`...)
-	b = schemas.AppendJSONString(b, f.Hash)
-	b = appendIntField(b, "size", f.Size)
-	b = append(b, `,"lang":`...)
-	b = schemas.AppendJSONString(b, f.Lang)
-	b = appendIntField(b, "lines", int64(f.Lines))
-	b = appendStringField(b, "package", f.Package)
-	b = appendArrayField(b, "imports", f.Imports, appendJSONStringAt)
-	b = appendArrayField(b, "symbols", f.Symbols, func(b []byte, s *schemas.Symbol) []byte {
-		b = append(b, `{"name":`...)
-		b = schemas.AppendJSONString(b, s.Name)
-		b = append(b, `,"kind":`...)
-		b = schemas.AppendJSONString(b, s.Kind)
-		b = appendStringField(b, "recv", s.Recv)
-		b = appendIntField(b, "line", int64(s.Line))
-		if s.EndLine != 0 {
-			b = appendIntField(b, "end_line", int64(s.EndLine))
-		}
-		b = appendStringField(b, "signature", s.Signature)
-		if s.Doc {
-			b = append(b, `,"doc":true`...)
-		}
-		return append(b, '}')
-	})
-	b = appendArrayField(b, "calls", f.Calls, func(b []byte, c *schemas.Call) []byte {
-		b = append(b, `{"from":`...)
-		b = schemas.AppendJSONString(b, c.From)
-		b = append(b, `,"to":`...)
-		b = schemas.AppendJSONString(b, c.To)
-		b = appendIntField(b, "line", int64(c.Line))
-		return append(b, '}')
-	})
-	if len(f.TermRefs) > 0 {
-		b = append(b, `,"term_refs":"`...)
-		b = append(base64.StdEncoding.AppendEncode(b, f.TermRefs), '"')
-	}
-	b = appendStringField(b, "terms", f.Terms)
-	if f.Debt != 0 {
-		b = appendIntField(b, "debt", int64(f.Debt))
-	}
-	if f.Test {
-		b = append(b, `,"test":true`...)
-	}
-	if f.Stubbed {
-		b = append(b, `,"stubbed":true`...)
-	}
-	if f.Redactions != 0 {
-		b = appendIntField(b, "redactions", int64(f.Redactions))
-	}
-	b = appendStringField(b, "embed_hash", f.EmbedHash)
-	b = appendStringField(b, "parse_error", f.ParseError)
-	b = appendIntField(b, "length", int64(f.Length))
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, f.Seq, 10)
-	return append(b, '}')
-}
 
 func appendIntField(b []byte, k string, v int64) []byte {
 	b = append(b, ',', '"')

@@ -777,19 +777,20 @@ func TestCheckpointedLayerRanges(t *testing.T) {
 	}
 }
 
-// A code file's record is written as encoding/json writes it, whatever
-// its fields hold (empty ones, negative numbers, characters to escape).
-func TestCodeFileJSONMatchesEncodingJSON(t *testing.T) {
+// A code file's record reads back as it was written, whatever its fields
+// hold (empty ones, negative numbers, any bytes), and a record cut short or
+// with bytes to spare is an error, not a panic or a wrong file.
+func TestCodeFileCodecRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	str := func(s string) string {
 		if rng.IntN(3) == 0 {
 			return ""
 		}
-		return s + []string{"", "<&>", "\"q\"\\", "\n\t\x01", "é\xff"}[rng.IntN(5)]
+		return s + []string{"", "<&>", "\"q\"\\", "\n\t\x01\x00", "é\xff"}[rng.IntN(5)]
 	}
-	num := func() int { return []int{0, 1, -1, 1 << 40}[rng.IntN(4)] }
+	num := func() int { return []int{0, 1, -1, 1 << 40, math.MinInt64}[rng.IntN(5)] }
 	for range 1000 {
-		f := &CodeFile{Length: num(), Seq: uint64(rng.IntN(1 << 20))}
+		f := &CodeFile{Length: num(), Seq: uint64(rng.Uint64())}
 		f.IndexedFile = schemas.IndexedFile{Path: str("p"), Hash: str("h"), Size: int64(num()), Lang: str("go"), Lines: num(),
 			Package: str("pkg"), Terms: str("t 1"), Debt: num(), Test: rng.IntN(2) == 0, Stubbed: rng.IntN(2) == 0,
 			Redactions: num(), EmbedHash: str("e"), ParseError: str("bad")}
@@ -805,12 +806,18 @@ func TestCodeFileJSONMatchesEncodingJSON(t *testing.T) {
 		for range rng.IntN(3) {
 			f.TermRefs = append(f.TermRefs, byte(rng.IntN(256)))
 		}
-		want, err := json.Marshal(f)
-		if err != nil {
-			t.Fatal(err)
+		b := appendCodeFile(nil, f)
+		got, err := decodeCodeFile(b)
+		if err != nil || !reflect.DeepEqual(got, f) {
+			t.Fatalf("round trip of %+v: %+v, %v", f, got, err)
 		}
-		if got := appendCodeFileJSON(nil, f); string(got) != string(want) {
-			t.Fatalf("got  %s\nwant %s", got, want)
+		for n := range len(b) {
+			if _, err := decodeCodeFile(b[:n]); !errors.Is(err, errCodeFile) {
+				t.Fatalf("%d of %d bytes: %v, want errCodeFile", n, len(b), err)
+			}
+		}
+		if _, err := decodeCodeFile(append(b, 0)); !errors.Is(err, errCodeFile) {
+			t.Fatalf("a byte to spare: %v, want errCodeFile", err)
 		}
 	}
 }

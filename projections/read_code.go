@@ -309,8 +309,8 @@ func (c *codeReader) file(pth string) (*CodeFile, error) {
 	if err != nil || v == nil {
 		return nil, err
 	}
-	f := &CodeFile{}
-	if err := json.Unmarshal(v, f); err != nil {
+	f, err := decodeCodeFile(v)
+	if err != nil {
 		return nil, fmt.Errorf("decode code file %q: %w", pth, err)
 	}
 	c.files[pth] = f
@@ -1187,8 +1187,8 @@ func (c *codeReader) health(area string) (*CodeHealthReport, error) {
 	h := &CodeHealthReport{Area: area}
 	decls, documented := 0, 0
 	err := scanPrefix(c.r, prefix, func(k, v []byte) error {
-		f := &CodeFile{}
-		if err := json.Unmarshal(v, f); err != nil {
+		f, err := decodeCodeFile(v)
+		if err != nil {
 			return fmt.Errorf("decode code file %q: %w", k, err)
 		}
 		h.Files++

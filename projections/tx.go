@@ -338,8 +338,12 @@ func (t *tx) getRaw(k []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-// load returns the object stored at k as a *T, or nil when there is none.
-func load[T any](t *tx, k []byte) (*T, error) {
+// load returns the object stored at k (as JSON) as a *T, or nil when there
+// is none.
+func load[T any](t *tx, k []byte) (*T, error) { return loadWith(t, k, decodeJSON[T]) }
+
+// loadWith is load of an object that decode reads.
+func loadWith[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, error) {
 	if e, ok := t.cache.get(k); ok {
 		if e.obj == nil {
 			return nil, nil
@@ -350,22 +354,27 @@ func load[T any](t *tx, k []byte) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loaded[T](t, k, raw)
+	return loadedWith(t, k, raw, decode)
 }
 
-// loaded caches raw, what Pebble holds at k (nil: nothing), as a *T, and
-// returns it.
-func loaded[T any](t *tx, k, raw []byte) (*T, error) {
+// loadedWith caches raw, what Pebble holds at k (nil: nothing), as the *T
+// decode reads, and returns it.
+func loadedWith[T any](t *tx, k, raw []byte, decode func([]byte) (*T, error)) (*T, error) {
 	if raw == nil {
 		t.missing(k)
 		return nil, nil
 	}
-	v := new(T)
-	if err := json.Unmarshal(raw, v); err != nil {
+	v, err := decode(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decode %q: %w", k, err)
 	}
 	t.cache.put(k, v, false)
 	return v, nil
+}
+
+func decodeJSON[T any](raw []byte) (*T, error) {
+	v := new(T)
+	return v, json.Unmarshal(raw, v)
 }
 
 // store records v (nil: a deletion) as the new object at k.

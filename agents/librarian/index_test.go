@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -644,4 +645,56 @@ func TestIndexSkipsWhatItCannotRead(t *testing.T) {
 	if c := ix.one("ok.go", known, new(extractState)); !c.removed {
 		t.Fatalf("a vanished file: %+v", c)
 	}
+}
+
+// A scan cancelled while its walk waits for a busy worker stops with the
+// cancellation: the chunk the walk had queued for the batcher but no
+// worker took is left unread, and the batcher, which meets it in order,
+// passes over it rather than read results it does not have.
+func TestScanCancelledWithItsQueueFull(t *testing.T) {
+	dir := t.TempDir()
+	// The files take a while to extract: the walk, far ahead of the one
+	// worker reading them, fills the job queue and waits on it.
+	text := []byte(strings.Repeat("alpha beta gamma delta epsilon zeta eta theta\n", 900))
+	for i := range 8 * scanChunkSize {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := indexer(t, dir)
+	ix.Workers, ix.BatchBytes = 1, 1
+	// The worker may take a chunk between the walk found waiting and the
+	// cancellation (a loaded machine can stop the test for longer than a
+	// chunk takes): the scan is cancelled five times.
+	for round := range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		emitted := 0
+		err := ix.ScanEach(ctx, Known{}, func(schemas.IndexUpdate) error {
+			if emitted++; emitted == 1 {
+				// The first update (the first chunk is read): the scan
+				// is cancelled once the walk waits on the full queue.
+				waitForWalkBlocked(t)
+				cancel()
+			}
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: a cancelled scan returned %v after %d updates, want context.Canceled", round, err, emitted)
+		}
+	}
+}
+
+// waitForWalkBlocked polls the goroutines' stacks until a scan's walk waits
+// in a select (for room in the job queue, or for the cancellation).
+func waitForWalkBlocked(t *testing.T) {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, " [select") && strings.Contains(g, "librarian.(*Indexer).walk(") {
+				return
+			}
+		}
+	}
+	t.Fatal("the walk never waited on the job queue")
 }
