@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"container/list"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -80,7 +79,10 @@ type entry struct {
 	// recently used end (see cache.put), in batch epoch.
 	probation bool
 	epoch     uint64
-	elem      *list.Element
+	// prev and next link the entries in the cache's recency order (see
+	// lru): a list of its own would be one more object for each of the
+	// 150,000 a rebuild caches, for the collector to follow.
+	prev, next *entry
 }
 
 type cache struct {
@@ -89,7 +91,7 @@ type cache struct {
 	written *keyFilter
 
 	m              map[string]*entry
-	lru            list.List // front: most recently used
+	lru            lru
 	cap            int
 	epoch          uint64 // counts the batches (one evict each)
 	ghosts         ghosts // keys lately evicted on probation
@@ -102,7 +104,46 @@ type cache struct {
 }
 
 func newCache(capacity int) *cache {
-	return &cache{m: make(map[string]*entry), cap: capacity, ghosts: newGhosts(capacity / 2)}
+	c := &cache{m: make(map[string]*entry), cap: capacity, ghosts: newGhosts(capacity / 2)}
+	c.lru.init()
+	return c
+}
+
+// lru orders the cached entries from the most recently used (the front,
+// root.next) to the least (the back, root.prev), in a ring through root.
+type lru struct{ root entry }
+
+func (l *lru) init() { l.root.next, l.root.prev = &l.root, &l.root }
+
+// back returns the least recently used entry, nil when there is none.
+func (l *lru) back() *entry { return l.before(&l.root) }
+
+// before returns the entry used just more recently than e, nil at the front.
+func (l *lru) before(e *entry) *entry {
+	if e.prev == &l.root {
+		return nil
+	}
+	return e.prev
+}
+
+func (l *lru) insertAfter(e, at *entry) {
+	e.prev, e.next = at, at.next
+	at.next.prev, at.next = e, e
+}
+
+func (l *lru) pushFront(e *entry) { l.insertAfter(e, &l.root) }
+func (l *lru) pushBack(e *entry)  { l.insertAfter(e, l.root.prev) }
+
+func (l *lru) remove(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (l *lru) moveToFront(e *entry) {
+	if l.root.next != e {
+		l.remove(e)
+		l.pushFront(e)
+	}
 }
 
 func (c *cache) get(k []byte) (*entry, bool) {
@@ -123,7 +164,7 @@ func (c *cache) touch(e *entry) {
 		}
 		e.probation = false
 	}
-	c.lru.MoveToFront(e.elem)
+	c.lru.moveToFront(e)
 }
 
 // setFilter makes f (nil: none) the filter of the keys the fold writes.
@@ -149,9 +190,9 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 			// sessions running at once): put at the front, each evicted
 			// the object needed next, and the cache never hit.
 			e.probation, e.epoch = true, c.epoch
-			e.elem = c.lru.PushBack(e)
+			c.lru.pushBack(e)
 		} else {
-			e.elem = c.lru.PushFront(e)
+			c.lru.pushFront(e)
 		}
 		c.m[e.key] = e
 	} else {
@@ -284,19 +325,18 @@ func (c *cache) evict() {
 	}
 	clear(c.transients[len(held):])
 	c.transients = held
-	for el := c.lru.Back(); el != nil && len(c.m) > c.cap; {
-		prev := el.Prev()
-		e := el.Value.(*entry)
+	for e := c.lru.back(); e != nil && len(c.m) > c.cap; {
+		prev := c.lru.before(e)
 		if !e.dirty {
 			c.drop(e)
 		}
-		el = prev
+		e = prev
 	}
 }
 
 // drop removes e from the cache.
 func (c *cache) drop(e *entry) {
-	c.lru.Remove(e.elem)
+	c.lru.remove(e)
 	delete(c.m, e.key)
 	e.gone = true
 	if e.probation {
@@ -354,10 +394,10 @@ func (c *cache) putTransient(k []byte, obj any) *entry {
 // when projections are dropped).
 func (c *cache) reset() {
 	for _, e := range c.m {
-		e.gone = true
+		e.gone, e.prev, e.next = true, nil, nil
 	}
 	clear(c.m)
-	c.lru.Init()
+	c.lru.init()
 	c.ghosts.reset()
 	c.dirty, c.auditOpenDirty, c.transients = c.dirty[:0], 0, c.transients[:0]
 	c.audit.reset()
