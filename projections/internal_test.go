@@ -256,6 +256,39 @@ func TestCacheAdmitsObjectsInUse(t *testing.T) {
 	}
 }
 
+// A DAG finds its nodes by a scan up to indexedNodes nodes and through a
+// map above: both find the first node of an id, and the frontier derived
+// from either is the same.
+func TestDAGFindsNodesWithAndWithoutIndex(t *testing.T) {
+	for _, n := range []int{indexedNodes, indexedNodes + 1, 40} {
+		d := &DAG{ID: "d", Session: "s"}
+		for i := range n {
+			nd := &Node{ID: fmt.Sprintf("n%d", i), State: NodePending}
+			if i > 0 {
+				nd.DependsOn = []string{fmt.Sprintf("n%d", i-1)}
+			}
+			d.Nodes = append(d.Nodes, nd)
+			d.Layers = append(d.Layers, []string{nd.ID})
+		}
+		d.Nodes = append(d.Nodes, &Node{ID: "n0", State: NodePending}) // a duplicate id
+		o := newDAGObj(d)
+		if (o.index != nil) != (len(d.Nodes) > indexedNodes) {
+			t.Fatalf("%d nodes: indexed %v", len(d.Nodes), o.index != nil)
+		}
+		for i := range n {
+			if j, ok := o.indexOf(fmt.Sprintf("n%d", i)); !ok || j != i {
+				t.Fatalf("%d nodes: n%d at %d, %v", len(d.Nodes), i, j, ok)
+			}
+			if i > 0 && !slices.Equal(o.f.dependents[i-1], []int{i}) {
+				t.Fatalf("%d nodes: dependents of n%d = %v", len(d.Nodes), i-1, o.f.dependents[i-1])
+			}
+		}
+		if _, ok := o.indexOf("absent"); ok {
+			t.Fatal("found an absent node")
+		}
+	}
+}
+
 func TestPlanLayersByLongestPath(t *testing.T) {
 	d := schemas.DAG{ID: "d", Nodes: []schemas.Node{
 		{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}, {ID: "c"}, {ID: "d", DependsOn: []string{"b", "c"}}, {ID: "e", DependsOn: []string{"a"}},
