@@ -120,7 +120,7 @@ func (o *dagObj) deriveFrontier() {
 	f.dependents = make([][]int, n)
 	for i, nd := range d.Nodes {
 		for _, dep := range nd.DependsOn {
-			if j, ok := o.index[dep]; ok {
+			if j, ok := o.indexOf(dep); ok {
 				f.dependents[j] = append(f.dependents[j], i)
 			}
 		}
@@ -129,7 +129,7 @@ func (o *dagObj) deriveFrontier() {
 	placed := make([]bool, n)
 	for _, layer := range d.Layers {
 		for _, id := range layer {
-			if i, ok := o.index[id]; ok && !placed[i] {
+			if i, ok := o.indexOf(id); ok && !placed[i] {
 				placed[i] = true
 				f.pos[i] = len(f.atPos)
 				f.atPos = append(f.atPos, i)

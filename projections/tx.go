@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"container/list"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -76,7 +75,14 @@ type entry struct {
 	// flush (each session's open audit list, 20,000 at 1M events) was
 	// hashed into it again each time: six random writes in its 8 MiB.
 	filtered bool
-	elem     *list.Element
+	// probation: the entry came in while the cache was full, at the least
+	// recently used end (see cache.put), in batch epoch.
+	probation bool
+	epoch     uint64
+	// prev and next link the entries in the cache's recency order (see
+	// lru): a list of its own would be one more object for each of the
+	// 150,000 a rebuild caches, for the collector to follow.
+	prev, next *entry
 }
 
 type cache struct {
@@ -85,8 +91,10 @@ type cache struct {
 	written *keyFilter
 
 	m              map[string]*entry
-	lru            list.List // front: most recently used
+	lru            lru
 	cap            int
+	epoch          uint64 // counts the batches (one evict each)
+	ghosts         ghosts // keys lately evicted on probation
 	dirty          []*entry
 	auditOpenDirty int // how many of dirty are audit open chunks (see heldDirty)
 	transients     []*entry
@@ -96,15 +104,67 @@ type cache struct {
 }
 
 func newCache(capacity int) *cache {
-	return &cache{m: make(map[string]*entry), cap: capacity}
+	c := &cache{m: make(map[string]*entry), cap: capacity, ghosts: newGhosts(capacity / 2)}
+	c.lru.init()
+	return c
+}
+
+// lru orders the cached entries from the most recently used (the front,
+// root.next) to the least (the back, root.prev), in a ring through root.
+type lru struct{ root entry }
+
+func (l *lru) init() { l.root.next, l.root.prev = &l.root, &l.root }
+
+// back returns the least recently used entry, nil when there is none.
+func (l *lru) back() *entry { return l.before(&l.root) }
+
+// before returns the entry used just more recently than e, nil at the front.
+func (l *lru) before(e *entry) *entry {
+	if e.prev == &l.root {
+		return nil
+	}
+	return e.prev
+}
+
+func (l *lru) insertAfter(e, at *entry) {
+	e.prev, e.next = at, at.next
+	at.next.prev, at.next = e, e
+}
+
+func (l *lru) pushFront(e *entry) { l.insertAfter(e, &l.root) }
+func (l *lru) pushBack(e *entry)  { l.insertAfter(e, l.root.prev) }
+
+func (l *lru) remove(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (l *lru) moveToFront(e *entry) {
+	if l.root.next != e {
+		l.remove(e)
+		l.pushFront(e)
+	}
 }
 
 func (c *cache) get(k []byte) (*entry, bool) {
 	e, ok := c.m[string(k)]
 	if ok {
-		c.lru.MoveToFront(e.elem)
+		c.touch(e)
 	}
 	return e, ok
+}
+
+// touch records a use of e: it becomes the most recently used, unless it is
+// on probation and came in during this batch (a load and the store that
+// follows it are one use).
+func (c *cache) touch(e *entry) {
+	if e.probation {
+		if e.epoch == c.epoch {
+			return
+		}
+		e.probation = false
+	}
+	c.lru.moveToFront(e)
 }
 
 // setFilter makes f (nil: none) the filter of the keys the fold writes.
@@ -123,10 +183,20 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	if !ok {
 		// A clean object mirrors Pebble: clean and nil, the key is absent.
 		e = &entry{key: string(k), absent: obj == nil && !dirty, auditOpen: bytes.HasSuffix(k, []byte(auditOpenSuffix))}
-		e.elem = c.lru.PushFront(e)
+		if len(c.m) >= c.cap && !c.ghosts.has(k) {
+			// Full: the newcomer is the first to leave, unless used again
+			// in a later batch (see touch). A fold whose objects outgrow
+			// the cache meets them in turn (a rebuild of 100,000
+			// sessions running at once): put at the front, each evicted
+			// the object needed next, and the cache never hit.
+			e.probation, e.epoch = true, c.epoch
+			c.lru.pushBack(e)
+		} else {
+			c.lru.pushFront(e)
+		}
 		c.m[e.key] = e
 	} else {
-		c.lru.MoveToFront(e.elem)
+		c.touch(e)
 	}
 	e.obj = obj
 	if dirty {
@@ -236,6 +306,7 @@ func (c *cache) markClean() {
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
+	c.epoch++
 	// A transient object still dirty (a catch-up holds changed objects for
 	// many batches) waits for the commit that writes it: forgotten here, it
 	// stayed in the cache for good, one call record per session.
@@ -254,21 +325,58 @@ func (c *cache) evict() {
 	}
 	clear(c.transients[len(held):])
 	c.transients = held
-	for el := c.lru.Back(); el != nil && len(c.m) > c.cap; {
-		prev := el.Prev()
-		e := el.Value.(*entry)
+	for e := c.lru.back(); e != nil && len(c.m) > c.cap; {
+		prev := c.lru.before(e)
 		if !e.dirty {
 			c.drop(e)
 		}
-		el = prev
+		e = prev
 	}
 }
 
 // drop removes e from the cache.
 func (c *cache) drop(e *entry) {
-	c.lru.Remove(e.elem)
+	c.lru.remove(e)
 	delete(c.m, e.key)
 	e.gone = true
+	if e.probation {
+		c.ghosts.add(e.key)
+	}
+}
+
+// ghosts remembers the last keys evicted on probation (their hashes, in a
+// ring): one loaded again soon after is in use and enters the cache at the
+// front (2Q's "A1out"). A key met again only after more evictions than the
+// ring holds (a fold turning over more objects than the cache holds) stays
+// on probation, and the objects already cached keep their places.
+type ghosts struct {
+	seed  maphash.Seed
+	ring  []uint64
+	next  int
+	count map[uint64]int32
+}
+
+func newGhosts(n int) ghosts {
+	return ghosts{seed: maphash.MakeSeed(), ring: make([]uint64, max(n, 1)), count: make(map[uint64]int32)}
+}
+
+func (g *ghosts) has(k []byte) bool { return g.count[maphash.Bytes(g.seed, k)] > 0 }
+
+func (g *ghosts) add(k string) {
+	h := maphash.String(g.seed, k)
+	if old := g.ring[g.next]; g.count[old] > 0 {
+		if g.count[old]--; g.count[old] == 0 {
+			delete(g.count, old)
+		}
+	}
+	g.ring[g.next] = h
+	g.count[h]++
+	g.next = (g.next + 1) % len(g.ring)
+}
+
+func (g *ghosts) reset() {
+	clear(g.ring)
+	clear(g.count)
 }
 
 // putTransient records a new transient object (see entry.transient) and
@@ -286,10 +394,11 @@ func (c *cache) putTransient(k []byte, obj any) *entry {
 // when projections are dropped).
 func (c *cache) reset() {
 	for _, e := range c.m {
-		e.gone = true
+		e.gone, e.prev, e.next = true, nil, nil
 	}
 	clear(c.m)
-	c.lru.Init()
+	c.lru.init()
+	c.ghosts.reset()
 	c.dirty, c.auditOpenDirty, c.transients = c.dirty[:0], 0, c.transients[:0]
 	c.audit.reset()
 }
