@@ -2,11 +2,16 @@ package agentbench
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sylk/sylk/broker"
+	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/events/eventbench"
+	"github.com/sylk/sylk/projections"
 )
 
 // TestRoute runs the routed-path benchmark small, in the durable mode the
@@ -123,4 +128,67 @@ func BenchmarkDAG(b *testing.B) {
 		b.ReportMetric(rep.OverheadPerNodeMS, "overhead_ms/node")
 		b.ReportMetric(rep.ParallelNodesPerS, "nodes/s")
 	}
+}
+
+// BenchmarkRoutedPathGrowth measures the CPU per routed message of a
+// fresh server's first 25,000 messages and of 25,000 after 250,000 more, the
+// projector folding the stream as sylk serve has it, and the live heap then
+// (use -benchtime 1x): with the stream's duplicate window (10 minutes,
+// longer than the benchmark runs, so every id appended stays in the
+// server's table) and with one of 10 seconds, over the same stream. Each
+// measure is many collections long, so that the collector's cost is in it
+// (each run starts with a collection, outside the measure).
+func BenchmarkRoutedPathGrowth(b *testing.B) {
+	const measured, between = 25_000, 250_000
+	for _, window := range []time.Duration{broker.DefaultDuplicateWindow, 10 * time.Second} {
+		b.Run("window="+window.String(), func(b *testing.B) {
+			for b.Loop() {
+				first, last, heap, err := routedGrowth(context.Background(), b.TempDir(), window, measured, between)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(first.CPUPerOp, "first-cpu-µs/msg")
+				b.ReportMetric(last.CPUPerOp, "later-cpu-µs/msg")
+				b.ReportMetric(first.CPUPerOp/last.CPUPerOp, "first/later")
+				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+			}
+		})
+	}
+}
+
+// routedGrowth routes n messages on a fresh server whose stream has the
+// duplicate window window, with a projector folding them, then between
+// more, then n again, and returns the measures of the first and the last n
+// and the live heap after them.
+func routedGrowth(ctx context.Context, dir string, window time.Duration, n, between int) (first, last eventbench.Measure, heap uint64, err error) {
+	b, err := broker.Start(ctx, broker.Options{DataDir: filepath.Join(dir, "broker"), Listen: broker.ListenNone, Sync: broker.SyncInterval, DuplicateWindow: window, Name: "bench"})
+	if err != nil {
+		return first, last, 0, err
+	}
+	defer b.Close()
+	store, err := projections.Open(ctx, projections.Options{Dir: filepath.Join(dir, "projections")})
+	if err != nil {
+		return first, last, 0, err
+	}
+	defer store.Close()
+	pctx, stop := context.WithCancel(ctx)
+	projector := make(chan error, 1)
+	go func() { projector <- store.Projector(events.New(b.JetStream())).Run(pctx) }()
+	defer func() { stop(); <-projector }()
+	cfg := RouteConfig{Settle: store.WaitFor}
+	if first, err = RoutedPath(ctx, cfg, b, n); err != nil {
+		return first, last, 0, err
+	}
+	for routed := 0; routed < between; routed += n {
+		if _, err = RoutedPath(ctx, cfg, b, n); err != nil {
+			return first, last, 0, err
+		}
+	}
+	if last, err = RoutedPath(ctx, cfg, b, n); err != nil {
+		return first, last, 0, err
+	}
+	var mem runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&mem)
+	return first, last, mem.HeapAlloc, nil
 }
