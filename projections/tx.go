@@ -177,6 +177,10 @@ func (c *cache) heldDirty() int {
 // the last split returned. On error it returns the batch it was writing.
 func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error)) (*pebble.Batch, error) {
 	c.audit.spill(c)
+	b, err := c.audit.posts.write(b, split, &c.scratch, c.written)
+	if err != nil {
+		return b, err
+	}
 	for _, e := range c.dirty {
 		// A key enters the filter when it is written, not when it turns
 		// dirty: a short-lived key (a tool call waiting for its result) is
@@ -189,7 +193,6 @@ func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch,
 			e.filtered = true
 		}
 		if split != nil {
-			var err error
 			if b, err = split(b); err != nil {
 				return b, err
 			}
@@ -262,6 +265,7 @@ func (c *cache) evict() {
 		}
 		el = prev
 	}
+	c.audit.posts.forget()
 }
 
 // drop removes e from the cache.
