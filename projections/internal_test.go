@@ -197,39 +197,6 @@ func TestFlushAddsAKeyToEachFilterOnce(t *testing.T) {
 	flush(second)
 }
 
-// The open chunks of the audit's lists (one a session) do not count toward
-// the changed objects that make a catch-up write its objects: counted, a
-// rebuild of 20,000 sessions at once wrote them ten times instead of seven.
-func TestHeldDirtyLeavesOutAuditOpenChunks(t *testing.T) {
-	c := newCache(100)
-	x := "x"
-	for i := range 3 {
-		open := append(auditListPrefix('s', fmt.Sprintf("s%d", i)), auditOpenSuffix...)
-		c.put(open, &auditChunk{}, true)
-	}
-	c.put(appendAuditChunkKey(nil, 'c', "process", 7), &auditChunk{}, true) // a sealed chunk counts
-	c.put([]byte("dag/d"), &x, true)
-	e := c.put([]byte("session/s0"), &x, true)
-	c.update(e, &x) // already dirty: counted once
-	if got := c.heldDirty(); got != 3 || len(c.dirty) != 6 {
-		t.Fatalf("heldDirty %d of %d dirty, want 3 of 6", got, len(c.dirty))
-	}
-	c.markClean()
-	if got := c.heldDirty(); got != 0 {
-		t.Fatalf("heldDirty %d after markClean, want 0", got)
-	}
-	open, _ := c.get(append(auditListPrefix('s', "s1"), auditOpenSuffix...))
-	c.update(open, &auditChunk{})
-	c.update(e, &x)
-	if got := c.heldDirty(); got != 1 {
-		t.Fatalf("heldDirty %d with a session and an open chunk changed, want 1", got)
-	}
-	c.reset()
-	if got := c.heldDirty(); got != 0 {
-		t.Fatalf("heldDirty %d after reset, want 0", got)
-	}
-}
-
 func TestPlanLayersByLongestPath(t *testing.T) {
 	d := schemas.DAG{ID: "d", Nodes: []schemas.Node{
 		{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}, {ID: "c"}, {ID: "d", DependsOn: []string{"b", "c"}}, {ID: "e", DependsOn: []string{"a"}},
