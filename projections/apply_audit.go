@@ -740,7 +740,7 @@ type auditPosting struct {
 // auditPostListsKept is how many lists the fold knows at least before it
 // forgets the ones no posting was added to for a while: a list it forgot
 // reads its last chunk back at its next posting.
-const auditPostListsKept = 1 << 16
+var auditPostListsKept = 1 << 16 // a variable for tests
 
 // postAudit adds the posting of entry seq at at, of category, at position
 // pos of the list dim/value.
