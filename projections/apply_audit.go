@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,15 +48,18 @@ type AuditEntry struct {
 // one key for a few dozen entries (and one for each session), and a query
 // reads a chunk with one seek.
 //
-// The chunk still filling, a list's open chunk, is stored as segments: each
-// flush writes the items added since the one before as a segment of their
-// own (audit/<dim>/<value>\0<position of its first item><auditSegmentMark>),
+// An index list (a session's, an agent's or an outcome's postings) is
+// stored append-only, as the chunks each flush writes (see auditPostings).
+// A category's chunk still filling, its open chunk, is stored as segments:
+// each flush writes the items added since the one before as a segment of
+// their own (audit/c/<category>\0<position of its first item><auditSegmentMark>),
 // in a chunk's form. When the chunk fills it is sealed: stored whole under
 // its first position, its segments deleted, in one batch. Stored whole at
 // each flush, the open chunk was rewritten at every live commit: a live
 // audit event in a batch of its own wrote 2.5 KB, 29 times what it costs a
 // rebuild (and half of a DAG node's writes). Where flushes cut an open chunk
-// depends on the batches, so Verify reads a list's segments as one chunk.
+// or an index list depends on the batches, so Verify reads a category's
+// segments, or an index list's chunks, as one chunk.
 //
 // A position is the stream sequence of the event that added the item, so a
 // list is in stream order. A category's items are its entries (position: the
@@ -247,15 +250,26 @@ func (c *auditChunk) encodeSegments(b *pebble.Batch, prefix []byte, s *scratch) 
 // first, hw and the item count, then each item's sequence and its bytes
 // with their length.
 func appendAuditChunk(b []byte, first uint64, hw int64, c *auditChunk, from, to int) []byte {
+	b = appendAuditChunkHead(b, first, hw, to-from)
+	for i := from; i < to; i++ {
+		b = appendAuditItem(b, c.items[i].seq, c.bytes(i))
+	}
+	return b
+}
+
+// appendAuditChunkHead appends what a stored chunk of n items starts with.
+func appendAuditChunkHead(b []byte, first uint64, hw int64, n int) []byte {
 	b = append(b, auditChunkFormat)
 	b = binary.AppendUvarint(b, first)
 	b = binary.AppendVarint(b, hw)
-	b = binary.AppendUvarint(b, uint64(to-from))
-	for i := from; i < to; i++ {
-		b = binary.AppendUvarint(b, c.items[i].seq)
-		b = append(binary.AppendUvarint(b, uint64(c.items[i].n)), c.bytes(i)...)
-	}
-	return b
+	return binary.AppendUvarint(b, uint64(n))
+}
+
+// appendAuditItem appends a stored chunk's item: the sequence of its entry
+// and its bytes, v.
+func appendAuditItem(b []byte, seq uint64, v []byte) []byte {
+	b = binary.AppendUvarint(b, seq)
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
 }
 
 // addSegment appends the items of v, a stored segment, to the open chunk
@@ -515,16 +529,13 @@ func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *en
 // result completes were four lookups in a map of a rebuild's 150,000
 // objects, and half of the audit's cost to a rebuild.
 type auditMemo struct {
-	// open is the cache entry of each list's open chunk, by dimension (see
-	// auditDim) and value. It holds an entry until the cache drops it
-	// (entry.gone), not only until the next eviction: cleared at each
-	// batch, every session's list was looked up again in the cache.
-	open [len(auditDims)]map[string]*entry
-	// prune is the size at which each of open next drops the entries the
-	// cache dropped: twice what it kept the last time, so dropping them
-	// costs a lookup a constant, not a pass over every session a batch
-	// (a live batch of one event spent more on that than on its fold).
-	prune [len(auditDims)]int
+	// open is the cache entry of each category's open chunk. It holds an
+	// entry until the cache drops it (entry.gone), not only until the
+	// next eviction.
+	open map[string]*entry
+	// posts are the index postings waiting for the next write of the
+	// objects (see auditPostings).
+	posts auditPostings
 	// calls are the tool calls waiting for their result since the last
 	// flush, by call id. A flush stores them as the cache's transient
 	// objects under their keys, where a result after it (or after a
@@ -548,17 +559,11 @@ type auditMemo struct {
 // an agent's and an outcome's postings.
 const auditDims = "csao"
 
-// auditDim is the index of dimension dim in auditDims.
-func auditDim(dim byte) int {
-	return strings.IndexByte(auditDims, dim)
-}
-
 // reset forgets everything, with the cache.
 func (m *auditMemo) reset() {
-	for _, open := range m.open {
-		clear(open)
-	}
+	clear(m.open)
 	clear(m.calls)
+	m.posts.reset()
 }
 
 // callsFresh reports whether no call record was stored before this fold
@@ -598,12 +603,12 @@ func (m *auditMemo) chunk(c *auditChunk) *entry {
 	return c.ent
 }
 
-// loadAuditOpen returns the open chunk of list dim/value and its cache
+// loadAuditOpen returns the open chunk of category's list and its cache
 // entry (nil and nil: none), read from its segments when it is not cached.
 // The key of the entry, in t.kbuf, is the list's prefix and
 // auditOpenSuffix.
-func loadAuditOpen(t *tx, dim byte, value string) (*auditChunk, *entry, error) {
-	k := append(appendAuditListPrefix(t.kbuf[:0], dim, value), auditOpenSuffix...)
+func loadAuditOpen(t *tx, category string) (*auditChunk, *entry, error) {
+	k := append(appendAuditListPrefix(t.kbuf[:0], 'c', category), auditOpenSuffix...)
 	t.kbuf = k
 	if e, ok := t.cache.get(k); ok {
 		c, _ := e.obj.(*auditChunk)
@@ -616,7 +621,7 @@ func loadAuditOpen(t *tx, dim byte, value string) (*auditChunk, *entry, error) {
 	}
 	c, err := readAuditOpen(t.db, k[:len(k)-len(auditOpenSuffix)])
 	if err != nil {
-		return nil, nil, fmt.Errorf("audit: the open chunk of %c/%s: %w", dim, value, err)
+		return nil, nil, fmt.Errorf("audit: the open chunk of %s: %w", category, err)
 	}
 	if c == nil {
 		t.missing(k)
@@ -625,38 +630,33 @@ func loadAuditOpen(t *tx, dim byte, value string) (*auditChunk, *entry, error) {
 	return c, t.cache.put(k, c, false), nil
 }
 
-// openAuditChunk returns the cache entry of the open chunk of list
-// dim/value, created (with no chunk yet) if there is none.
-func openAuditChunk(t *tx, dim byte, value string) (*entry, error) {
-	m, d := &t.cache.audit, auditDim(dim)
-	open := &m.open[d]
-	if e, ok := (*open)[value]; ok && !e.gone {
+// openAuditChunk returns the cache entry of the open chunk of category's
+// list, created (with no chunk yet) if there is none.
+func openAuditChunk(t *tx, category string) (*entry, error) {
+	m := &t.cache.audit
+	if e, ok := m.open[category]; ok && !e.gone {
 		return e, nil
 	}
-	_, e, err := loadAuditOpen(t, dim, value)
+	_, e, err := loadAuditOpen(t, category)
 	if err != nil {
 		return nil, err
 	}
 	if e == nil {
 		e = t.cache.put(t.kbuf, nil, true) // the caller adds the chunk
 	}
-	if *open == nil {
-		*open = map[string]*entry{}
+	if m.open == nil {
+		m.open = map[string]*entry{}
 	}
-	if len(*open) >= m.prune[d] {
-		maps.DeleteFunc(*open, func(_ string, e *entry) bool { return e.gone })
-		m.prune[d] = max(2*len(*open), 1024)
-	}
-	(*open)[value] = e
+	m.open[category] = e
 	return e, nil
 }
 
-// addAuditItem adds the item of entry seq at at, at position pos, to the
-// list dim/value, and returns the chunk it is in. A full open chunk is
-// sealed first: stored under its own position, where little reads it again
-// (a tool result completing an entry).
-func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at int64, b []byte) (*auditChunk, error) {
-	e, err := openAuditChunk(t, dim, value) // b may be in t.vbuf, not in t.kbuf
+// addAuditEntry adds the item of entry seq at at, whose bytes are b, to
+// its category's list, and returns the chunk it is in. A full open chunk
+// is sealed first: stored under its own position, where little reads it
+// again (a tool result completing an entry).
+func addAuditEntry(t *tx, category string, seq uint64, at int64, b []byte) (*auditChunk, error) {
+	e, err := openAuditChunk(t, category) // b may be in t.vbuf, not in t.kbuf
 	if err != nil {
 		return nil, err
 	}
@@ -665,15 +665,15 @@ func addAuditItem(t *tx, dim byte, value string, pos, seq uint64, at int64, b []
 	case c == nil:
 		// Room for a few items like this one: a session's list grew its
 		// buffers five or six times, a tenth of the audit's allocations.
-		c = &auditChunk{first: pos, hw: at, items: make([]auditItem, 0, auditFirstItems), buf: make([]byte, 0, auditFirstItems*len(b))}
+		c = &auditChunk{first: seq, hw: at, items: make([]auditItem, 0, auditFirstItems), buf: make([]byte, 0, auditFirstItems*len(b))}
 	case len(c.items) >= auditChunkItems:
-		c.ent = t.cache.putTransient(appendAuditChunkKey(nil, dim, value, c.first), c)
+		c.ent = t.cache.putTransient(appendAuditChunkKey(nil, 'c', category, c.first), c)
 		// A list that fills a chunk fills the next: its items grow once.
-		c = &auditChunk{first: pos, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
+		c = &auditChunk{first: seq, hw: c.hw, items: make([]auditItem, 0, auditChunkItems), buf: make([]byte, 0, len(c.buf))}
 	}
 	c.hw = max(c.hw, at)
 	if c.stored == len(c.items) {
-		c.pend = pos // the next segment's
+		c.pend = seq // the next segment's
 	}
 	c.add(seq, b)
 	c.ent = e
@@ -694,6 +694,188 @@ func decodeAuditPosting(b []byte) (time.Time, string, error) {
 		return time.Time{}, "", errors.New("audit posting: truncated")
 	}
 	return time.Unix(0, at).UTC(), string(b[n:]), nil
+}
+
+// auditPostings are the index postings (of a session's, an agent's or an
+// outcome's list) added since the objects were last written. A posting
+// never changes, so an index list is stored append-only: each write of the
+// objects stores the postings each list got since the one before as new
+// chunks of up to auditChunkItems items, under the position of their first
+// (audit/<dim>/<value>\0<position>), and never reads, rewrites or deletes
+// a chunk. Until then the postings wait in one slice without pointers, and
+// a list is an index in lists. Kept in the fold's cache as open chunks,
+// like a category's, the lists of a rebuild's 20,000 sessions at once were
+// about 1 KB each of objects the collector marked at every collection (and
+// a cache entry each, a segment to seal and delete): most of what the
+// audit cost a rebuild.
+type auditPostings struct {
+	ids   map[string]uint32 // by the list's prefix
+	names []string          // the lists' prefixes, by id
+	lists []auditPostList
+	pend  []auditPosting
+	// forgetAt is how many lists forget lets the fold know before it
+	// forgets the ones no posting was added to since it last did.
+	forgetAt int
+	// filter is the key filter the lists' marked flags are about.
+	filter *keyFilter
+}
+
+// auditPostList is what the next chunk of a list needs to know of the
+// chunks stored before it.
+type auditPostList struct {
+	hw     int64 // of the last chunk stored (math.MinInt64: none)
+	used   bool  // a posting was added since forget last ran
+	marked bool  // the list's prefix is in filter: a chunk of it was written
+}
+
+// auditPosting is a posting at position pos of list: of the entry seq,
+// whose time is at and whose category is schemas.AuditCategories[category].
+type auditPosting struct {
+	list     uint32
+	category uint8
+	pos, seq uint64
+	at       int64
+}
+
+// auditPostListsKept is how many lists the fold knows at least before it
+// forgets the ones no posting was added to for a while: a list it forgot
+// reads its last chunk back at its next posting.
+var auditPostListsKept = 1 << 16 // a variable for tests
+
+// postAudit adds the posting of entry seq at at, of category, at position
+// pos of the list dim/value.
+func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, category string) error {
+	ps := &t.cache.audit.posts
+	k := appendAuditListPrefix(t.kbuf[:0], dim, value)
+	t.kbuf = k
+	id, ok := ps.ids[string(k)]
+	if !ok {
+		hw, err := lastAuditHW(t, k)
+		if err != nil {
+			return err
+		}
+		if ps.ids == nil {
+			ps.ids = map[string]uint32{}
+		}
+		id = uint32(len(ps.lists))
+		ps.ids[string(k)] = id
+		ps.names = append(ps.names, string(k))
+		ps.lists = append(ps.lists, auditPostList{hw: hw})
+	}
+	ps.lists[id].used = true
+	ps.pend = append(ps.pend, auditPosting{list: id, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
+	return nil
+}
+
+// lastAuditHW returns the hw of the last chunk stored of the list at
+// prefix (math.MinInt64: none).
+func lastAuditHW(t *tx, prefix []byte) (int64, error) {
+	if t.knownAbsent(prefix) {
+		return math.MinInt64, nil
+	}
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return math.MinInt64, it.Error()
+	}
+	r, err := newAuditChunkReader(it.Value())
+	if err != nil {
+		return 0, fmt.Errorf("audit list %q: %w", prefix, err)
+	}
+	return r.hw, nil
+}
+
+// write stores the waiting postings into b, split as cache.flush splits
+// the objects, marks their lists in the key filter f (nil: none), and
+// returns the batch it ends in.
+func (ps *auditPostings) write(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error), s *scratch, f *keyFilter) (*pebble.Batch, error) {
+	if ps.filter != f {
+		for i := range ps.lists {
+			ps.lists[i].marked = false
+		}
+		ps.filter = f
+	}
+	// Each list's postings together, in stream order.
+	slices.SortStableFunc(ps.pend, func(x, y auditPosting) int { return cmp.Compare(x.list, y.list) })
+	for i := 0; i < len(ps.pend); {
+		id := ps.pend[i].list
+		j := i + 1
+		for j < len(ps.pend) && ps.pend[j].list == id && j-i < auditChunkItems {
+			j++
+		}
+		l := &ps.lists[id]
+		if f != nil && !l.marked {
+			f.add(ps.names[id])
+			l.marked = true
+		}
+		if split != nil {
+			var err error
+			if b, err = split(b); err != nil {
+				return b, err
+			}
+		}
+		s.val = appendAuditPostings(s.val[:0], l, ps.pend[i:j])
+		s.key = binary.BigEndian.AppendUint64(append(s.key[:0], ps.names[id]...), ps.pend[i].pos)
+		if err := b.Set(s.key, s.val, nil); err != nil {
+			return b, err
+		}
+		i = j
+	}
+	ps.pend = ps.pend[:0]
+	return b, nil
+}
+
+// appendAuditPostings appends ps, postings of list l, as a chunk in
+// appendAuditChunk's form, and moves l's hw to the chunk's.
+func appendAuditPostings(b []byte, l *auditPostList, ps []auditPosting) []byte {
+	for _, p := range ps {
+		l.hw = max(l.hw, p.at)
+	}
+	b = appendAuditChunkHead(b, ps[0].pos, l.hw, len(ps))
+	var item [binary.MaxVarintLen64 + 16]byte
+	for _, p := range ps {
+		v := appendAuditPosting(item[:0], p.at, schemas.AuditCategories[p.category])
+		b = appendAuditItem(b, p.seq, v)
+	}
+	return b
+}
+
+// forget forgets the lists no posting was added to since it last ran,
+// once the fold knows forgetAt of them. Call it only when every batch
+// written is committed: a list forgotten reads its last chunk back.
+func (ps *auditPostings) forget() {
+	if len(ps.lists) < max(ps.forgetAt, auditPostListsKept) {
+		return
+	}
+	ids := make([]uint32, len(ps.lists)) // new by old, for the waiting postings
+	kept := 0
+	for id, l := range ps.lists {
+		name := ps.names[id]
+		if !l.used {
+			delete(ps.ids, name)
+			continue
+		}
+		l.used = false
+		ids[id], ps.ids[name] = uint32(kept), uint32(kept)
+		ps.lists[kept], ps.names[kept] = l, name
+		kept++
+	}
+	clear(ps.names[kept:])
+	ps.lists, ps.names = ps.lists[:kept], ps.names[:kept]
+	for i := range ps.pend {
+		ps.pend[i].list = ids[ps.pend[i].list]
+	}
+	ps.forgetAt = 2 * kept
+}
+
+// reset forgets every list and drops the waiting postings.
+func (ps *auditPostings) reset() {
+	clear(ps.ids)
+	clear(ps.names)
+	ps.names, ps.lists, ps.pend = ps.names[:0], ps.lists[:0], ps.pend[:0]
 }
 
 // auditCall is a tool call's entry waiting for its result, with the
@@ -816,11 +998,11 @@ func applyAudit(t *tx, ev *event) error {
 	}
 	if env.Type != schemas.TypeToolCall {
 		t.vbuf = appendAuditRecord(t.vbuf[:0], &r)
-		if _, err := addAuditItem(t, 'c', r.category, r.seq, r.seq, r.at, t.vbuf); err != nil {
+		if _, err := addAuditEntry(t, r.category, r.seq, r.at, t.vbuf); err != nil {
 			return err
 		}
 	} else {
-		c, err := addAuditItem(t, 'c', r.category, r.seq, r.seq, r.at, nil)
+		c, err := addAuditEntry(t, r.category, r.seq, r.at, nil)
 		if err != nil {
 			return err
 		}
@@ -835,7 +1017,6 @@ func applyAudit(t *tx, ev *event) error {
 		}
 		m.calls[r.detail("call")] = call
 	}
-	t.vbuf = appendAuditPosting(t.vbuf[:0], r.at, r.category)
 	for _, i := range [...]struct {
 		dim   byte
 		value string
@@ -843,7 +1024,7 @@ func applyAudit(t *tx, ev *event) error {
 		if i.value == "" || i.dim == 'o' && i.value == schemas.OutcomeAllowed {
 			continue
 		}
-		if _, err := addAuditItem(t, i.dim, i.value, r.seq, r.seq, r.at, t.vbuf); err != nil {
+		if err := postAudit(t, i.dim, i.value, r.seq, r.seq, r.at, r.category); err != nil {
 			return err
 		}
 	}
@@ -877,7 +1058,7 @@ func decodeAuditCall(raw []byte) (*auditCall, error) {
 // its category at position first: the open one, a sealed one still in the
 // cache (not written yet), or else as an amendment of the sealed chunk.
 func replaceAuditEntry(t *tx, first uint64, category string, seq uint64, b []byte) error {
-	c, ce, err := loadAuditOpen(t, 'c', category)
+	c, ce, err := loadAuditOpen(t, category)
 	if err != nil {
 		return err
 	}
@@ -1305,9 +1486,7 @@ func auditToolResult(t *tx, ev *event) error {
 	if p.OK {
 		return nil
 	}
-	t.vbuf = appendAuditPosting(t.vbuf[:0], call.at, call.category)
-	_, err = addAuditItem(t, 'o', r.outcome, ev.seq, call.seq, call.at, t.vbuf)
-	return err
+	return postAudit(t, 'o', r.outcome, ev.seq, call.seq, call.at, call.category)
 }
 
 // takeAuditCall returns the call id's waiting call and deletes its record

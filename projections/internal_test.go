@@ -167,6 +167,46 @@ func TestCacheEvictsCleanObjectsOnly(t *testing.T) {
 	}
 }
 
+// A key written at every flush enters the fold's key filter once, and again
+// into the filter of the next fold: a filter that missed it would answer
+// that the stored key is absent, and a load would skip it.
+func TestFlushAddsAKeyToEachFilterOnce(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newCache(10)
+	x := "x"
+	k := []byte("session/s1")
+	flush := func(f *keyFilter) *entry {
+		t.Helper()
+		e := c.put(k, &x, true)
+		b := db.NewBatch()
+		defer b.Close()
+		if _, err := c.flush(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.markClean()
+		if !e.filtered || f.absent(k) {
+			t.Fatal("a written key is not in the fold's filter")
+		}
+		return e
+	}
+	first := newKeyFilter([][]byte{[]byte("session/")})
+	c.setFilter(first)
+	e := flush(first)
+	if flush(first) != e {
+		t.Fatal("the key left the cache")
+	}
+	second := newKeyFilter([][]byte{[]byte("session/")})
+	c.setFilter(second)
+	if e.filtered {
+		t.Fatal("a cached key counts as in a new filter")
+	}
+	flush(second)
+}
+
 // foldInTurns folds events over keys objects in strict rotation, as a
 // rebuild of sessions all running at once does: each event loads (or
 // finds) its object and changes it, evict runs after each batch, and the
@@ -184,7 +224,7 @@ func foldInTurns(c *cache, keys, events, batch int) (hits int) {
 		c.update(e, &x)
 		if (ev+1)%batch == 0 {
 			c.evict()
-			if c.heldDirty() >= c.cap/2 {
+			if len(c.dirty) >= c.cap/2 {
 				c.markClean()
 			}
 		}
@@ -947,5 +987,123 @@ func TestSegmentListSections(t *testing.T) {
 	l.add("fmt", 0, 7)
 	if v := l.value(0); !bytes.Equal(v, []byte{7}) {
 		t.Errorf("an import list's value %v", v)
+	}
+}
+
+// auditTestEvent is an audit_record event of session at seq, stamped at.
+func auditTestEvent(t *testing.T, seq uint64, session string, at time.Time) *event {
+	t.Helper()
+	env, err := schemas.New(schemas.TypeAuditRecord, session, "tester", "", at, schemas.AuditRecord{Category: schemas.AuditFile, Action: "write", Outcome: schemas.OutcomeAllowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEvent(&events.Event{Seq: seq, Env: env})
+	if _, err := e.decode(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// An index list (here a session's) is no object of the fold's cache: its
+// postings wait in the audit's memo and each flush writes them as chunks
+// of their own. A rebuild of 20,000 sessions at once held one cached open
+// chunk a session.
+func TestAuditIndexListsAreNotCached(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newCache(DefaultCacheObjects)
+	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		if err := applyAudit(tx, auditTestEvent(t, uint64(i+1), fmt.Sprintf("s%d", i%100), at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range c.m {
+		if !strings.HasPrefix(k, "audit/c/") {
+			t.Errorf("cached audit object %q: only the categories' chunks are cached", k)
+		}
+	}
+	if _, err := c.flush(tx.batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.batch.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte("audit/s/"), UpperBound: []byte("audit/s0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	chunks := 0
+	for it.First(); it.Valid(); it.Next() {
+		chunks++
+	}
+	if chunks != 100 {
+		t.Fatalf("%d chunks of the sessions' lists after one flush, want 100 (three postings each)", chunks)
+	}
+}
+
+// A list the fold forgot (no posting for a while, and more lists than it
+// keeps) reads its hw back from its last chunk at its next posting: the
+// time of a posting before it bounds the next chunk's, however the clocks
+// went.
+func TestAuditForgottenListReadsItsHW(t *testing.T) {
+	old := auditPostListsKept
+	auditPostListsKept = 1
+	defer func() { auditPostListsKept = old }()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newCache(DefaultCacheObjects)
+	seq := uint64(0)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fold := func(sessions ...string) {
+		t.Helper()
+		tx := &tx{db: db, batch: db.NewBatch(), cache: c}
+		for _, s := range sessions {
+			seq++
+			at := base.Add(time.Hour) // the first posting of S1 is the latest of all
+			if seq > 1 {
+				at = base.Add(time.Duration(seq) * time.Second)
+			}
+			if err := applyAudit(tx, auditTestEvent(t, seq, s, at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.flush(tx.batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.markClean()
+		if err := tx.batch.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		c.evict()
+	}
+	fold("S1", "S2")       // two lists of sessions, one of an agent: kept, and marked unused
+	fold("S3", "S4", "S5") // S1 and S2 had no posting since: forgotten
+	if _, ok := c.audit.posts.ids[string(auditListPrefix('s', "S1"))]; ok {
+		t.Fatal("S1's list is still known: forget did not drop it")
+	}
+	fold("S1")
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: auditListPrefix('s', "S1"), UpperBound: prefixEnd(auditListPrefix('s', "S1"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		t.Fatal("S1's list is not stored")
+	}
+	r, err := newAuditChunkReader(it.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base.Add(time.Hour).UnixNano(); r.first != seq || r.hw != want {
+		t.Fatalf("S1's last chunk at %d has hw %d; want at %d, hw %d (its first posting's time)", r.first, r.hw, seq, want)
 	}
 }

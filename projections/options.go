@@ -56,8 +56,7 @@ const (
 	// this.
 	RebuildMemTableBytes = 128 << 20
 	// RebuildCacheObjects is half the default: held objects are written
-	// when half the cache is dirty (the audit lists' open chunks aside, see
-	// cache.heldDirty).
+	// when half the cache is dirty.
 	RebuildCacheObjects = 150_000
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
 	// how far the Go heap may grow during it beyond what the process held

@@ -69,7 +69,7 @@ var projectionList = []*projection{
 	{name: Consults, version: 2, apply: applyConsults},
 	{name: Permits, version: 1, apply: applyPermits},
 	{name: Schedules, version: 1, apply: applySchedules},
-	{name: Audit, version: 6, apply: applyAudit},
+	{name: Audit, version: 7, apply: applyAudit},
 	{name: Docs, version: 1, apply: applyDocs},
 	{name: Graph, version: 2, apply: applyGraph},
 }

@@ -515,7 +515,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		caughtUp := last.pending == 0
 		prev = last
 		held += n
-		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || p.c.heldDirty() >= p.c.cap/2
+		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2
 		if writeObjects {
 			held = 0
 		}

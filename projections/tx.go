@@ -68,8 +68,6 @@ type entry struct {
 	// fold that keeps entries beside the cache (the audit's memo) checks
 	// it instead of looking the key up again.
 	gone bool
-	// auditOpen: the entry is an audit list's open chunk (see heldDirty).
-	auditOpen bool
 	// filtered: a flush added the key to the cache's key filter (see
 	// setFilter), which never forgets one. An object written at every
 	// flush (each session's open audit list, 20,000 at 1M events) was
@@ -90,15 +88,14 @@ type cache struct {
 	// keys the fold created (see keyFilter).
 	written *keyFilter
 
-	m              map[string]*entry
-	lru            lru
-	cap            int
-	epoch          uint64 // counts the batches (one evict each)
-	ghosts         ghosts // keys lately evicted on probation
-	dirty          []*entry
-	auditOpenDirty int // how many of dirty are audit open chunks (see heldDirty)
-	transients     []*entry
-	scratch        scratch
+	m          map[string]*entry
+	lru        lru
+	cap        int
+	epoch      uint64 // counts the batches (one evict each)
+	ghosts     ghosts // keys lately evicted on probation
+	dirty      []*entry
+	transients []*entry
+	scratch    scratch
 	// audit is the audit fold's memo beside the cache (see auditMemo).
 	audit auditMemo
 }
@@ -182,7 +179,7 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	e, ok := c.m[string(k)]
 	if !ok {
 		// A clean object mirrors Pebble: clean and nil, the key is absent.
-		e = &entry{key: string(k), absent: obj == nil && !dirty, auditOpen: bytes.HasSuffix(k, []byte(auditOpenSuffix))}
+		e = &entry{key: string(k), absent: obj == nil && !dirty}
 		if len(c.m) >= c.cap && !c.ghosts.has(k) {
 			// Full: the newcomer is the first to leave, unless used again
 			// in a later batch (see touch). A fold whose objects outgrow
@@ -223,23 +220,6 @@ func (c *cache) markDirty(e *entry, k []byte, cached bool) {
 	}
 	e.dirty = true
 	c.dirty = append(c.dirty, e)
-	if e.auditOpen {
-		c.auditOpenDirty++
-	}
-}
-
-// heldDirty is how many changed objects a fold holds that count against the
-// cache's capacity: every dirty one but the audit lists' open chunks. A
-// catch-up writes its objects when they are half the cache. Each session
-// has an open audit list, and a busy stream's sessions all change theirs
-// between two writes: at 1M events (20,000 sessions at once) they were a
-// quarter of that half, so a rebuild with the audit wrote its objects ten
-// times instead of seven, every DAG and session encoded and written again
-// each time, a cost that grew with the number of sessions. An open chunk
-// holds at most auditChunkItems items, is one for each list (not one an
-// event), and stays in the cache whether it changed or not.
-func (c *cache) heldDirty() int {
-	return len(c.dirty) - c.auditOpenDirty
 }
 
 // flush encodes the dirty objects into b and returns the batch it ends in:
@@ -247,6 +227,10 @@ func (c *cache) heldDirty() int {
 // the last split returned. On error it returns the batch it was writing.
 func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch, error)) (*pebble.Batch, error) {
 	c.audit.spill(c)
+	b, err := c.audit.posts.write(b, split, &c.scratch, c.written)
+	if err != nil {
+		return b, err
+	}
 	for _, e := range c.dirty {
 		// A key enters the filter when it is written, not when it turns
 		// dirty: a short-lived key (a tool call waiting for its result) is
@@ -259,7 +243,6 @@ func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch,
 			e.filtered = true
 		}
 		if split != nil {
-			var err error
 			if b, err = split(b); err != nil {
 				return b, err
 			}
@@ -299,7 +282,7 @@ func (c *cache) markClean() {
 	for _, e := range c.dirty {
 		e.dirty = false
 	}
-	c.dirty, c.auditOpenDirty = c.dirty[:0], 0
+	c.dirty = c.dirty[:0]
 }
 
 // evict drops the least recently used clean objects above capacity. Call it
@@ -332,6 +315,7 @@ func (c *cache) evict() {
 		}
 		e = prev
 	}
+	c.audit.posts.forget()
 }
 
 // drop removes e from the cache.
@@ -399,7 +383,7 @@ func (c *cache) reset() {
 	clear(c.m)
 	c.lru.init()
 	c.ghosts.reset()
-	c.dirty, c.auditOpenDirty, c.transients = c.dirty[:0], 0, c.transients[:0]
+	c.dirty, c.transients = c.dirty[:0], c.transients[:0]
 	c.audit.reset()
 }
 

@@ -138,13 +138,14 @@ func compare(live, rebuilt pebble.Reader) (*Difference, int, error) {
 	return nil, n, errorsJoin(li.it.Error(), ri.it.Error())
 }
 
-// storeWalk reads a store in key order for compare, an audit list's open
-// chunk and its sealed chunks as a fold that never flushed would store
-// them: the segments of the open chunk as one chunk, under the list's
-// prefix and auditOpenSuffix, and each sealed chunk with its amendments in
-// it. Where flushes cut an open chunk, and which results complete an entry
-// in its chunk or amend it, depends on the batches the events were folded
-// in, which a rebuild does not share with the live fold.
+// storeWalk reads a store in key order for compare, an audit list's
+// chunks as a fold that never flushed would store them: a category's open
+// chunk (its segments) and an index list (its chunks) as one chunk, under
+// the list's prefix and auditOpenSuffix, and each sealed chunk of a
+// category with its amendments in it. Where flushes cut an open chunk or
+// an index list, and which results complete an entry in its chunk or amend
+// it, depends on the batches the events were folded in, which a rebuild
+// does not share with the live fold.
 type storeWalk struct {
 	it       *pebble.Iterator
 	key, val []byte
@@ -180,15 +181,16 @@ func (w *storeWalk) at(valid bool) bool {
 	}
 	w.key, w.val = w.it.Key(), w.it.Value()
 	n := auditListLen(w.key)
-	switch auditKeyKind(w.key, n) {
-	case auditSegmentKey:
+	kind := auditKeyKind(w.key, n)
+	switch {
+	case kind == auditSegmentKey || kind == auditSealedKey && w.key[len("audit/")] != 'c':
 		prefix := slices.Clone(w.key[:n]) // the iterator's key changes as it moves
-		if c := w.segments(prefix); c != nil {
+		if c := w.segments(prefix, kind); c != nil {
 			w.key = append(prefix, auditOpenSuffix...)
 			w.val = appendAuditChunk(nil, c.first, c.hw, c, 0, len(c.items))
 			w.merged = true
 		}
-	case auditSealedKey:
+	case kind == auditSealedKey:
 		w.key = slices.Clone(w.key)
 		w.val = w.amended(n)
 		w.merged = true
@@ -196,11 +198,12 @@ func (w *storeWalk) at(valid bool) bool {
 	return true
 }
 
-// segments reads the open chunk whose first segment the iterator is at
-// (nil: that one does not read, and is compared as it is stored).
-func (w *storeWalk) segments(prefix []byte) *auditChunk {
+// segments reads as one chunk the keys of kind of the list at prefix from
+// the one the iterator is at: an open chunk's segments, or an index list's
+// chunks (nil: the first does not read, and is compared as it is stored).
+func (w *storeWalk) segments(prefix []byte, kind byte) *auditChunk {
 	c, segs := &auditChunk{}, 0
-	for w.it.Valid() && bytes.HasPrefix(w.it.Key(), prefix) && auditKeyKind(w.it.Key(), len(prefix)) == auditSegmentKey {
+	for w.it.Valid() && bytes.HasPrefix(w.it.Key(), prefix) && auditKeyKind(w.it.Key(), len(prefix)) == kind {
 		if err := c.addSegment(w.it.Value()); err != nil {
 			break // compared as it is stored: it differs from a rebuild's
 		}
