@@ -25,6 +25,11 @@ func TestBenchmarksRunSmall(t *testing.T) {
 	if len(res.Comparisons) != 5 || !strings.Contains(res.Comparisons[3].Name, "without audit") || res.Comparisons[3].Target != projbench.TargetAuditRebuild {
 		t.Fatalf("rebuild comparisons: %v", res.Comparisons)
 	}
+	// The audit's round runs each side twice (mirrored); the rebuild vs raw
+	// read keeps the best single rebuild.
+	if r := res.Comparisons[3].Rounds[0]; r.Sylk.Ops != 2*2000 || r.Baseline.Ops != 2*2000 || res.Comparisons[1].Sylk.Ops != 2000 {
+		t.Errorf("audit round %d vs %d events, rebuild %d: want each side's two rebuilds of 2,000, and one rebuild", r.Sylk.Ops, r.Baseline.Ops, res.Comparisons[1].Sylk.Ops)
+	}
 	for _, c := range res.Comparisons {
 		if c.Sylk.PerSec <= 0 || c.Baseline.PerSec <= 0 || c.Ratio <= 0 {
 			t.Errorf("comparison not measured: %+v", c)

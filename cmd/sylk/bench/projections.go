@@ -39,9 +39,11 @@ rebuild produced. Targets: rebuild >= 0.6x the raw read, and >= 0.5x the
 slower of the two raw parts. --rounds rounds (default 5) alternate the read
 and the rebuild; each keeps its best.
 Each round also rebuilds every projection but the audit one into a second
-store, right beside the full rebuild (which goes first alternates by round):
-the audit projection's cost is the median of the rounds' ratios, target >= 0.9
-(with vs without audit); --json lists every round's figures.
+store, right beside the full rebuild: each side twice, mirrored (with, without,
+without, with; the next round the other way round), since in rounds of one run
+each the side that went first came out slower. The audit projection's cost is
+the median of the rounds' ratios, target >= 0.9 (with vs without audit);
+--json lists every round's figures.
 
 Then it stops the store cleanly and starts again: the start-up must fold nothing
 and be ready within a second. It is measured in this process and in a fresh
