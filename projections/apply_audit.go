@@ -309,7 +309,7 @@ func newAuditChunkReader(v []byte) (*auditChunkReader, error) {
 	if len(v) == 0 || v[0] != auditChunkFormat {
 		return nil, fmt.Errorf("audit chunk: not format %d", auditChunkFormat)
 	}
-	r := &auditChunkReader{auditDecoder: auditDecoder{b: v[1:]}}
+	r := &auditChunkReader{auditDecoder: auditDecoder{recordReader{b: v[1:]}}}
 	r.first = r.uvarint()
 	r.hw = r.varint()
 	r.n = r.uvarint()
@@ -967,7 +967,7 @@ func (c *auditCall) appendEntry(b []byte, res *auditRecord) []byte {
 
 // outcome returns the outcome and reason of the call's entry.
 func (c *auditCall) outcome() (string, string) {
-	d := auditDecoder{b: c.b[c.head:c.dets]}
+	d := auditDecoder{recordReader{b: c.b[c.head:c.dets]}}
 	return d.word(), d.word()
 }
 
@@ -1356,7 +1356,7 @@ func decodeAuditEntry(v []byte) (*AuditEntry, error) {
 	if len(v) == 0 || v[0] != auditEntryFormat {
 		return nil, fmt.Errorf("audit entry: not format %d", auditEntryFormat)
 	}
-	d := auditDecoder{b: v[1:]}
+	d := auditDecoder{recordReader{b: v[1:]}}
 	e := &AuditEntry{Seq: d.uvarint(), At: time.Unix(0, int64(d.uvarint())).UTC()}
 	for _, s := range [...]*string{&e.ID, (*string)(&e.Type), &e.Category, &e.Action, &e.Session, &e.Agent, &e.Target, &e.Outcome, &e.Reason} {
 		*s = d.word()
@@ -1377,44 +1377,9 @@ func decodeAuditEntry(v []byte) (*AuditEntry, error) {
 	return e, nil
 }
 
-// auditDecoder reads varints and strings until the first error.
-type auditDecoder struct {
-	b   []byte
-	err error
-}
-
-func (d *auditDecoder) uvarint() uint64 { return auditVarint(d, binary.Uvarint) }
-
-func (d *auditDecoder) varint() int64 { return auditVarint(d, binary.Varint) }
-
-// auditVarint reads one varint with read (binary.Uvarint or binary.Varint).
-func auditVarint[T uint64 | int64](d *auditDecoder, read func([]byte) (T, int)) T {
-	if d.err != nil {
-		return 0
-	}
-	x, n := read(d.b)
-	if n <= 0 {
-		d.err = errors.New("truncated")
-		return 0
-	}
-	d.b = d.b[n:]
-	return x
-}
-
-// bytes reads a length and that many bytes, not copied.
-func (d *auditDecoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.err = errors.New("truncated")
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
+// auditDecoder reads a stored audit record: its varints and byte strings
+// (recordReader), and its words.
+type auditDecoder struct{ recordReader }
 
 // word reads a string appendAuditWord stored.
 func (d *auditDecoder) word() string {
@@ -1424,29 +1389,24 @@ func (d *auditDecoder) word() string {
 	}
 	switch x & 3 {
 	case auditLiteral:
-		if x>>2 > uint64(len(d.b)) {
-			d.err = errors.New("truncated")
-			return ""
-		}
-		s := string(d.b[:x>>2])
-		d.b = d.b[x>>2:]
-		return s
+		return string(d.take(x >> 2))
 	case auditWord:
 		if x>>2 >= uint64(len(auditWords)) {
-			d.err = fmt.Errorf("word %d of %d", x>>2, len(auditWords))
+			d.fail(fmt.Errorf("word %d of %d", x>>2, len(auditWords)))
 			return ""
 		}
 		return auditWords[x>>2]
 	case auditUUID:
-		if x != auditUUID || len(d.b) < 16 {
-			d.err = errors.New("truncated id")
+		if x != auditUUID {
+			d.fail(fmt.Errorf("id kind %d", x))
 			return ""
 		}
-		s := formatUUID(d.b[:16])
-		d.b = d.b[16:]
-		return s
+		if id := d.take(16); id != nil {
+			return formatUUID(id)
+		}
+		return ""
 	}
-	d.err = fmt.Errorf("string kind %d", x&3)
+	d.fail(fmt.Errorf("string kind %d", x&3))
 	return ""
 }
 

@@ -93,7 +93,7 @@ func decodeCodeFile(v []byte) (*CodeFile, error) {
 	if len(v) == 0 || v[0] != codeFileFormat {
 		return nil, fmt.Errorf("%w: format %q", errCodeFile, v[:min(len(v), 1)])
 	}
-	d := codeFileReader{b: v, s: string(v), off: 1}
+	d := codeFileReader{recordReader: recordReader{b: v[1:]}, s: string(v)}
 	f := &CodeFile{Seq: d.uvarint()}
 	flags := d.byte()
 	f.Test, f.Stubbed = flags&codeFileTest != 0, flags&codeFileStubbed != 0
@@ -127,71 +127,29 @@ func decodeCodeFile(v []byte) (*CodeFile, error) {
 			c.From, c.To, c.Line = d.str(), d.str(), int(d.varint())
 		}
 	}
-	if d.err == nil && d.off != len(d.s) {
-		d.err = fmt.Errorf("%w: %d bytes left over", errCodeFile, len(d.s)-d.off)
+	if d.err == nil && len(d.b) > 0 {
+		d.fail(fmt.Errorf("%d bytes left over", len(d.b)))
 	}
 	if d.err != nil {
-		return nil, d.err
+		return nil, fmt.Errorf("%w: %v at byte %d", errCodeFile, d.err, len(v)-len(d.b))
 	}
 	return f, nil
 }
 
-// codeFileReader reads a record, b, from off on: its numbers from b, its
-// strings cut from s, b's copy. Its first error stops it (every later read
-// returns zero).
+// codeFileReader reads a code file's record: its strings are cut from s,
+// the record's one copy, at the reader's place in it.
 type codeFileReader struct {
-	b   []byte
-	s   string
-	off int
-	err error
-}
-
-func (d *codeFileReader) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at byte %d", errCodeFile, what, d.off)
-	}
-	d.off = len(d.s)
-}
-
-func (d *codeFileReader) byte() byte {
-	if d.off >= len(d.s) {
-		d.fail("short")
-		return 0
-	}
-	d.off++
-	return d.s[d.off-1]
-}
-
-func (d *codeFileReader) uvarint() uint64 {
-	x, n := binary.Uvarint(d.b[d.off:])
-	return d.number(x, n, "bad uvarint")
-}
-
-func (d *codeFileReader) varint() int64 {
-	x, n := binary.Varint(d.b[d.off:])
-	return int64(d.number(uint64(x), n, "bad varint"))
-}
-
-// number moves past a varint of n bytes (0 or less: none could be read,
-// what fails) and returns x, its value.
-func (d *codeFileReader) number(x uint64, n int, what string) uint64 {
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.off += n
-	return x
+	recordReader
+	s string
 }
 
 func (d *codeFileReader) str() string {
-	n := d.uvarint()
-	if n > uint64(len(d.s)-d.off) {
-		d.fail("string past the end")
+	n := len(d.take(d.uvarint()))
+	if d.err != nil {
 		return ""
 	}
-	s := d.s[d.off : d.off+int(n)]
-	d.off += int(n)
-	return s
+	end := len(d.s) - len(d.b)
+	return d.s[end-n : end]
 }
 
 // count reads a list's length, each of whose items takes at least least
@@ -199,8 +157,8 @@ func (d *codeFileReader) str() string {
 // allocation.
 func (d *codeFileReader) count(least int) int {
 	n := d.uvarint()
-	if n > uint64((len(d.s)-d.off)/least) {
-		d.fail("list longer than the record")
+	if n > uint64(len(d.b)/least) {
+		d.fail(errors.New("list longer than the record"))
 		return 0
 	}
 	return int(n)

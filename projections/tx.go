@@ -70,8 +70,8 @@ type entry struct {
 	gone bool
 	// filtered: a flush added the key to the cache's key filter (see
 	// setFilter), which never forgets one. An object written at every
-	// flush (each session's open audit list, 20,000 at 1M events) was
-	// hashed into it again each time: six random writes in its 8 MiB.
+	// flush (a running session or DAG) was hashed into it again each
+	// time: six random writes in its 8 MiB.
 	filtered bool
 	// probation: the entry came in while the cache was full, at the least
 	// recently used end (see cache.put), in batch epoch.

@@ -689,12 +689,19 @@ func TestScanCancelledWithItsQueueFull(t *testing.T) {
 // in a select (for room in the job queue, or for the cancellation).
 func waitForWalkBlocked(t *testing.T) {
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 			if strings.Contains(g, " [select") && strings.Contains(g, "librarian.(*Indexer).walk(") {
 				return
 			}
 		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the walk never waited on the job queue")
+		}
 	}
-	t.Fatal("the walk never waited on the job queue")
 }
