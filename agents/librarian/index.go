@@ -195,6 +195,9 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 						ch.out[i] = c
 					}
 				}
+				// A directory is not kept from one chunk to the next:
+				// one replaced since would be read as it was.
+				w.dir.close()
 				close(ch.done)
 			}
 		})
@@ -403,6 +406,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 			// The buffer is not reset: every change's terms are used
 			// after the workers are done.
 			w := &extractState{counted: new(projections.CountedBuffer)}
+			defer w.dir.close()
 			for ctx.Err() == nil {
 				next.Lock()
 				k := i
@@ -421,8 +425,7 @@ func (ix *Indexer) read(ctx context.Context, paths []string, known Known) []chan
 
 // one indexes the file at rel; a zero change means it is unchanged.
 func (ix *Indexer) one(rel string, known Known, w *extractState) change {
-	full := filepath.Join(filepath.FromSlash(ix.Root), filepath.FromSlash(rel))
-	fh, err := openRaw(full)
+	fh, err := w.dir.openFile(ix.Root, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		if known.Hashes[rel] != "" || known.Skipped[rel] != "" {
 			return change{path: rel, removed: true} // vanished since the walk
@@ -532,6 +535,7 @@ type extractState struct {
 	terms   projections.TermCounter
 	counted *projections.CountedBuffer // where each file's counted terms are copied
 	lexer   goLexer
+	dir     dirHandle // the directory of the file read last
 }
 
 // redact removes the secrets of text and says how many there were.
