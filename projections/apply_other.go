@@ -289,7 +289,7 @@ func findPending(t *tx, sid, ref, corr, plan string) (*PendingRequest, []byte, e
 }
 
 // applyLog files each event's bytes under its session, so reading one session
-// is a range scan. A session_switch is filed under the session it suspends too,
+// is a range scan (an index_update's without its payload: see logValue). A session_switch is filed under the session it suspends too,
 // and a scope-all signal in the global log, so a session's log holds every
 // event that changed it.
 func applyLog(t *tx, ev *event) error {
@@ -297,7 +297,7 @@ func applyLog(t *tx, ev *event) error {
 	if env == nil {
 		return t.reject(Log, ev, "not an envelope: %v", ev.err)
 	}
-	if err := t.setSeqKey("log/s/", env.SessionID, ev.seq, ev.data); err != nil {
+	if err := t.setSeqKey("log/s/", env.SessionID, ev.seq, logValue(ev)); err != nil {
 		return err
 	}
 	switch env.Type {

@@ -57,7 +57,7 @@ var projectionList = []*projection{
 	{name: DAGs, version: 2, apply: applyDAGs},
 	{name: Checkpoints, version: 1, apply: applyCheckpoints},
 	{name: Pending, version: 1, apply: applyPending},
-	{name: Log, version: 1, apply: applyLog, writesOnly: true},
+	{name: Log, version: 2, apply: applyLog, writesOnly: true},
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},

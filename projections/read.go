@@ -275,7 +275,7 @@ func (e *enricher) enrich(sess *Session) error {
 	sess.Paused = sess.Paused || e.global
 	if e.it.SeekLT(prefixEnd(logPrefix(sess.ID))) && bytes.HasPrefix(e.it.Key(), logPrefix(sess.ID)) {
 		sess.LastSeq = seqSuffix(e.it.Key())
-		if env, err := schemas.Unmarshal(e.it.Value()); err == nil && env.Timestamp.After(sess.LastActiveAt) {
+		if env, err := logEnvelope(e.it.Value()); err == nil && env.Timestamp.After(sess.LastActiveAt) {
 			sess.LastActiveAt = env.Timestamp
 		}
 	}
@@ -477,7 +477,11 @@ func (s *Store) SessionLog(ctx context.Context, q LogQuery) (*LogPage, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	return sessionLog(snap, q)
+	page, err := sessionLog(snap, q)
+	if err != nil {
+		return nil, err
+	}
+	return page, s.logBodies(ctx, page.Entries)
 }
 
 func sessionLog(r pebble.Reader, q LogQuery) (*LogPage, error) {
@@ -516,7 +520,7 @@ func logPage(r pebble.Reader, prefix []byte, keyOf func(uint64) []byte, q LogQue
 	for it.First(); it.Valid(); it.Next() {
 		seq := seqSuffix(it.Key())
 		if !q.UntilTime.IsZero() {
-			env, err := schemas.Unmarshal(it.Value())
+			env, err := logEnvelope(it.Value())
 			if err == nil && env.Timestamp.After(q.UntilTime) {
 				return page, true, it.Error()
 			}
@@ -545,7 +549,7 @@ func (s *Store) Trace(ctx context.Context, correlation string) (*Trace, error) {
 		if err != nil || data == nil {
 			return err
 		}
-		env, err := schemas.Unmarshal(data)
+		env, err := logEnvelope(data)
 		if err != nil {
 			return nil
 		}

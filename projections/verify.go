@@ -331,7 +331,7 @@ func (s *Store) foldAsOf(ctx context.Context, session string, until AsOf) (*Stor
 		if until.Seq != 0 && e.Seq > until.Seq {
 			break
 		}
-		env, err := schemas.Unmarshal(e.Data)
+		env, err := logEnvelope(e.Data)
 		if env != nil && !until.Time.IsZero() && env.Timestamp.After(until.Time) {
 			break
 		}
