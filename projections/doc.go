@@ -31,7 +31,7 @@
 //	             dags/running                      running DAGs (for cancel)
 //	checkpoints  checkpoints/c/<sid>\0<dag>\0<seq> Checkpoint
 //	pending      pending/p/<sid>\0<corr>           PendingRequest
-//	log          log/s/<sid>\0<seq>                the event's bytes
+//	log          log/s/<sid>\0<seq>                the event's bytes (an index_update's without the payload)
 //	             log/g/<seq>                       global (scope all) signals
 //	             log/fork/<sid>                    a fork's ForkOf: its lineage
 //	trace        trace/<corr>\0<seq>               the hop's session
