@@ -476,8 +476,8 @@ func (s *Store) SessionLog(ctx context.Context, q LogQuery) (*LogPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer snap.Close()
 	page, err := sessionLog(snap, q)
+	snap.Close() // not held while the stream is read
 	if err != nil {
 		return nil, err
 	}
