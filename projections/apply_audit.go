@@ -712,7 +712,11 @@ type auditPostings struct {
 	ids   map[string]uint32 // by the list's prefix
 	names []string          // the lists' prefixes, by id
 	lists []auditPostList
-	pend  []auditPosting
+	// pend are the waiting postings in stream order, each list's linked
+	// from its head (auditPostList.head, then auditPosting.next): a write
+	// walks each list's in order, where sorting them by list was half of
+	// what a write cost.
+	pend []auditPosting
 	// forgetAt is how many lists forget lets the fold know before it
 	// forgets the ones no posting was added to since it last did.
 	forgetAt int
@@ -720,18 +724,23 @@ type auditPostings struct {
 	filter *keyFilter
 }
 
+// auditNoPosting ends a list's chain of waiting postings.
+const auditNoPosting = math.MaxUint32
+
 // auditPostList is what the next chunk of a list needs to know of the
-// chunks stored before it.
+// chunks stored before it, and where its waiting postings are in pend.
 type auditPostList struct {
-	hw     int64 // of the last chunk stored (math.MinInt64: none)
-	used   bool  // a posting was added since forget last ran
-	marked bool  // the list's prefix is in filter: a chunk of it was written
+	hw         int64  // of the last chunk stored (math.MinInt64: none)
+	head, tail uint32 // its first and last waiting posting (auditNoPosting: none)
+	used       bool   // a posting was added since forget last ran
+	marked     bool   // the list's prefix is in filter: a chunk of it was written
 }
 
-// auditPosting is a posting at position pos of list: of the entry seq,
+// auditPosting is a waiting posting at position pos: of the entry seq,
 // whose time is at and whose category is schemas.AuditCategories[category].
+// next is the list's next waiting posting (auditNoPosting: none).
 type auditPosting struct {
-	list     uint32
+	next     uint32
 	category uint8
 	pos, seq uint64
 	at       int64
@@ -760,10 +769,18 @@ func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, categor
 		id = uint32(len(ps.lists))
 		ps.ids[string(k)] = id
 		ps.names = append(ps.names, string(k))
-		ps.lists = append(ps.lists, auditPostList{hw: hw})
+		ps.lists = append(ps.lists, auditPostList{hw: hw, head: auditNoPosting, tail: auditNoPosting})
 	}
-	ps.lists[id].used = true
-	ps.pend = append(ps.pend, auditPosting{list: id, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
+	l := &ps.lists[id]
+	l.used = true
+	i := uint32(len(ps.pend))
+	if l.head == auditNoPosting {
+		l.head = i
+	} else {
+		ps.pend[l.tail].next = i
+	}
+	l.tail = i
+	ps.pend = append(ps.pend, auditPosting{next: auditNoPosting, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
 	return nil
 }
 
@@ -798,31 +815,33 @@ func (ps *auditPostings) write(b *pebble.Batch, split func(*pebble.Batch) (*pebb
 		}
 		ps.filter = f
 	}
-	// Each list's postings together, in stream order.
-	slices.SortStableFunc(ps.pend, func(x, y auditPosting) int { return cmp.Compare(x.list, y.list) })
-	for i := 0; i < len(ps.pend); {
-		id := ps.pend[i].list
-		j := i + 1
-		for j < len(ps.pend) && ps.pend[j].list == id && j-i < auditChunkItems {
-			j++
-		}
+	chunk := make([]auditPosting, auditChunkItems)
+	for id := range ps.lists {
 		l := &ps.lists[id]
-		if f != nil && !l.marked {
-			f.add(ps.names[id])
-			l.marked = true
-		}
-		if split != nil {
-			var err error
-			if b, err = split(b); err != nil {
+		for l.head != auditNoPosting {
+			// The list's next postings, up to a chunk's.
+			n := 0
+			for ; n < len(chunk) && l.head != auditNoPosting; n++ {
+				chunk[n] = ps.pend[l.head]
+				l.head = chunk[n].next
+			}
+			if f != nil && !l.marked {
+				f.add(ps.names[id])
+				l.marked = true
+			}
+			if split != nil {
+				var err error
+				if b, err = split(b); err != nil {
+					return b, err
+				}
+			}
+			s.val = appendAuditPostings(s.val[:0], l, chunk[:n])
+			s.key = binary.BigEndian.AppendUint64(append(s.key[:0], ps.names[id]...), chunk[0].pos)
+			if err := b.Set(s.key, s.val, nil); err != nil {
 				return b, err
 			}
 		}
-		s.val = appendAuditPostings(s.val[:0], l, ps.pend[i:j])
-		s.key = binary.BigEndian.AppendUint64(append(s.key[:0], ps.names[id]...), ps.pend[i].pos)
-		if err := b.Set(s.key, s.val, nil); err != nil {
-			return b, err
-		}
-		i = j
+		l.tail = auditNoPosting
 	}
 	ps.pend = ps.pend[:0]
 	return b, nil
@@ -844,30 +863,27 @@ func appendAuditPostings(b []byte, l *auditPostList, ps []auditPosting) []byte {
 }
 
 // forget forgets the lists no posting was added to since it last ran,
-// once the fold knows forgetAt of them. Call it only when every batch
-// written is committed: a list forgotten reads its last chunk back.
+// once the fold knows forgetAt of them, but those with waiting postings.
+// Call it only when every batch written is committed: a list forgotten
+// reads its last chunk back.
 func (ps *auditPostings) forget() {
 	if len(ps.lists) < max(ps.forgetAt, auditPostListsKept) {
 		return
 	}
-	ids := make([]uint32, len(ps.lists)) // new by old, for the waiting postings
 	kept := 0
 	for id, l := range ps.lists {
 		name := ps.names[id]
-		if !l.used {
+		if !l.used && l.head == auditNoPosting {
 			delete(ps.ids, name)
 			continue
 		}
 		l.used = false
-		ids[id], ps.ids[name] = uint32(kept), uint32(kept)
+		ps.ids[name] = uint32(kept)
 		ps.lists[kept], ps.names[kept] = l, name
 		kept++
 	}
 	clear(ps.names[kept:])
 	ps.lists, ps.names = ps.lists[:kept], ps.names[:kept]
-	for i := range ps.pend {
-		ps.pend[i].list = ids[ps.pend[i].list]
-	}
 	ps.forgetAt = 2 * kept
 }
 

@@ -1107,3 +1107,67 @@ func TestAuditForgottenListReadsItsHW(t *testing.T) {
 		t.Fatalf("S1's last chunk at %d has hw %d; want at %d, hw %d (its first posting's time)", r.first, r.hw, seq, want)
 	}
 }
+
+// A list with postings waiting for the next write is not forgotten, however
+// long since its last posting: a rebuild writes the objects every few
+// batches and forgets lists at each, and a list forgotten with postings
+// waiting had them written under another list.
+func TestAuditForgetKeepsWaitingPostings(t *testing.T) {
+	old := auditPostListsKept
+	auditPostListsKept = 1
+	defer func() { auditPostListsKept = old }()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newCache(DefaultCacheObjects)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
+	// Batches of the objects held: each evicts (and forgets) without a write.
+	for _, batch := range [][]string{{"S1"}, {"S2", "S3", "S4"}, {"S5", "S6", "S7", "S8", "S9"}} {
+		for _, s := range batch {
+			seq++
+			if err := applyAudit(tx, auditTestEvent(t, seq, s, base.Add(time.Duration(seq)*time.Second))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.evict()
+	}
+	if _, err := c.flush(tx.batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.markClean()
+	if err := tx.batch.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 9; i++ {
+		prefix := auditListPrefix('s', fmt.Sprintf("S%d", i))
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []uint64
+		for it.First(); it.Valid(); it.Next() {
+			r, err := newAuditChunkReader(it.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				s, _, ok, err := r.next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				seqs = append(seqs, s)
+			}
+		}
+		it.Close()
+		if !slices.Equal(seqs, []uint64{uint64(i)}) {
+			t.Errorf("S%d's list holds the entries %v, want [%d]", i, seqs, i)
+		}
+	}
+}
