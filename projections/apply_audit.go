@@ -1127,12 +1127,13 @@ type auditRecord struct {
 // auditResultDetails is how many details a tool result adds to its call's.
 const auditResultDetails = 4
 
-// auditDetail is a detail's name and value: text, or a number stored as
-// its decimal digits (a signed one when signed).
+// auditDetail is a detail's name and value: text (followed by a slash and
+// sub when sub is set), or a number stored as its decimal digits (a signed
+// one when signed).
 type auditDetail struct {
-	name, text    string
-	num           uint64
-	isNum, signed bool
+	name, text, sub string
+	num             uint64
+	isNum, signed   bool
 }
 
 // recordOf is e as the fold keeps it, its details in e's map.
@@ -1155,6 +1156,12 @@ func (r *auditRecord) set(d auditDetail) {
 }
 
 func (r *auditRecord) text(name, v string) { r.set(auditDetail{name: name, text: v}) }
+
+// path sets detail name to dir + "/" + base, a string made only where it is
+// stored: a tool call's node, whose concatenation was an allocation a call.
+func (r *auditRecord) path(name, dir, base string) {
+	r.set(auditDetail{name: name, text: dir, sub: base})
+}
 
 func (r *auditRecord) int(name string, v int64) {
 	r.set(auditDetail{name: name, num: uint64(v), isNum: true, signed: true})
@@ -1222,6 +1229,12 @@ func appendAuditTail(b []byte, r *auditRecord) []byte {
 // text or its number's digits.
 func appendAuditDetail(b []byte, d *auditDetail) []byte {
 	b = appendAuditWord(b, d.name)
+	if d.sub != "" {
+		// Not an event id: stored as appendAuditText stores the joined
+		// string.
+		b = binary.AppendUvarint(b, uint64(len(d.text)+1+len(d.sub))<<2|auditLiteral)
+		return append(append(append(b, d.text...), '/'), d.sub...)
+	}
 	if !d.isNum {
 		return appendAuditText(b, d.text)
 	}
@@ -1469,8 +1482,12 @@ func auditToolResult(t *tx, ev *event) error {
 // (nil: none).
 func takeAuditCall(t *tx, id string) (*auditCall, error) {
 	m := &t.cache.audit
-	_, stored := m.stored[id]
-	delete(m.stored, id)
+	stored := false
+	if len(m.stored) > 0 { // most results meet none: their call was in calls at no flush
+		if _, stored = m.stored[id]; stored {
+			delete(m.stored, id)
+		}
+	}
 	if call, ok := m.calls[id]; ok {
 		delete(m.calls, id)
 		// A record of the same id stored before (of a run cut off by a
@@ -1570,7 +1587,7 @@ func auditOf(t *tx, ev *event, e *auditRecord) (bool, error) {
 		}
 		e.text("call", p.CallID)
 		if p.DAGID != "" {
-			e.text("node", p.DAGID+"/"+p.NodeID)
+			e.path("node", p.DAGID, p.NodeID)
 		}
 	case schemas.TypeLLMUsage:
 		p, err := payloadOf[schemas.LLMUsage](t, Audit, ev)

@@ -490,7 +490,8 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 
 // The fold's records keep their details in an array, numbers as numbers: a
 // record stores the bytes of the entry whose details are the same strings
-// in a map, whatever order its details were set in.
+// in a map, whatever order its details were set in (a path's as the
+// string it joins).
 func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	e := &AuditEntry{Seq: 42, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeToolCall, At: at,
@@ -499,7 +500,7 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 			"node": "d/a", "result_seq": "18446744073709551615", "duration_ms": "9223372036854775807", "signal": "KILL"}}
 	r := auditRecord{seq: e.Seq, at: at.UnixNano(), id: e.ID, typ: e.Type, category: e.Category, action: e.Action,
 		session: e.Session, agent: e.Agent, target: e.Target, outcome: e.Outcome, reason: e.Reason}
-	r.text("node", "d/a")
+	r.path("node", "d", "a") // stored as the joined string
 	r.text("call", "c0")
 	r.uint("result_seq", math.MaxUint64)
 	r.int("exit_code", -1)
