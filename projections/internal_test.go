@@ -1048,20 +1048,27 @@ func TestAuditIndexListsAreNotCached(t *testing.T) {
 	}
 }
 
+// forgetfulAuditFold returns an empty store in memory and a fold's cache
+// that forgets every index list it may (auditPostListsKept 1) until the
+// test ends.
+func forgetfulAuditFold(t *testing.T) (*pebble.DB, *cache) {
+	old := auditPostListsKept
+	auditPostListsKept = 1
+	t.Cleanup(func() { auditPostListsKept = old })
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, newCache(DefaultCacheObjects)
+}
+
 // A list the fold forgot (no posting for a while, and more lists than it
 // keeps) reads its hw back from its last chunk at its next posting: the
 // time of a posting before it bounds the next chunk's, however the clocks
 // went.
 func TestAuditForgottenListReadsItsHW(t *testing.T) {
-	old := auditPostListsKept
-	auditPostListsKept = 1
-	defer func() { auditPostListsKept = old }()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c := newCache(DefaultCacheObjects)
+	db, c := forgetfulAuditFold(t)
 	seq := uint64(0)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fold := func(sessions ...string) {
@@ -1114,15 +1121,7 @@ func TestAuditForgottenListReadsItsHW(t *testing.T) {
 // batches and forgets lists at each, and a list forgotten with postings
 // waiting had them written under another list.
 func TestAuditForgetKeepsWaitingPostings(t *testing.T) {
-	old := auditPostListsKept
-	auditPostListsKept = 1
-	defer func() { auditPostListsKept = old }()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c := newCache(DefaultCacheObjects)
+	db, c := forgetfulAuditFold(t)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	seq := uint64(0)
 	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
