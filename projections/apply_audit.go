@@ -722,6 +722,20 @@ type auditPostings struct {
 	forgetAt int
 	// filter is the key filter the lists' marked flags are about.
 	filter *keyFilter
+	// few are the lists of agents and outcomes (dimensions of few values)
+	// posted to last, next the one to replace: a posting finds its list
+	// there, not in ids, which holds every session's list as well (its
+	// lookups were half of postAudit's cost).
+	few  [4]auditFewList
+	next int
+}
+
+// auditFewList is a list that auditPostings.few remembers: the list
+// dim/value, whose id is id (none when dim is 0).
+type auditFewList struct {
+	dim   byte
+	value string
+	id    uint32
 }
 
 // auditNoPosting ends a list's chain of waiting postings.
@@ -755,21 +769,9 @@ var auditPostListsKept = 1 << 16 // a variable for tests
 // pos of the list dim/value.
 func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, category string) error {
 	ps := &t.cache.audit.posts
-	k := appendAuditListPrefix(t.kbuf[:0], dim, value)
-	t.kbuf = k
-	id, ok := ps.ids[string(k)]
-	if !ok {
-		hw, err := lastAuditHW(t, k)
-		if err != nil {
-			return err
-		}
-		if ps.ids == nil {
-			ps.ids = map[string]uint32{}
-		}
-		id = uint32(len(ps.lists))
-		ps.ids[string(k)] = id
-		ps.names = append(ps.names, string(k))
-		ps.lists = append(ps.lists, auditPostList{hw: hw, head: auditNoPosting, tail: auditNoPosting})
+	id, err := ps.list(t, dim, value)
+	if err != nil {
+		return err
 	}
 	l := &ps.lists[id]
 	l.used = true
@@ -782,6 +784,39 @@ func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, categor
 	l.tail = i
 	ps.pend = append(ps.pend, auditPosting{next: auditNoPosting, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
 	return nil
+}
+
+// list returns the id of the list dim/value, which it adds to the lists
+// the fold knows if it is not one of them.
+func (ps *auditPostings) list(t *tx, dim byte, value string) (uint32, error) {
+	if dim != 's' {
+		for _, f := range ps.few {
+			if f.dim == dim && f.value == value {
+				return f.id, nil
+			}
+		}
+	}
+	k := appendAuditListPrefix(t.kbuf[:0], dim, value)
+	t.kbuf = k
+	id, ok := ps.ids[string(k)]
+	if !ok {
+		hw, err := lastAuditHW(t, k)
+		if err != nil {
+			return 0, err
+		}
+		if ps.ids == nil {
+			ps.ids = map[string]uint32{}
+		}
+		id = uint32(len(ps.lists))
+		ps.ids[string(k)] = id
+		ps.names = append(ps.names, string(k))
+		ps.lists = append(ps.lists, auditPostList{hw: hw, head: auditNoPosting, tail: auditNoPosting})
+	}
+	if dim != 's' {
+		ps.few[ps.next] = auditFewList{dim: dim, value: value, id: id}
+		ps.next = (ps.next + 1) % len(ps.few)
+	}
+	return id, nil
 }
 
 // lastAuditHW returns the hw of the last chunk stored of the list at
@@ -885,10 +920,12 @@ func (ps *auditPostings) forget() {
 	clear(ps.names[kept:])
 	ps.lists, ps.names = ps.lists[:kept], ps.names[:kept]
 	ps.forgetAt = 2 * kept
+	ps.few = [len(ps.few)]auditFewList{} // of the old ids
 }
 
 // reset forgets every list and drops the waiting postings.
 func (ps *auditPostings) reset() {
+	ps.few = [len(ps.few)]auditFewList{}
 	clear(ps.ids)
 	clear(ps.names)
 	ps.names, ps.lists, ps.pend = ps.names[:0], ps.lists[:0], ps.pend[:0]

@@ -1119,35 +1119,47 @@ func TestAuditForgottenListReadsItsHW(t *testing.T) {
 // A list with postings waiting for the next write is not forgotten, however
 // long since its last posting: a rebuild writes the objects every few
 // batches and forgets lists at each, and a list forgotten with postings
-// waiting had them written under another list.
+// waiting had them written under another list. A list forgotten renumbers
+// the others: the agent's postings still go to the agent's list.
 func TestAuditForgetKeepsWaitingPostings(t *testing.T) {
 	db, c := forgetfulAuditFold(t)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	seq := uint64(0)
 	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
-	// Batches of the objects held: each evicts (and forgets) without a write.
-	for _, batch := range [][]string{{"S1"}, {"S2", "S3", "S4"}, {"S5", "S6", "S7", "S8", "S9"}} {
+	write := func() {
+		t.Helper()
+		if _, err := c.flush(tx.batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.markClean()
+		if err := tx.batch.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		tx.batch = db.NewBatch()
+	}
+	// Batches, each evicting (and forgetting); the objects are written
+	// after the first (S1's list is forgotten after the second) and the
+	// last only.
+	for i, batch := range [][]string{{"S1"}, {"S2", "S3", "S4"}, {"S5", "S6", "S7", "S8", "S9"}} {
 		for _, s := range batch {
 			seq++
 			if err := applyAudit(tx, auditTestEvent(t, seq, s, base.Add(time.Duration(seq)*time.Second))); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if i == 0 {
+			write()
+		}
 		c.evict()
 	}
-	if _, err := c.flush(tx.batch, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.markClean()
-	if err := tx.batch.Commit(pebble.NoSync); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 9; i++ {
-		prefix := auditListPrefix('s', fmt.Sprintf("S%d", i))
+	write()
+	list := func(dim byte, value string) []uint64 {
+		prefix := auditListPrefix(dim, value)
 		it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer it.Close()
 		var seqs []uint64
 		for it.First(); it.Valid(); it.Next() {
 			r, err := newAuditChunkReader(it.Value())
@@ -1165,9 +1177,14 @@ func TestAuditForgetKeepsWaitingPostings(t *testing.T) {
 				seqs = append(seqs, s)
 			}
 		}
-		it.Close()
-		if !slices.Equal(seqs, []uint64{uint64(i)}) {
+		return seqs
+	}
+	for i := 1; i <= 9; i++ {
+		if seqs := list('s', fmt.Sprintf("S%d", i)); !slices.Equal(seqs, []uint64{uint64(i)}) {
 			t.Errorf("S%d's list holds the entries %v, want [%d]", i, seqs, i)
 		}
+	}
+	if seqs := list('a', "tester"); !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("the agent's list holds the entries %v, want 1 to 9", seqs)
 	}
 }
