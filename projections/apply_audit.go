@@ -1165,12 +1165,12 @@ type auditRecord struct {
 const auditResultDetails = 4
 
 // auditDetail is a detail's name and value: text (followed by a slash and
-// sub when sub is set), or a number stored as its decimal digits (a signed
-// one when signed).
+// sub when isPath), or a number stored as its decimal digits (a signed one
+// when signed).
 type auditDetail struct {
-	name, text, sub string
-	num             uint64
-	isNum, signed   bool
+	name, text, sub       string
+	num                   uint64
+	isNum, signed, isPath bool
 }
 
 // recordOf is e as the fold keeps it, its details in e's map.
@@ -1197,7 +1197,7 @@ func (r *auditRecord) text(name, v string) { r.set(auditDetail{name: name, text:
 // path sets detail name to dir + "/" + base, a string made only where it is
 // stored: a tool call's node, whose concatenation was an allocation a call.
 func (r *auditRecord) path(name, dir, base string) {
-	r.set(auditDetail{name: name, text: dir, sub: base})
+	r.set(auditDetail{name: name, text: dir, sub: base, isPath: true})
 }
 
 func (r *auditRecord) int(name string, v int64) {
@@ -1266,7 +1266,7 @@ func appendAuditTail(b []byte, r *auditRecord) []byte {
 // text or its number's digits.
 func appendAuditDetail(b []byte, d *auditDetail) []byte {
 	b = appendAuditWord(b, d.name)
-	if d.sub != "" {
+	if d.isPath {
 		// Not an event id: stored as appendAuditText stores the joined
 		// string.
 		b = binary.AppendUvarint(b, uint64(len(d.text)+1+len(d.sub))<<2|auditLiteral)

@@ -514,6 +514,15 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	if r.detail("call") != "c1" || r.detail("none") != "" {
 		t.Fatalf("details %+v", r.details[:r.n])
 	}
+	// A path with an empty part keeps its slash, as the joined string does.
+	for _, p := range [][2]string{{"d", ""}, {"", "a"}, {"", ""}} {
+		var path, joined auditRecord
+		path.path("node", p[0], p[1])
+		joined.text("node", p[0]+"/"+p[1])
+		if got, want := appendAuditRecord(nil, &path), appendAuditRecord(nil, &joined); !bytes.Equal(got, want) {
+			t.Errorf("path %q stored as\n%x\nits joined string as\n%x", p, got, want)
+		}
+	}
 }
 
 // A waiting call keeps its entry stored, not its record: before its result
