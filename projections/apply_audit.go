@@ -712,26 +712,49 @@ type auditPostings struct {
 	ids   map[string]uint32 // by the list's prefix
 	names []string          // the lists' prefixes, by id
 	lists []auditPostList
-	pend  []auditPosting
+	// pend are the waiting postings in stream order, each list's linked
+	// from its head (auditPostList.head, then auditPosting.next): a write
+	// walks each list's in order, where sorting them by list was half of
+	// what a write cost.
+	pend []auditPosting
 	// forgetAt is how many lists forget lets the fold know before it
 	// forgets the ones no posting was added to since it last did.
 	forgetAt int
 	// filter is the key filter the lists' marked flags are about.
 	filter *keyFilter
+	// few are the lists of agents and outcomes (dimensions of few values)
+	// posted to last, next the one to replace: a posting finds its list
+	// there, not in ids, which holds every session's list as well (its
+	// lookups were half of postAudit's cost).
+	few  [4]auditFewList
+	next int
 }
+
+// auditFewList is a list that auditPostings.few remembers: the list
+// dim/value, whose id is id (none when dim is 0).
+type auditFewList struct {
+	dim   byte
+	value string
+	id    uint32
+}
+
+// auditNoPosting ends a list's chain of waiting postings.
+const auditNoPosting = math.MaxUint32
 
 // auditPostList is what the next chunk of a list needs to know of the
-// chunks stored before it.
+// chunks stored before it, and where its waiting postings are in pend.
 type auditPostList struct {
-	hw     int64 // of the last chunk stored (math.MinInt64: none)
-	used   bool  // a posting was added since forget last ran
-	marked bool  // the list's prefix is in filter: a chunk of it was written
+	hw         int64  // of the last chunk stored (math.MinInt64: none)
+	head, tail uint32 // its first and last waiting posting (auditNoPosting: none)
+	used       bool   // a posting was added since forget last ran
+	marked     bool   // the list's prefix is in filter: a chunk of it was written
 }
 
-// auditPosting is a posting at position pos of list: of the entry seq,
+// auditPosting is a waiting posting at position pos: of the entry seq,
 // whose time is at and whose category is schemas.AuditCategories[category].
+// next is the list's next waiting posting (auditNoPosting: none).
 type auditPosting struct {
-	list     uint32
+	next     uint32
 	category uint8
 	pos, seq uint64
 	at       int64
@@ -746,13 +769,40 @@ var auditPostListsKept = 1 << 16 // a variable for tests
 // pos of the list dim/value.
 func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, category string) error {
 	ps := &t.cache.audit.posts
+	id, err := ps.list(t, dim, value)
+	if err != nil {
+		return err
+	}
+	l := &ps.lists[id]
+	l.used = true
+	i := uint32(len(ps.pend))
+	if l.head == auditNoPosting {
+		l.head = i
+	} else {
+		ps.pend[l.tail].next = i
+	}
+	l.tail = i
+	ps.pend = append(ps.pend, auditPosting{next: auditNoPosting, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
+	return nil
+}
+
+// list returns the id of the list dim/value, which it adds to the lists
+// the fold knows if it is not one of them.
+func (ps *auditPostings) list(t *tx, dim byte, value string) (uint32, error) {
+	if dim != 's' {
+		for _, f := range ps.few {
+			if f.dim == dim && f.value == value {
+				return f.id, nil
+			}
+		}
+	}
 	k := appendAuditListPrefix(t.kbuf[:0], dim, value)
 	t.kbuf = k
 	id, ok := ps.ids[string(k)]
 	if !ok {
 		hw, err := lastAuditHW(t, k)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if ps.ids == nil {
 			ps.ids = map[string]uint32{}
@@ -760,11 +810,13 @@ func postAudit(t *tx, dim byte, value string, pos, seq uint64, at int64, categor
 		id = uint32(len(ps.lists))
 		ps.ids[string(k)] = id
 		ps.names = append(ps.names, string(k))
-		ps.lists = append(ps.lists, auditPostList{hw: hw})
+		ps.lists = append(ps.lists, auditPostList{hw: hw, head: auditNoPosting, tail: auditNoPosting})
 	}
-	ps.lists[id].used = true
-	ps.pend = append(ps.pend, auditPosting{list: id, category: uint8(slices.Index(schemas.AuditCategories, category)), pos: pos, seq: seq, at: at})
-	return nil
+	if dim != 's' {
+		ps.few[ps.next] = auditFewList{dim: dim, value: value, id: id}
+		ps.next = (ps.next + 1) % len(ps.few)
+	}
+	return id, nil
 }
 
 // lastAuditHW returns the hw of the last chunk stored of the list at
@@ -798,31 +850,33 @@ func (ps *auditPostings) write(b *pebble.Batch, split func(*pebble.Batch) (*pebb
 		}
 		ps.filter = f
 	}
-	// Each list's postings together, in stream order.
-	slices.SortStableFunc(ps.pend, func(x, y auditPosting) int { return cmp.Compare(x.list, y.list) })
-	for i := 0; i < len(ps.pend); {
-		id := ps.pend[i].list
-		j := i + 1
-		for j < len(ps.pend) && ps.pend[j].list == id && j-i < auditChunkItems {
-			j++
-		}
+	chunk := make([]auditPosting, auditChunkItems)
+	for id := range ps.lists {
 		l := &ps.lists[id]
-		if f != nil && !l.marked {
-			f.add(ps.names[id])
-			l.marked = true
-		}
-		if split != nil {
-			var err error
-			if b, err = split(b); err != nil {
+		for l.head != auditNoPosting {
+			// The list's next postings, up to a chunk's.
+			n := 0
+			for ; n < len(chunk) && l.head != auditNoPosting; n++ {
+				chunk[n] = ps.pend[l.head]
+				l.head = chunk[n].next
+			}
+			if f != nil && !l.marked {
+				f.add(ps.names[id])
+				l.marked = true
+			}
+			if split != nil {
+				var err error
+				if b, err = split(b); err != nil {
+					return b, err
+				}
+			}
+			s.val = appendAuditPostings(s.val[:0], l, chunk[:n])
+			s.key = binary.BigEndian.AppendUint64(append(s.key[:0], ps.names[id]...), chunk[0].pos)
+			if err := b.Set(s.key, s.val, nil); err != nil {
 				return b, err
 			}
 		}
-		s.val = appendAuditPostings(s.val[:0], l, ps.pend[i:j])
-		s.key = binary.BigEndian.AppendUint64(append(s.key[:0], ps.names[id]...), ps.pend[i].pos)
-		if err := b.Set(s.key, s.val, nil); err != nil {
-			return b, err
-		}
-		i = j
+		l.tail = auditNoPosting
 	}
 	ps.pend = ps.pend[:0]
 	return b, nil
@@ -844,35 +898,34 @@ func appendAuditPostings(b []byte, l *auditPostList, ps []auditPosting) []byte {
 }
 
 // forget forgets the lists no posting was added to since it last ran,
-// once the fold knows forgetAt of them. Call it only when every batch
-// written is committed: a list forgotten reads its last chunk back.
+// once the fold knows forgetAt of them, but those with waiting postings.
+// Call it only when every batch written is committed: a list forgotten
+// reads its last chunk back.
 func (ps *auditPostings) forget() {
 	if len(ps.lists) < max(ps.forgetAt, auditPostListsKept) {
 		return
 	}
-	ids := make([]uint32, len(ps.lists)) // new by old, for the waiting postings
 	kept := 0
 	for id, l := range ps.lists {
 		name := ps.names[id]
-		if !l.used {
+		if !l.used && l.head == auditNoPosting {
 			delete(ps.ids, name)
 			continue
 		}
 		l.used = false
-		ids[id], ps.ids[name] = uint32(kept), uint32(kept)
+		ps.ids[name] = uint32(kept)
 		ps.lists[kept], ps.names[kept] = l, name
 		kept++
 	}
 	clear(ps.names[kept:])
 	ps.lists, ps.names = ps.lists[:kept], ps.names[:kept]
-	for i := range ps.pend {
-		ps.pend[i].list = ids[ps.pend[i].list]
-	}
 	ps.forgetAt = 2 * kept
+	ps.few = [len(ps.few)]auditFewList{} // of the old ids
 }
 
 // reset forgets every list and drops the waiting postings.
 func (ps *auditPostings) reset() {
+	ps.few = [len(ps.few)]auditFewList{}
 	clear(ps.ids)
 	clear(ps.names)
 	ps.names, ps.lists, ps.pend = ps.names[:0], ps.lists[:0], ps.pend[:0]
@@ -1111,12 +1164,13 @@ type auditRecord struct {
 // auditResultDetails is how many details a tool result adds to its call's.
 const auditResultDetails = 4
 
-// auditDetail is a detail's name and value: text, or a number stored as
-// its decimal digits (a signed one when signed).
+// auditDetail is a detail's name and value: text (followed by a slash and
+// sub when isPath), or a number stored as its decimal digits (a signed one
+// when signed).
 type auditDetail struct {
-	name, text    string
-	num           uint64
-	isNum, signed bool
+	name, text, sub       string
+	num                   uint64
+	isNum, signed, isPath bool
 }
 
 // recordOf is e as the fold keeps it, its details in e's map.
@@ -1139,6 +1193,12 @@ func (r *auditRecord) set(d auditDetail) {
 }
 
 func (r *auditRecord) text(name, v string) { r.set(auditDetail{name: name, text: v}) }
+
+// path sets detail name to dir + "/" + base, a string made only where it is
+// stored: a tool call's node, whose concatenation was an allocation a call.
+func (r *auditRecord) path(name, dir, base string) {
+	r.set(auditDetail{name: name, text: dir, sub: base, isPath: true})
+}
 
 func (r *auditRecord) int(name string, v int64) {
 	r.set(auditDetail{name: name, num: uint64(v), isNum: true, signed: true})
@@ -1206,6 +1266,12 @@ func appendAuditTail(b []byte, r *auditRecord) []byte {
 // text or its number's digits.
 func appendAuditDetail(b []byte, d *auditDetail) []byte {
 	b = appendAuditWord(b, d.name)
+	if d.isPath {
+		// Not an event id: stored as appendAuditText stores the joined
+		// string.
+		b = binary.AppendUvarint(b, uint64(len(d.text)+1+len(d.sub))<<2|auditLiteral)
+		return append(append(append(b, d.text...), '/'), d.sub...)
+	}
 	if !d.isNum {
 		return appendAuditText(b, d.text)
 	}
@@ -1453,8 +1519,12 @@ func auditToolResult(t *tx, ev *event) error {
 // (nil: none).
 func takeAuditCall(t *tx, id string) (*auditCall, error) {
 	m := &t.cache.audit
-	_, stored := m.stored[id]
-	delete(m.stored, id)
+	stored := false
+	if len(m.stored) > 0 { // most results meet none: their call was in calls at no flush
+		if _, stored = m.stored[id]; stored {
+			delete(m.stored, id)
+		}
+	}
 	if call, ok := m.calls[id]; ok {
 		delete(m.calls, id)
 		// A record of the same id stored before (of a run cut off by a
@@ -1554,7 +1624,7 @@ func auditOf(t *tx, ev *event, e *auditRecord) (bool, error) {
 		}
 		e.text("call", p.CallID)
 		if p.DAGID != "" {
-			e.text("node", p.DAGID+"/"+p.NodeID)
+			e.path("node", p.DAGID, p.NodeID)
 		}
 	case schemas.TypeLLMUsage:
 		p, err := payloadOf[schemas.LLMUsage](t, Audit, ev)

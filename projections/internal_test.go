@@ -490,7 +490,8 @@ func TestAuditEntryRoundTrip(t *testing.T) {
 
 // The fold's records keep their details in an array, numbers as numbers: a
 // record stores the bytes of the entry whose details are the same strings
-// in a map, whatever order its details were set in.
+// in a map, whatever order its details were set in (a path's as the
+// string it joins).
 func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	e := &AuditEntry{Seq: 42, ID: "01a21e97-9f0c-7ead-8685-46ae2e8d899a", Type: schemas.TypeToolCall, At: at,
@@ -499,7 +500,7 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 			"node": "d/a", "result_seq": "18446744073709551615", "duration_ms": "9223372036854775807", "signal": "KILL"}}
 	r := auditRecord{seq: e.Seq, at: at.UnixNano(), id: e.ID, typ: e.Type, category: e.Category, action: e.Action,
 		session: e.Session, agent: e.Agent, target: e.Target, outcome: e.Outcome, reason: e.Reason}
-	r.text("node", "d/a")
+	r.path("node", "d", "a") // stored as the joined string
 	r.text("call", "c0")
 	r.uint("result_seq", math.MaxUint64)
 	r.int("exit_code", -1)
@@ -512,6 +513,15 @@ func TestAuditRecordStoresAsItsEntry(t *testing.T) {
 	}
 	if r.detail("call") != "c1" || r.detail("none") != "" {
 		t.Fatalf("details %+v", r.details[:r.n])
+	}
+	// A path with an empty part keeps its slash, as the joined string does.
+	for _, p := range [][2]string{{"d", ""}, {"", "a"}, {"", ""}} {
+		var path, joined auditRecord
+		path.path("node", p[0], p[1])
+		joined.text("node", p[0]+"/"+p[1])
+		if got, want := appendAuditRecord(nil, &path), appendAuditRecord(nil, &joined); !bytes.Equal(got, want) {
+			t.Errorf("path %q stored as\n%x\nits joined string as\n%x", p, got, want)
+		}
 	}
 }
 
@@ -1047,20 +1057,27 @@ func TestAuditIndexListsAreNotCached(t *testing.T) {
 	}
 }
 
+// forgetfulAuditFold returns an empty store in memory and a fold's cache
+// that forgets every index list it may (auditPostListsKept 1) until the
+// test ends.
+func forgetfulAuditFold(t *testing.T) (*pebble.DB, *cache) {
+	old := auditPostListsKept
+	auditPostListsKept = 1
+	t.Cleanup(func() { auditPostListsKept = old })
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, newCache(DefaultCacheObjects)
+}
+
 // A list the fold forgot (no posting for a while, and more lists than it
 // keeps) reads its hw back from its last chunk at its next posting: the
 // time of a posting before it bounds the next chunk's, however the clocks
 // went.
 func TestAuditForgottenListReadsItsHW(t *testing.T) {
-	old := auditPostListsKept
-	auditPostListsKept = 1
-	defer func() { auditPostListsKept = old }()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c := newCache(DefaultCacheObjects)
+	db, c := forgetfulAuditFold(t)
 	seq := uint64(0)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fold := func(sessions ...string) {
@@ -1105,5 +1122,78 @@ func TestAuditForgottenListReadsItsHW(t *testing.T) {
 	}
 	if want := base.Add(time.Hour).UnixNano(); r.first != seq || r.hw != want {
 		t.Fatalf("S1's last chunk at %d has hw %d; want at %d, hw %d (its first posting's time)", r.first, r.hw, seq, want)
+	}
+}
+
+// A list with postings waiting for the next write is not forgotten, however
+// long since its last posting: a rebuild writes the objects every few
+// batches and forgets lists at each, and a list forgotten with postings
+// waiting had them written under another list. A list forgotten renumbers
+// the others: the agent's postings still go to the agent's list.
+func TestAuditForgetKeepsWaitingPostings(t *testing.T) {
+	db, c := forgetfulAuditFold(t)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
+	write := func() {
+		t.Helper()
+		if _, err := c.flush(tx.batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.markClean()
+		if err := tx.batch.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		tx.batch = db.NewBatch()
+	}
+	// Batches, each evicting (and forgetting); the objects are written
+	// after the first (S1's list is forgotten after the second) and the
+	// last only.
+	for i, batch := range [][]string{{"S1"}, {"S2", "S3", "S4"}, {"S5", "S6", "S7", "S8", "S9"}} {
+		for _, s := range batch {
+			seq++
+			if err := applyAudit(tx, auditTestEvent(t, seq, s, base.Add(time.Duration(seq)*time.Second))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == 0 {
+			write()
+		}
+		c.evict()
+	}
+	write()
+	list := func(dim byte, value string) []uint64 {
+		prefix := auditListPrefix(dim, value)
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var seqs []uint64
+		for it.First(); it.Valid(); it.Next() {
+			r, err := newAuditChunkReader(it.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				s, _, ok, err := r.next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				seqs = append(seqs, s)
+			}
+		}
+		return seqs
+	}
+	for i := 1; i <= 9; i++ {
+		if seqs := list('s', fmt.Sprintf("S%d", i)); !slices.Equal(seqs, []uint64{uint64(i)}) {
+			t.Errorf("S%d's list holds the entries %v, want [%d]", i, seqs, i)
+		}
+	}
+	if seqs := list('a', "tester"); !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("the agent's list holds the entries %v, want 1 to 9", seqs)
 	}
 }
