@@ -20,19 +20,8 @@ import (
 // later, a workflow's end and the session's, their payloads decoded once
 // as a rebuild's projections share them.
 func auditStream(b *testing.B, sessions int) []*event {
-	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var evs []*event
-	add := func(s string, typ schemas.Type, source string, p any) {
-		env, err := schemas.New(typ, s, source, "", ts.Add(time.Duration(len(evs))*time.Millisecond), p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e := newEvent(&events.Event{Seq: uint64(len(evs) + 1), Env: env})
-		if _, err := e.decode(); err != nil {
-			b.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
+	add := eventAdder(b, &evs)
 	for k := range 21 {
 		for i := range sessions {
 			s := fmt.Sprintf("bs%06d", i)
@@ -77,6 +66,23 @@ func BenchmarkAuditLive(b *testing.B) {
 	evs := auditStream(b, 400)
 	for _, n := range []int{1, 16, 256} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { foldEvents(b, applyAudit, Audit, evs, n, n, false) })
+	}
+}
+
+// eventAdder returns a function that appends an event to *evs, a
+// millisecond after the one before, its payload decoded.
+func eventAdder(b *testing.B, evs *[]*event) func(sid string, typ schemas.Type, source string, p any) {
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return func(sid string, typ schemas.Type, source string, p any) {
+		env, err := schemas.New(typ, sid, source, "", ts.Add(time.Duration(len(*evs))*time.Millisecond), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := newEvent(&events.Event{Seq: uint64(len(*evs) + 1), Env: env})
+		if _, err := e.decode(); err != nil {
+			b.Fatal(err)
+		}
+		*evs = append(*evs, e)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sylk/sylk/events"
 	"github.com/sylk/sylk/schemas"
 )
 
@@ -14,19 +13,8 @@ import (
 // layers (every node dispatched, one tool call and its result, completed;
 // every layer checkpointed), then its workflow's end and a status report.
 func dagStream(b *testing.B, sessions int) []*event {
-	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var evs []*event
-	add := func(s string, typ schemas.Type, source string, p any) {
-		env, err := schemas.New(typ, s, source, "", ts.Add(time.Duration(len(evs))*time.Millisecond), p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e := newEvent(&events.Event{Seq: uint64(len(evs) + 1), Env: env})
-		if _, err := e.decode(); err != nil {
-			b.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
+	add := eventAdder(b, &evs)
 	node := func(n int) string { return fmt.Sprintf("n%d", n) }
 	// A layer is nine steps: two dispatches, two calls, two results, two
 	// completions, a checkpoint.
