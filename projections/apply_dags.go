@@ -40,7 +40,18 @@ const indexedNodes = 16
 func newDAGObj(d *DAG) *dagObj {
 	h := *d
 	h.Nodes, h.Layers, h.Counts, h.CurrentLayer = nil, nil, nil, 0
-	o := &dagObj{h: &h, layers: len(d.Layers), nodes: make([]dagNode, 0, len(d.Nodes))}
+	o := &dagObj{h: &h, layers: len(d.Layers), nodes: make([]dagNode, 0, len(d.Nodes)), calls: make([]dagCall, 0, len(d.Nodes))}
+	// Room for the nodes' strings and, as they run, a call id, a summary
+	// and evidence each: growing the buffer by doubling left a DAG's
+	// previous buffers to the collector.
+	size := 0
+	for _, n := range d.Nodes {
+		size += len(n.ID) + len(n.Agent) + len(n.Tool) + len(n.Prompt) + 64
+		for _, dep := range n.DependsOn {
+			size += len(dep)
+		}
+	}
+	o.strs = make([]byte, 0, size)
 	for _, n := range d.Nodes {
 		o.addNode(n)
 	}
