@@ -3,8 +3,10 @@ package projections
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,12 +21,15 @@ import (
 // heap.)
 //
 // Stored, a DAG is one value under its key: the header (JSON, its nodes
-// left out), the layers checkpointed, the dispatch order, and its first
-// dagChunk nodes in a binary record. A DAG of more nodes keeps the others in
+// left out), the layers checkpointed, and its first dagChunk nodes in a
+// binary record, each node with its place in the dispatch order. A DAG of more nodes keeps the others in
 // values of dagChunk nodes each (dags/n/<sid>\0<dag>\0<chunk>), so a live
 // event on one node of a 10,000-node DAG rewrites one chunk, not the DAG,
-// and reading a DAG of up to dagChunk nodes is one point read.
-const dagChunk = 64
+// and reading a DAG of up to dagChunk nodes is one point read. (Chunks of
+// 64 nodes, about 4 KB, made each node event of a 10,000-node chain write
+// 20 times what a node key did, and the chain's overhead per node grew by a
+// fifth.)
+const dagChunk = 16
 
 // str is a string of a DAG's nodes: its place in dagObj.strs.
 type str struct{ off, n uint32 }
@@ -261,9 +266,9 @@ func (o *dagObj) dag() *DAG {
 	return &d
 }
 
-// appendDAGValue appends the DAG's value: its header as JSON, how many
-// layers are checkpointed, its number of nodes and layers, the dispatch
-// order of the nodes its layers list, and its first chunk of nodes.
+// appendValue appends the DAG's value: its header as JSON, how many layers
+// are checkpointed, its number of nodes and layers, how many nodes its
+// layers list, and its first chunk of nodes.
 func (o *dagObj) appendValue(b, header []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(header)))
 	b = append(b, header...)
@@ -271,13 +276,12 @@ func (o *dagObj) appendValue(b, header []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(o.nodes)))
 	b = binary.AppendUvarint(b, uint64(o.layers))
 	b = binary.AppendUvarint(b, uint64(len(o.order)))
-	for _, i := range o.order {
-		b = binary.AppendUvarint(b, uint64(i))
-	}
 	return o.appendChunk(b, 0)
 }
 
-// appendChunk appends the nodes of chunk c.
+// appendChunk appends the nodes of chunk c, each with its place in the
+// dispatch order plus one (0: its layers do not list it), so that the value
+// the header is in does not grow with the DAG.
 func (o *dagObj) appendChunk(b []byte, c int) []byte {
 	bytes := func(s str) []byte {
 		b = binary.AppendUvarint(b, uint64(s.n))
@@ -292,6 +296,11 @@ func (o *dagObj) appendChunk(b []byte, c int) []byte {
 		for _, d := range o.nodeDeps(i) {
 			b = bytes(d.id)
 		}
+		place := 0
+		if p := int(o.f.pos[i]); p < len(o.order) {
+			place = p + 1
+		}
+		b = binary.AppendUvarint(b, uint64(place))
 		b = binary.AppendVarint(b, int64(n.layer))
 		b = binary.AppendVarint(b, int64(n.attempt))
 		b = append(b, byte(n.state), n.flags)
@@ -333,13 +342,20 @@ type dagReader struct {
 	o *dagObj
 }
 
-func (d *dagReader) str() str { return d.o.intern(string(d.bytes())) }
+func (d *dagReader) str() str {
+	b := d.bytes()
+	s := str{uint32(len(d.o.strs)), uint32(len(b))}
+	d.o.strs = append(d.o.strs, b...)
+	return s
+}
 
 // header reads what appendValue writes before the first chunk and returns
-// the number of nodes.
-func (d *dagReader) header() int {
+// the number of nodes. For a read of the whole DAG it decodes the header's
+// JSON and makes room for every node and the dispatch order (the nodes fill
+// it in); a read of one node (whole false) skips them.
+func (d *dagReader) header(whole bool) int {
 	h := d.bytes()
-	if d.err == nil {
+	if d.err == nil && whole {
 		d.o.h = &DAG{}
 		if err := json.Unmarshal(h, d.o.h); err != nil {
 			d.fail(err)
@@ -355,20 +371,19 @@ func (d *dagReader) header() int {
 	if d.err != nil {
 		return 0
 	}
-	d.o.nodes = make([]dagNode, 0, min(n, 1<<16))
-	d.o.order = make([]int32, placed)
-	for p := range d.o.order {
-		if i := d.uvarint(); i < n {
-			d.o.order[p] = int32(i)
-		} else {
-			d.fail(errTruncated)
+	if whole {
+		d.o.nodes = make([]dagNode, 0, min(n, 1<<16))
+		d.o.order = make([]int32, placed)
+		for p := range d.o.order {
+			d.o.order[p] = -1
 		}
 	}
 	return int(n)
 }
 
-// chunk reads a value's nodes, up to dagChunk and total in all.
-func (d *dagReader) chunk(total int) {
+// chunk reads a value's nodes, up to dagChunk and total in all, and
+// reports whether the value ends there.
+func (d *dagReader) chunk(total int) bool {
 	for k := 0; k < dagChunk && len(d.o.nodes) < total && len(d.b) > 0 && d.err == nil; k++ {
 		o := d.o
 		i := int32(len(o.nodes))
@@ -379,6 +394,13 @@ func (d *dagReader) chunk(total int) {
 				break
 			}
 			o.deps = append(o.deps, dagDep{id: d.str(), i: -1})
+		}
+		if p := d.uvarint(); p > 0 && o.order != nil {
+			if p > uint64(len(o.order)) || o.order[p-1] != -1 {
+				d.fail(fmt.Errorf("node %d: place %d", i, p))
+			} else {
+				o.order[p-1] = i
+			}
 		}
 		n.layer, n.attempt = int32(d.varint()), int32(d.varint())
 		n.state, n.flags = nodeState(d.byte()), d.byte()
@@ -402,9 +424,7 @@ func (d *dagReader) chunk(total int) {
 			o.addCall(int(i), dagCall{id: d.str(), tool: d.str(), attempt: int32(d.varint()), seq: d.uvarint(), resultSeq: d.uvarint(), ok: d.byte() != 0})
 		}
 	}
-	if len(d.b) > 0 {
-		d.fail(fmt.Errorf("%d bytes after the nodes", len(d.b)))
-	}
+	return len(d.b) == 0
 }
 
 // readDAGObj reads a DAG's values from r, its frontier not derived; nil
@@ -417,18 +437,26 @@ func readDAGObj(r pebble.Reader, sid, id string) (*dagObj, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dagReader{recordReader: recordReader{b: v}, o: &dagObj{}}
-	n := d.header()
-	d.chunk(n)
+	d := &dagReader{recordReader: recordReader{b: v}, o: &dagObj{strs: make([]byte, 0, len(v))}}
+	n := d.header(true)
+	whole := d.chunk(n)
 	closer.Close()
 	if d.err == nil && len(d.o.nodes) < n {
 		p := dagNodesPrefix(sid, id)
 		err = scanPrefix(r, p, func(_, v []byte) error {
 			d.b = v
-			d.chunk(n)
+			if !d.chunk(n) {
+				whole = false
+			}
 			return d.err
 		})
 		d.fail(err)
+	}
+	if !whole {
+		d.fail(errors.New("bytes after the nodes"))
+	}
+	if d.err == nil && slices.Contains(d.o.order, -1) {
+		d.fail(errors.New("a place in the dispatch order without its node"))
 	}
 	if d.err == nil && len(d.o.nodes) < n {
 		d.fail(fmt.Errorf("%d of %d nodes", len(d.o.nodes), n))

@@ -424,6 +424,18 @@ func TestDAGValueRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got.dag(), d) || got.f.checkpointed != 2 {
 			t.Fatalf("%d nodes: read back\n%+v\nwant\n%+v", n, got.dag(), d)
 		}
+		snap := &DAGSnapshot{snap: db.NewSnapshot(), sid: "s", dag: "d"}
+		for i := range n {
+			if got, err := snap.Node(i); err != nil || !reflect.DeepEqual(got, d.Nodes[i]) {
+				t.Fatalf("%d nodes: node %d read back as %+v, %v", n, i, got, err)
+			}
+		}
+		if _, err := snap.Node(n); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%d nodes: node %d: %v", n, n, err)
+		}
+		if err := snap.Close(); err != nil {
+			t.Fatal(err)
+		}
 		// A node event rewrites the value of the node's chunk alone (and the
 		// frontier).
 		got.indexNodes()

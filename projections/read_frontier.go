@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -52,12 +51,13 @@ func (d *DAGSnapshot) Node(i int) (*Node, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	r := &dagReader{recordReader: recordReader{b: v}, o: &dagObj{}}
-	n := math.MaxInt
+	// Only the nodes up to i are decoded, and not the header.
+	o := &dagObj{nodes: make([]dagNode, 0, dagChunk), strs: make([]byte, 0, len(v))}
+	r := &dagReader{recordReader: recordReader{b: v}, o: o}
 	if c == 0 {
-		n = r.header()
+		r.header(false)
 	}
-	r.chunk(n)
+	r.chunk(i - c*dagChunk + 1)
 	switch {
 	case r.err != nil:
 		return nil, fmt.Errorf("decode dag %s/%s node %d: %w", d.sid, d.dag, i, r.err)
