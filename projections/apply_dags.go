@@ -27,7 +27,11 @@ type dagObj struct {
 	index map[string]int // node id -> index, for DAGs of more than indexedNodes
 	// dirty are the chunks to write; chunk 0 also when the header changed.
 	dirty []int
-	f     frontier
+	// header is h as JSON, kept from one write of chunk 0 to the next until
+	// h changes: a live DAG writes chunk 0 at nearly every event of its
+	// first nodes.
+	header []byte
+	f      frontier
 }
 
 // indexedNodes is how many nodes a DAG has at most to find one by a scan of
@@ -121,8 +125,11 @@ func (o *dagObj) touchNode(i int) {
 	}
 }
 
-// touchHeader marks the header (in chunk 0's value) to be written.
-func (o *dagObj) touchHeader() { o.touchNode(0) }
+// touchHeader marks the header (in chunk 0's value) changed.
+func (o *dagObj) touchHeader() {
+	o.header = nil
+	o.touchNode(0)
+}
 
 // touchAll marks every chunk to be written.
 func (o *dagObj) touchAll() {
@@ -135,11 +142,14 @@ func (o *dagObj) touchAll() {
 func (o *dagObj) encode(b *pebble.Batch, k []byte, s *scratch) error {
 	for _, c := range o.dirty {
 		if c == 0 {
-			h, err := s.marshal(o.h)
-			if err != nil {
-				return err
+			if o.header == nil {
+				h, err := s.marshal(o.h)
+				if err != nil {
+					return err
+				}
+				o.header = slices.Clone(h)
 			}
-			s.val = o.appendValue(s.val[:0], h)
+			s.val = o.appendValue(s.val[:0], o.header)
 			if err := b.Set(k, s.val, nil); err != nil {
 				return err
 			}
@@ -420,7 +430,7 @@ func applyDAGs(t *tx, ev *event) error {
 			return err
 		}
 		o.checkpointed(p.Layer)
-		o.touchHeader() // the value holds the layers checkpointed
+		o.touchNode(0) // chunk 0's value holds the layers checkpointed
 		t.storeDAG(o)
 		return nil
 	case schemas.TypeTaskDispatch:
