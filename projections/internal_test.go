@@ -430,8 +430,10 @@ func TestDAGValueRoundTrip(t *testing.T) {
 				t.Fatalf("%d nodes: node %d read back as %+v, %v", n, i, got, err)
 			}
 		}
-		if _, err := snap.Node(n); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("%d nodes: node %d: %v", n, n, err)
+		for _, i := range []int{n, -1} {
+			if _, err := snap.Node(i); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%d nodes: node %d: %v", n, i, err)
+			}
 		}
 		if err := snap.Close(); err != nil {
 			t.Fatal(err)

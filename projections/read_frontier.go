@@ -37,6 +37,10 @@ func (s *Store) OpenDAG(ctx context.Context, session, id string) (*DAGSnapshot, 
 
 // Node reads the node at index i of the plan.
 func (d *DAGSnapshot) Node(i int) (*Node, error) {
+	missing := func() error { return fmt.Errorf("dag %s/%s node %d: %w", d.sid, d.dag, i, ErrNotFound) }
+	if i < 0 {
+		return nil, missing()
+	}
 	c := i / dagChunk
 	if c == 0 {
 		d.key = appendDAGKey(d.key[:0], d.sid, d.dag)
@@ -44,8 +48,8 @@ func (d *DAGSnapshot) Node(i int) (*Node, error) {
 		d.key = appendDAGChunkKey(d.key[:0], d.sid, d.dag, c)
 	}
 	v, closer, err := d.snap.Get(d.key)
-	if err == pebble.ErrNotFound || i < 0 {
-		return nil, fmt.Errorf("dag %s/%s node %d: %w", d.sid, d.dag, i, ErrNotFound)
+	if err == pebble.ErrNotFound {
+		return nil, missing()
 	}
 	if err != nil {
 		return nil, err
@@ -62,7 +66,7 @@ func (d *DAGSnapshot) Node(i int) (*Node, error) {
 	case r.err != nil:
 		return nil, fmt.Errorf("decode dag %s/%s node %d: %w", d.sid, d.dag, i, r.err)
 	case i-c*dagChunk >= len(r.o.nodes):
-		return nil, fmt.Errorf("dag %s/%s node %d: %w", d.sid, d.dag, i, ErrNotFound)
+		return nil, missing()
 	}
 	return r.o.node(i - c*dagChunk), nil
 }
