@@ -444,12 +444,18 @@ func TestDAGValueRoundTrip(t *testing.T) {
 		got.prepare()
 		got.nodes[n-1].attempt++
 		got.touchNode(n - 1)
-		b = db.NewBatch()
+		b = db.NewIndexedBatch()
 		if err := got.encode(b, dagKey("s", "d"), &scratch{}); err != nil {
 			t.Fatal(err)
 		}
-		if b.Count() != 2 {
-			t.Fatalf("%d nodes: a node event wrote %d keys, want its chunk and the frontier", n, b.Count())
+		chunk := dagKey("s", "d")
+		if c := (n - 1) / dagChunk; c > 0 {
+			chunk = appendDAGChunkKey(nil, "s", "d", c)
+		}
+		if _, closer, err := b.Get(chunk); b.Count() != 2 || err != nil {
+			t.Fatalf("%d nodes: a node event wrote %d keys (its chunk's: %v), want its chunk and the frontier", n, b.Count(), err)
+		} else {
+			closer.Close()
 		}
 		if err := b.Commit(nil); err != nil {
 			t.Fatal(err)
