@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,14 +11,27 @@ import (
 	"github.com/sylk/sylk/schemas"
 )
 
-// dagObj is a DAG in the fold's cache: the header and the nodes are separate
-// keys, so an event that changes one node writes one small value.
+// dagObj is a DAG in the fold's cache (see dagChunk).
 type dagObj struct {
-	d           *DAG
-	index       map[string]int // node id -> index, for DAGs of more than indexedNodes
-	headerDirty bool
-	dirtyNodes  []int
-	f           frontier
+	h *DAG // the header: its Nodes and Layers are kept below
+	// layers is how many layers h has; they list the nodes of order, each
+	// in its node's layer.
+	layers int
+	// order are the nodes the layers list, in dispatch order: by layer, then
+	// as the plan lists them.
+	order []int32
+	nodes []dagNode
+	deps  []dagDep
+	calls []dagCall
+	strs  []byte
+	index map[string]int // node id -> index, for DAGs of more than indexedNodes
+	// dirty are the chunks to write; chunk 0 also when the header changed.
+	dirty []int
+	// header is h as JSON, kept from one write of chunk 0 to the next until
+	// h changes: a live DAG writes chunk 0 at nearly every event of its
+	// first nodes.
+	header []byte
+	f      frontier
 }
 
 // indexedNodes is how many nodes a DAG has at most to find one by a scan of
@@ -28,18 +40,68 @@ type dagObj struct {
 // thousands of DAGs.
 const indexedNodes = 16
 
+// newDAGObj makes d, nodes and layers included, a dagObj.
 func newDAGObj(d *DAG) *dagObj {
-	o := &dagObj{d: d}
-	if len(d.Nodes) > indexedNodes {
-		o.index = make(map[string]int, len(d.Nodes))
-		for i, n := range d.Nodes {
-			if _, dup := o.index[n.ID]; !dup {
-				o.index[n.ID] = i
+	h := *d
+	h.Nodes, h.Layers, h.Counts, h.CurrentLayer = nil, nil, nil, 0
+	o := &dagObj{h: &h, layers: len(d.Layers), nodes: make([]dagNode, 0, len(d.Nodes)), calls: make([]dagCall, 0, len(d.Nodes))}
+	// Room for the nodes' strings and, as they run, a call id, a summary
+	// and evidence each: growing the buffer by doubling left a DAG's
+	// previous buffers to the collector.
+	size := 0
+	for _, n := range d.Nodes {
+		size += len(n.ID) + len(n.Agent) + len(n.Tool) + len(n.Prompt) + 64
+		for _, dep := range n.DependsOn {
+			size += len(dep)
+		}
+	}
+	o.strs = make([]byte, 0, size)
+	for _, n := range d.Nodes {
+		o.addNode(n)
+	}
+	o.indexNodes()
+	placed := make([]bool, len(o.nodes))
+	for _, layer := range d.Layers {
+		for _, id := range layer {
+			if i, ok := o.indexOf(id); ok && !placed[i] {
+				placed[i] = true
+				o.order = append(o.order, int32(i))
 			}
 		}
 	}
-	o.deriveFrontier()
+	o.prepare()
 	return o
+}
+
+// indexNodes makes the index of a DAG of more than indexedNodes nodes.
+func (o *dagObj) indexNodes() {
+	o.index = nil
+	if len(o.nodes) > indexedNodes {
+		o.index = make(map[string]int, len(o.nodes))
+		for i, n := range o.nodes {
+			if id := o.str(n.id); !dup(o.index, id) {
+				o.index[id] = i
+			}
+		}
+	}
+}
+
+func dup(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// prepare derives what the fold needs beside the nodes and the index: each
+// dependency's node and the frontier.
+func (o *dagObj) prepare() {
+	for k := range o.deps {
+		i, ok := o.indexOf(o.str(o.deps[k].id))
+		if !ok {
+			i = -1
+		}
+		o.deps[k].i = int32(i)
+	}
+	o.deriveFrontier()
 }
 
 // indexOf returns the index of the first node with the given id.
@@ -48,97 +110,64 @@ func (o *dagObj) indexOf(id string) (int, bool) {
 		i, ok := o.index[id]
 		return i, ok
 	}
-	for i, n := range o.d.Nodes {
-		if n.ID == id {
+	for i := range o.nodes {
+		if o.is(o.nodes[i].id, id) {
 			return i, true
 		}
 	}
 	return -1, false
 }
 
-func (o *dagObj) node(id string) (*Node, int) {
-	i, ok := o.indexOf(id)
-	if !ok {
-		return nil, -1
+// touchNode marks node i's chunk to be written.
+func (o *dagObj) touchNode(i int) {
+	if c := i / dagChunk; !slices.Contains(o.dirty, c) {
+		o.dirty = append(o.dirty, c)
 	}
-	return o.d.Nodes[i], i
 }
 
-func (o *dagObj) touchNode(i int) {
-	if !slices.Contains(o.dirtyNodes, i) {
-		o.dirtyNodes = append(o.dirtyNodes, i)
+// touchHeader marks the header (in chunk 0's value) changed.
+func (o *dagObj) touchHeader() {
+	o.header = nil
+	o.touchNode(0)
+}
+
+// touchAll marks every chunk to be written.
+func (o *dagObj) touchAll() {
+	o.dirty = o.dirty[:0]
+	for c := 0; c == 0 || c*dagChunk < len(o.nodes); c++ {
+		o.dirty = append(o.dirty, c)
 	}
 }
 
 func (o *dagObj) encode(b *pebble.Batch, k []byte, s *scratch) error {
-	if o.headerDirty {
-		h := *o.d
-		h.Nodes, h.Counts, h.CurrentLayer = nil, nil, 0
-		v, err := s.marshal(&h)
-		if err != nil {
-			return err
+	for _, c := range o.dirty {
+		if c == 0 {
+			if o.header == nil {
+				h, err := s.marshal(o.h)
+				if err != nil {
+					return err
+				}
+				o.header = slices.Clone(h)
+			}
+			s.val = o.appendValue(s.val[:0], o.header)
+			if err := b.Set(k, s.val, nil); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := b.Set(k, v, nil); err != nil {
-			return err
-		}
-		o.headerDirty = false
-	}
-	for _, i := range o.dirtyNodes {
-		s.val = appendNodeJSON(s.val[:0], o.d.Nodes[i])
-		s.key = appendDAGNodeKey(s.key[:0], o.d.Session, o.d.ID, i)
+		s.val = o.appendChunk(s.val[:0], c)
+		s.key = appendDAGChunkKey(s.key[:0], o.h.Session, o.h.ID, c)
 		if err := b.Set(s.key, s.val, nil); err != nil {
 			return err
 		}
 	}
-	o.dirtyNodes = o.dirtyNodes[:0]
+	o.dirty = o.dirty[:0]
 	v, err := s.marshal(o.frontier())
 	if err != nil {
 		return err
 	}
-	s.key = appendDAGFrontierKey(s.key[:0], o.d.Session, o.d.ID)
+	s.key = appendDAGFrontierKey(s.key[:0], o.h.Session, o.h.ID)
 	return b.Set(s.key, v, nil)
-}
-
-// readDAG reads a DAG's header and nodes from r; nil when there is none.
-func readDAG(r pebble.Reader, sid, id string) (*DAG, error) {
-	v, closer, err := r.Get(dagKey(sid, id))
-	if err == pebble.ErrNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := &DAG{}
-	err = json.Unmarshal(v, d)
-	closer.Close()
-	if err != nil {
-		return nil, fmt.Errorf("decode dag %s/%s: %w", sid, id, err)
-	}
-	p := dagNodesPrefix(sid, id)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		n, err := decodeNode(it.Value())
-		if err != nil {
-			return nil, fmt.Errorf("dag %s/%s: %w", sid, id, err)
-		}
-		d.Nodes = append(d.Nodes, n)
-	}
-	return d, it.Error()
-}
-
-func decodeNode(v []byte) (*Node, error) {
-	n := &Node{}
-	if !decodeNodeJSON(v, n) {
-		*n = Node{}
-		if err := json.Unmarshal(v, n); err != nil {
-			return nil, fmt.Errorf("decode node: %w", err)
-		}
-	}
-	return n, nil
 }
 
 // loadDAG and storeDAG build the key in the tx's buffer: the fold looks a DAG
@@ -155,24 +184,22 @@ func loadDAG(t *tx, sid, id string) (*dagObj, error) {
 	if t.knownAbsent(k) {
 		return nil, nil // see missing
 	}
-	d, err := readDAG(t.db, sid, id)
+	o, err := readDAGObj(t.db, sid, id)
 	if err != nil {
 		return nil, err
 	}
-	if d == nil {
+	if o == nil {
 		t.cache.put(k, nil, false)
 		return nil, nil
 	}
-	o := newDAGObj(d)
-	if o.f.checkpointed, err = readCheckpointed(t.db, sid, id); err != nil {
-		return nil, err
-	}
+	o.indexNodes()
+	o.prepare()
 	t.cache.put(k, o, false)
 	return o, nil
 }
 
 func (t *tx) storeDAG(o *dagObj) {
-	t.kbuf = appendDAGKey(t.kbuf[:0], o.d.Session, o.d.ID)
+	t.kbuf = appendDAGKey(t.kbuf[:0], o.h.Session, o.h.ID)
 	t.cache.put(t.kbuf, o, true)
 }
 
@@ -207,11 +234,11 @@ func loadRunning(t *tx) (*running, error) {
 
 // finishDAG ends a running DAG in state s: nodes not done are cancelled.
 func finishDAG(t *tx, o *dagObj, s DAGState, ev *event, why string) error {
-	d := o.d
+	d := o.h
 	ts := ev.env.Timestamp
 	d.State, d.FinishedAt = s, timePtr(ts)
 	o.cancelOpen(why, ts)
-	o.headerDirty = true
+	o.touchHeader()
 	t.storeDAG(o)
 	r, err := loadRunning(t)
 	if err != nil {
@@ -224,9 +251,12 @@ func finishDAG(t *tx, o *dagObj, s DAGState, ev *event, why string) error {
 
 // cancelOpen cancels the nodes not done.
 func (o *dagObj) cancelOpen(why string, ts time.Time) {
-	for i, n := range o.d.Nodes {
-		if from := n.State; !from.Done() {
-			n.State, n.SkipReason, n.FinishedAt = NodeCancelled, why, timePtr(ts)
+	for i := range o.nodes {
+		n := &o.nodes[i]
+		if from := n.state; !from.done() {
+			n.state = stateCancelled
+			o.setStr(&n.skipReason, why)
+			n.setTime(finishedAt, &ts)
 			o.moved(i, from)
 			o.touchNode(i)
 		}
@@ -236,36 +266,47 @@ func (o *dagObj) cancelOpen(why string, ts time.Time) {
 // promote makes ready each pending dependent of node i whose dependencies all
 // succeeded: only i's dependents can have become ready.
 func promote(o *dagObj, i int) {
-	for _, j := range o.f.dependents[i] {
-		if n := o.d.Nodes[j]; n.State == NodePending && depsSucceeded(o, n) {
-			n.State = NodeReady
-			o.moved(j, NodePending)
-			o.touchNode(j)
+	for _, j := range o.f.dependentsOf(i) {
+		if n := &o.nodes[j]; n.state == statePending && depsSucceeded(o, int(j)) {
+			n.state = stateReady
+			o.moved(int(j), statePending)
+			o.touchNode(int(j))
 		}
 	}
 }
 
-func depsSucceeded(o *dagObj, n *Node) bool {
-	for _, dep := range n.DependsOn {
-		if d, _ := o.node(dep); d == nil || d.State != NodeSucceeded {
+// depsSucceeded: every dependency of node i is a node that succeeded.
+func depsSucceeded(o *dagObj, i int) bool {
+	for _, dep := range o.nodeDeps(i) {
+		if dep.i < 0 || o.nodes[dep.i].state != stateSucceeded {
 			return false
 		}
 	}
 	return true
 }
 
-// waitingOn lists a node's dependencies that have not succeeded, with states.
-func waitingOn(o *dagObj, n *Node) string {
+// waitingOn lists node i's dependencies that have not succeeded, with states.
+func waitingOn(o *dagObj, i int) string {
 	var w []string
-	for _, dep := range n.DependsOn {
-		if d, _ := o.node(dep); d != nil && d.State != NodeSucceeded {
-			w = append(w, dep+" "+string(d.State))
+	for _, dep := range o.nodeDeps(i) {
+		if dep.i >= 0 && o.nodes[dep.i].state != stateSucceeded {
+			w = append(w, o.str(dep.id)+" "+o.nodes[dep.i].state.String())
 		}
 	}
 	if len(w) == 0 {
 		return ""
 	}
 	return " (waiting for " + strings.Join(w, ", ") + ")"
+}
+
+// callOf returns the index in o.calls of node i's call id, or -1.
+func (o *dagObj) callOf(i int, id string) int {
+	for k, c := range o.callsOf(i) {
+		if o.is(c.id, id) {
+			return k
+		}
+	}
+	return -1
 }
 
 // applyDAGs folds DAG events. A DAG is keyed by its session and id; events
@@ -295,19 +336,19 @@ func applyDAGs(t *tx, ev *event) error {
 			return err
 		case o == nil:
 			return t.reject(DAGs, ev, "dag %s is unknown in session %s", p.DAGID, env.SessionID)
-		case o.d.State == DAGRejected:
+		case o.h.State == DAGRejected:
 			for _, pr := range p.Problems {
-				if !slices.Contains(o.d.Problems, pr) {
-					o.d.Problems = append(o.d.Problems, pr)
+				if !slices.Contains(o.h.Problems, pr) {
+					o.h.Problems = append(o.h.Problems, pr)
 				}
 			}
-			o.headerDirty = true
+			o.touchHeader()
 			t.storeDAG(o)
 			return nil
-		case o.d.State != DAGRunning:
-			return t.reject(DAGs, ev, "dag %s is %s: it can no longer be rejected", p.DAGID, o.d.State)
+		case o.h.State != DAGRunning:
+			return t.reject(DAGs, ev, "dag %s is %s: it can no longer be rejected", p.DAGID, o.h.State)
 		}
-		o.d.Problems = append(o.d.Problems, p.Problems...)
+		o.h.Problems = append(o.h.Problems, p.Problems...)
 		return finishDAG(t, o, DAGRejected, ev, "dag rejected")
 	case schemas.TypeDAGStatus:
 		p, err := payloadOf[schemas.DAGStatus](t, DAGs, ev)
@@ -318,8 +359,8 @@ func applyDAGs(t *tx, ev *event) error {
 		if o == nil {
 			return err
 		}
-		o.d.LastStatus = p
-		o.headerDirty = true
+		o.h.LastStatus = p
+		o.touchHeader()
 		t.storeDAG(o)
 		return nil
 	case schemas.TypeWorkflowComplete:
@@ -342,7 +383,7 @@ func applyDAGs(t *tx, ev *event) error {
 		default:
 			return t.reject(DAGs, ev, "outcome %q: want succeeded, failed or cancelled", p.Outcome)
 		}
-		o.d.Outcome = &Outcome{Outcome: p.Outcome, Summary: p.Summary, Succeeded: p.Succeeded, Failed: p.Failed, Skipped: p.Skipped, Duration: p.Duration, Seq: ev.seq}
+		o.h.Outcome = &Outcome{Outcome: p.Outcome, Summary: p.Summary, Succeeded: p.Succeeded, Failed: p.Failed, Skipped: p.Skipped, Duration: p.Duration, Seq: ev.seq}
 		return finishDAG(t, o, s, ev, "workflow ended: "+p.Outcome)
 	case schemas.TypeSignal:
 		p, err := payloadOf[schemas.Signal](t, DAGs, ev)
@@ -389,6 +430,7 @@ func applyDAGs(t *tx, ev *event) error {
 			return err
 		}
 		o.checkpointed(p.Layer)
+		o.touchNode(0) // chunk 0's value holds the layers checkpointed
 		t.storeDAG(o)
 		return nil
 	case schemas.TypeTaskDispatch:
@@ -396,17 +438,19 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
 			switch {
-			case n.State != NodeReady:
-				return fmt.Sprintf("node %s is %s: a dispatch needs a ready node%s", n.ID, n.State, waitingOn(o, n))
+			case n.state != stateReady:
+				return fmt.Sprintf("node %s is %s: a dispatch needs a ready node%s", o.str(n.id), n.state, waitingOn(o, i))
 			case p.Attempt < 1:
 				return fmt.Sprintf("attempt %d: attempts count from 1", p.Attempt)
-			case p.Attempt < n.Attempt:
-				return fmt.Sprintf("attempt %d is stale: node %s is at attempt %d", p.Attempt, n.ID, n.Attempt)
+			case p.Attempt < int(n.attempt):
+				return fmt.Sprintf("attempt %d is stale: node %s is at attempt %d", p.Attempt, o.str(n.id), n.attempt)
 			}
-			n.State, n.Attempt = NodeDispatched, p.Attempt
-			n.DispatchedAt, n.StartedAt, n.FinishedAt = timePtr(env.Timestamp), nil, nil
+			n.state, n.attempt = stateDispatched, int32(p.Attempt)
+			n.setTime(dispatchedAt, &env.Timestamp)
+			n.setTime(startedAt, nil)
+			n.setTime(finishedAt, nil)
 			return ""
 		})
 	case schemas.TypeToolCall:
@@ -414,21 +458,22 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil || p.DAGID == "" {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
-			if why := activeNode(n, "a tool call", p.Attempt); why != "" {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
+			if why := activeNode(o, n, "a tool call", p.Attempt); why != "" {
 				return why
 			}
-			i := slices.IndexFunc(n.Calls, func(c Call) bool { return c.ID == p.CallID })
-			if i >= 0 && n.Calls[i].ResultSeq != 0 {
-				return fmt.Sprintf("call %s already has its result (seq %d): it must not run again", p.CallID, n.Calls[i].ResultSeq)
+			c := o.callOf(i, p.CallID)
+			if c >= 0 && o.calls[c].resultSeq != 0 {
+				return fmt.Sprintf("call %s already has its result (seq %d): it must not run again", p.CallID, o.calls[c].resultSeq)
 			}
-			if n.State == NodeDispatched {
-				n.State, n.StartedAt = NodeRunning, timePtr(env.Timestamp)
+			if n.state == stateDispatched {
+				n.state = stateRunning
+				n.setTime(startedAt, &env.Timestamp)
 			}
-			if i >= 0 {
-				n.Calls[i].Seq = ev.seq // an interrupted call started again
+			if c >= 0 {
+				o.calls[c].seq = ev.seq // an interrupted call started again
 			} else {
-				n.Calls = append(n.Calls, Call{ID: p.CallID, Tool: p.Tool, Attempt: p.Attempt, Seq: ev.seq})
+				o.addCall(i, dagCall{id: o.intern(p.CallID), tool: o.internLike(p.Tool, n.tool), attempt: int32(p.Attempt), seq: ev.seq})
 			}
 			return ""
 		})
@@ -437,15 +482,14 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil || p.DAGID == "" {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, true, func(o *dagObj, n *Node) string {
-			i := slices.IndexFunc(n.Calls, func(c Call) bool { return c.ID == p.CallID })
-			if i < 0 {
-				n.Calls = append(n.Calls, Call{ID: p.CallID, Tool: p.Tool, Attempt: p.Attempt})
-				i = len(n.Calls) - 1
-			} else if n.Calls[i].ResultSeq != 0 {
-				return fmt.Sprintf("result of call %s already recorded at seq %d", p.CallID, n.Calls[i].ResultSeq)
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, true, func(o *dagObj, i int, n *dagNode) string {
+			c := o.callOf(i, p.CallID)
+			if c < 0 {
+				c = o.addCall(i, dagCall{id: o.intern(p.CallID), tool: o.internLike(p.Tool, n.tool), attempt: int32(p.Attempt)})
+			} else if o.calls[c].resultSeq != 0 {
+				return fmt.Sprintf("result of call %s already recorded at seq %d", p.CallID, o.calls[c].resultSeq)
 			}
-			n.Calls[i].ResultSeq, n.Calls[i].OK = ev.seq, p.OK
+			o.calls[c].resultSeq, o.calls[c].ok = ev.seq, p.OK
 			return ""
 		})
 	case schemas.TypeTaskComplete:
@@ -453,14 +497,23 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
-			if why := activeNode(n, "completion", p.Attempt); why != "" {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
+			if why := activeNode(o, n, "completion", p.Attempt); why != "" {
 				return why
 			}
-			n.State, n.FinishedAt = NodeSucceeded, timePtr(env.Timestamp)
-			n.Result = &NodeResult{Summary: p.Summary, Evidence: p.Evidence, CallID: p.CallID, Seq: ev.seq}
-			n.Help, n.LastError, n.Retryable = "", "", false
-			i, _ := o.indexOf(n.ID)
+			n.state = stateSucceeded
+			n.setTime(finishedAt, &env.Timestamp)
+			n.flags |= nodeResult
+			o.setStr(&n.summary, p.Summary)
+			o.setStr(&n.evidence, p.Evidence)
+			if c := o.callOf(i, p.CallID); c >= 0 {
+				n.callID = o.calls[c].id
+			} else {
+				o.setStr(&n.callID, p.CallID)
+			}
+			n.resultSeq = ev.seq
+			n.help, n.lastError = str{}, str{}
+			n.setFlag(nodeRetryable, false)
 			promote(o, i)
 			return ""
 		})
@@ -469,12 +522,14 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
-			if why := activeNode(n, "failure", p.Attempt); why != "" {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
+			if why := activeNode(o, n, "failure", p.Attempt); why != "" {
 				return why
 			}
-			n.State, n.FinishedAt = NodeFailed, timePtr(env.Timestamp)
-			n.LastError, n.Retryable = p.Error, p.Retryable
+			n.state = stateFailed
+			n.setTime(finishedAt, &env.Timestamp)
+			o.setStr(&n.lastError, p.Error)
+			n.setFlag(nodeRetryable, p.Retryable)
 			return ""
 		})
 	case schemas.TypeTaskHelp:
@@ -482,11 +537,11 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
-			if why := activeNode(n, "a help request", p.Attempt); why != "" {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
+			if why := activeNode(o, n, "a help request", p.Attempt); why != "" {
 				return why
 			}
-			n.Help = p.Reason
+			o.setStr(&n.help, p.Reason)
 			return ""
 		})
 	case schemas.TypeNodeRetry:
@@ -494,18 +549,21 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
 			switch {
-			case n.State != NodeFailed && n.State != NodeDispatched && n.State != NodeRunning:
-				return fmt.Sprintf("node %s is %s: only a failed, dispatched or running node can be retried", n.ID, n.State)
-			case p.Attempt <= n.Attempt:
-				return fmt.Sprintf("retry attempt %d must come after attempt %d", p.Attempt, n.Attempt)
+			case n.state != stateFailed && n.state != stateDispatched && n.state != stateRunning:
+				return fmt.Sprintf("node %s is %s: only a failed, dispatched or running node can be retried", o.str(n.id), n.state)
+			case p.Attempt <= int(n.attempt):
+				return fmt.Sprintf("retry attempt %d must come after attempt %d", p.Attempt, n.attempt)
 			}
-			n.State, n.Attempt = NodePending, p.Attempt
-			if depsSucceeded(o, n) {
-				n.State = NodeReady
+			n.state, n.attempt = statePending, int32(p.Attempt)
+			if depsSucceeded(o, i) {
+				n.state = stateReady
 			}
-			n.Help, n.DispatchedAt, n.StartedAt, n.FinishedAt = "", nil, nil, nil
+			n.help = str{}
+			for k := range n.times {
+				n.setTime(k, nil)
+			}
 			return ""
 		})
 	case schemas.TypeNodeSkipped:
@@ -513,11 +571,13 @@ func applyDAGs(t *tx, ev *event) error {
 		if p == nil {
 			return err
 		}
-		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, n *Node) string {
-			if n.State != NodePending && n.State != NodeReady {
-				return fmt.Sprintf("node %s is %s: only a pending or ready node can be skipped", n.ID, n.State)
+		return nodeEvent(t, ev, p.DAGID, p.NodeID, false, func(o *dagObj, i int, n *dagNode) string {
+			if n.state != statePending && n.state != stateReady {
+				return fmt.Sprintf("node %s is %s: only a pending or ready node can be skipped", o.str(n.id), n.state)
 			}
-			n.State, n.SkipReason, n.FinishedAt = NodeSkipped, p.Reason, timePtr(env.Timestamp)
+			n.state = stateSkipped
+			o.setStr(&n.skipReason, p.Reason)
+			n.setTime(finishedAt, &env.Timestamp)
 			return ""
 		})
 	}
@@ -526,12 +586,12 @@ func applyDAGs(t *tx, ev *event) error {
 
 // activeNode checks a node can take an event of a running attempt: it is
 // dispatched or running, and attempt (0: unspecified) is its current one.
-func activeNode(n *Node, what string, attempt int) string {
+func activeNode(o *dagObj, n *dagNode, what string, attempt int) string {
 	switch {
-	case n.State != NodeDispatched && n.State != NodeRunning:
-		return fmt.Sprintf("node %s is %s: %s needs a dispatched or running node", n.ID, n.State, what)
-	case attempt != 0 && attempt != n.Attempt:
-		return fmt.Sprintf("attempt %d is stale: node %s is at attempt %d", attempt, n.ID, n.Attempt)
+	case n.state != stateDispatched && n.state != stateRunning:
+		return fmt.Sprintf("node %s is %s: %s needs a dispatched or running node", o.str(n.id), n.state, what)
+	case attempt != 0 && attempt != int(n.attempt):
+		return fmt.Sprintf("attempt %d is stale: node %s is at attempt %d", attempt, o.str(n.id), n.attempt)
 	}
 	return ""
 }
@@ -546,27 +606,28 @@ func runningDAG(t *tx, ev *event, id string, finishedOK bool) (*dagObj, error) {
 		return nil, err
 	case o == nil:
 		return nil, t.reject(DAGs, ev, "dag %s is unknown in session %s", id, sid)
-	case o.d.State == DAGRejected:
-		return nil, t.reject(DAGs, ev, "dag %s was rejected: %s", id, strings.Join(o.d.Problems, "; "))
-	case o.d.State != DAGRunning && !finishedOK:
-		return nil, t.reject(DAGs, ev, "dag %s is %s: it takes no more events", id, o.d.State)
+	case o.h.State == DAGRejected:
+		return nil, t.reject(DAGs, ev, "dag %s was rejected: %s", id, strings.Join(o.h.Problems, "; "))
+	case o.h.State != DAGRunning && !finishedOK:
+		return nil, t.reject(DAGs, ev, "dag %s is %s: it takes no more events", id, o.h.State)
 	}
 	return o, nil
 }
 
 // nodeEvent applies fn to a node of a running DAG; fn returns why it refuses
 // the event, or "" after changing the node.
-func nodeEvent(t *tx, ev *event, dag, node string, finishedOK bool, fn func(*dagObj, *Node) string) error {
+func nodeEvent(t *tx, ev *event, dag, node string, finishedOK bool, fn func(o *dagObj, i int, n *dagNode) string) error {
 	o, err := runningDAG(t, ev, dag, finishedOK)
 	if o == nil {
 		return err
 	}
-	n, i := o.node(node)
-	if n == nil {
+	i, ok := o.indexOf(node)
+	if !ok {
 		return t.reject(DAGs, ev, "dag %s has no node %q", dag, node)
 	}
-	from := n.State
-	if why := fn(o, n); why != "" {
+	n := &o.nodes[i]
+	from := n.state
+	if why := fn(o, i, n); why != "" {
 		return t.reject(DAGs, ev, "%s", why)
 	}
 	o.moved(i, from)
@@ -590,7 +651,7 @@ func dagExecute(t *tx, ev *event) error {
 		return err
 	}
 	if old != nil {
-		return t.reject(DAGs, ev, "dag %s already exists in session %s (submitted at seq %d)", spec.ID, env.SessionID, old.d.CreatedSeq)
+		return t.reject(DAGs, ev, "dag %s already exists in session %s (submitted at seq %d)", spec.ID, env.SessionID, old.h.CreatedSeq)
 	}
 	layers, layerOf, problems := Plan(spec)
 	d := &DAG{
@@ -605,16 +666,15 @@ func dagExecute(t *tx, ev *event) error {
 		}
 		d.Nodes = append(d.Nodes, n)
 	}
-	o := newDAGObj(d)
-	o.headerDirty = true
-	for i := range d.Nodes {
-		o.dirtyNodes = append(o.dirtyNodes, i) // all new: no need to look for duplicates
+	if len(problems) > 0 {
+		d.State, d.Problems, d.FinishedAt = DAGRejected, problems, timePtr(env.Timestamp)
 	}
+	o := newDAGObj(d)
+	o.touchAll()
 	if err := t.set(dagIDKey(spec.ID, env.SessionID), nil); err != nil {
 		return err
 	}
 	if len(problems) > 0 {
-		d.State, d.Problems, d.FinishedAt = DAGRejected, problems, timePtr(env.Timestamp)
 		t.storeDAG(o)
 		return t.reject(DAGs, ev, "invalid dag %s: %s", spec.ID, strings.Join(problems, "; "))
 	}

@@ -254,29 +254,26 @@ func forkDAGs(t *tx, ev *event) error {
 		return err
 	}
 	for _, id := range ids {
-		d, err := readDAG(f.src, f.p.Parent, id)
-		if err != nil || d == nil {
+		o, err := readDAGObj(f.src, f.p.Parent, id)
+		if err != nil || o == nil {
 			return err
 		}
-		d.Session = sid
-		for _, n := range d.Nodes {
-			if (n.State == NodeDispatched || n.State == NodeRunning) && !f.p.Continued {
-				n.State, n.DispatchedAt, n.StartedAt = NodeReady, nil, nil
+		o.h.Session = sid
+		for i := range o.nodes {
+			if n := &o.nodes[i]; (n.state == stateDispatched || n.state == stateRunning) && !f.p.Continued {
+				n.state = stateReady
+				n.setTime(dispatchedAt, nil)
+				n.setTime(startedAt, nil)
 			}
 		}
-		o := newDAGObj(d)
-		if o.f.checkpointed, err = readCheckpointed(f.src, f.p.Parent, id); err != nil {
-			return err
-		}
-		o.headerDirty = true
-		for i := range d.Nodes {
-			o.touchNode(i)
-		}
+		o.indexNodes()
+		o.prepare()
+		o.touchAll()
 		t.storeDAG(o)
 		if err := t.set(dagIDKey(id, sid), nil); err != nil {
 			return err
 		}
-		if d.State == DAGRunning {
+		if o.h.State == DAGRunning {
 			r, err := loadRunning(t)
 			if err != nil {
 				return err

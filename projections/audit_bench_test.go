@@ -20,19 +20,8 @@ import (
 // later, a workflow's end and the session's, their payloads decoded once
 // as a rebuild's projections share them.
 func auditStream(b *testing.B, sessions int) []*event {
-	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var evs []*event
-	add := func(s string, typ schemas.Type, source string, p any) {
-		env, err := schemas.New(typ, s, source, "", ts.Add(time.Duration(len(evs))*time.Millisecond), p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e := newEvent(&events.Event{Seq: uint64(len(evs) + 1), Env: env})
-		if _, err := e.decode(); err != nil {
-			b.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
+	add := eventAdder(b, &evs)
 	for k := range 21 {
 		for i := range sessions {
 			s := fmt.Sprintf("bs%06d", i)
@@ -65,7 +54,7 @@ func auditStream(b *testing.B, sessions int) []*event {
 // time.
 // go test -run X -bench AuditFold -benchmem ./projections
 func BenchmarkAuditFold(b *testing.B) {
-	foldAudit(b, auditStream(b, 4000), 50_000, 250_000, true)
+	foldEvents(b, applyAudit, Audit, auditStream(b, 4000), 50_000, 250_000, true)
 }
 
 // BenchmarkAuditLive folds the same events as a live projector does: in
@@ -76,19 +65,44 @@ func BenchmarkAuditFold(b *testing.B) {
 func BenchmarkAuditLive(b *testing.B) {
 	evs := auditStream(b, 400)
 	for _, n := range []int{1, 16, 256} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { foldAudit(b, evs, n, n, false) })
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { foldEvents(b, applyAudit, Audit, evs, n, n, false) })
 	}
 }
 
-// foldAudit folds evs with applyAudit into an empty store in memory, in
-// batches of batch events, the changed objects written every flush events
-// (as a rebuild, with its key filter, when rebuild), and reports the
-// folding thread's CPU time and the bytes written an event.
-func foldAudit(b *testing.B, evs []*event, batch, flush int, rebuild bool) {
+// eventAdder returns a function that appends an event to *evs, a
+// millisecond after the one before, its payload decoded.
+func eventAdder(b *testing.B, evs *[]*event) func(sid string, typ schemas.Type, source string, p any) {
+	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return func(sid string, typ schemas.Type, source string, p any) {
+		env, err := schemas.New(typ, sid, source, "", ts.Add(time.Duration(len(*evs))*time.Millisecond), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := newEvent(&events.Event{Seq: uint64(len(*evs) + 1), Env: env})
+		if _, err := e.decode(); err != nil {
+			b.Fatal(err)
+		}
+		*evs = append(*evs, e)
+	}
+}
+
+// foldEvents folds evs with apply (the fold of projection name) into an
+// empty store in memory, in batches of batch events, the changed objects
+// written every flush events (as a rebuild, with its key filter, when
+// rebuild), and reports the folding thread's CPU time and the bytes written
+// an event, and the live heap the fold's cached objects held at the end (the
+// heap after a collection, less the heap once the cache is emptied) by
+// session.
+func foldEvents(b *testing.B, apply func(*tx, *event) error, name string, evs []*event, batch, flush int, rebuild bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu time.Duration
+	var live int64
 	written := 0
+	sessions := map[string]bool{}
+	for _, e := range evs {
+		sessions[e.env.SessionID] = true
+	}
 	for b.Loop() {
 		b.StopTimer()
 		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
@@ -98,13 +112,13 @@ func foldAudit(b *testing.B, evs []*event, batch, flush int, rebuild bool) {
 		c := newCache(DefaultCacheObjects)
 		if rebuild {
 			c = newCache(RebuildCacheObjects)
-			c.written = newKeyFilter([][]byte{[]byte(Audit + "/")})
+			c.written = newKeyFilter([][]byte{[]byte(name + "/")})
 		}
 		b.StartTimer()
 		start := threadCPU(b)
 		t := &tx{db: db, batch: db.NewBatch(), cache: c}
 		for i, e := range evs {
-			if err := applyAudit(t, e); err != nil {
+			if err := apply(t, e); err != nil {
 				b.Fatal(err)
 			}
 			if (i+1)%batch != 0 && i+1 != len(evs) {
@@ -125,6 +139,9 @@ func foldAudit(b *testing.B, evs []*event, batch, flush int, rebuild bool) {
 		}
 		b.StopTimer()
 		cpu += threadCPU(b) - start
+		live += liveHeap()
+		c.reset()
+		live -= liveHeap()
 		t.batch.Close()
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
@@ -133,6 +150,15 @@ func foldAudit(b *testing.B, evs []*event, batch, flush int, rebuild bool) {
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(evs)), "cpu-ns/event")
 	b.ReportMetric(float64(written)/float64(b.N*len(evs)), "bytes/event")
+	b.ReportMetric(float64(live)/float64(b.N*len(sessions)), "live-B/session")
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // threadCPU is the CPU time of the calling OS thread.

@@ -24,8 +24,8 @@
 //
 //	sessions     sessions/s/<sid>                  Session
 //	             sessions/focus, sessions/global   focused session, global pause
-//	dags         dags/d/<sid>\0<dag>               DAG header
-//	             dags/n/<sid>\0<dag>\0<index>      one Node
+//	dags         dags/d/<sid>\0<dag>               DAG: header, first 16 nodes
+//	             dags/n/<sid>\0<dag>\0<chunk>      16 more nodes
 //	             dags/id/<dag>\0<sid>              DAG id -> session
 //	             dags/f/<sid>\0<dag>               DAG frontier (what a scheduler step reads)
 //	             dags/running                      running DAGs (for cancel)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -100,80 +101,86 @@ func (b *bitset) each(fn func(int) bool) {
 
 // frontier is the fold's state behind a DAG's Frontier, derived from its
 // nodes when the DAG is loaded (checkpointed excepted: it is read back) and
-// kept current by moved.
+// kept current by moved. It holds no pointer but its slices'.
 type frontier struct {
-	dependents   [][]int // node index -> the indexes of the nodes depending on it
-	pos, atPos   []int   // node index -> dispatch position, and back
-	ready        bitset  // by position
-	failed       bitset  // by position
-	blocked      bitset  // by position
-	counts       map[NodeState]int
-	layerOpen    []int // per layer: nodes not done
-	doneLayers   int
-	checkpointed int
+	// dependents[depStart[i]:depStart[i+1]] are the nodes depending on node i.
+	dependents, depStart []int32
+	pos, atPos           []int32 // node index -> dispatch position, and back
+	ready                bitset  // by position
+	failed               bitset  // by position
+	blocked              bitset  // by position
+	counts               [nodeStateCount]int
+	layerOpen            []int32 // per layer: nodes not done
+	doneLayers           int
+	checkpointed         int
 }
 
+func (f *frontier) dependentsOf(i int) []int32 { return f.dependents[f.depStart[i]:f.depStart[i+1]] }
+
 func (o *dagObj) deriveFrontier() {
-	d := o.d
 	f := &o.f
-	n := len(d.Nodes)
-	f.dependents = make([][]int, n)
-	for i, nd := range d.Nodes {
-		for _, dep := range nd.DependsOn {
-			if j, ok := o.indexOf(dep); ok {
-				f.dependents[j] = append(f.dependents[j], i)
+	n := len(o.nodes)
+	f.depStart = make([]int32, n+1)
+	for _, d := range o.deps {
+		if d.i >= 0 {
+			f.depStart[d.i+1]++
+		}
+	}
+	for i := range n {
+		f.depStart[i+1] += f.depStart[i]
+	}
+	f.dependents = make([]int32, f.depStart[n])
+	next := slices.Clone(f.depStart[:n])
+	for i := range o.nodes {
+		for _, d := range o.nodeDeps(i) {
+			if d.i >= 0 {
+				f.dependents[next[d.i]] = int32(i)
+				next[d.i]++
 			}
 		}
 	}
-	f.pos, f.atPos = make([]int, n), make([]int, 0, n)
+	f.pos, f.atPos = make([]int32, n), make([]int32, 0, n)
 	placed := make([]bool, n)
-	for _, layer := range d.Layers {
-		for _, id := range layer {
-			if i, ok := o.indexOf(id); ok && !placed[i] {
-				placed[i] = true
-				f.pos[i] = len(f.atPos)
-				f.atPos = append(f.atPos, i)
-			}
-		}
+	for _, i := range o.order {
+		placed[i] = true
+		f.pos[i] = int32(len(f.atPos))
+		f.atPos = append(f.atPos, i)
 	}
-	for i := range d.Nodes { // nodes of a rejected DAG have no layers
+	for i := range o.nodes { // nodes of a rejected DAG have no layers
 		if !placed[i] {
-			f.pos[i] = len(f.atPos)
-			f.atPos = append(f.atPos, i)
+			f.pos[i] = int32(len(f.atPos))
+			f.atPos = append(f.atPos, int32(i))
 		}
 	}
-	f.ready, f.failed, f.blocked = newBitset(n), newBitset(n), newBitset(n)
-	f.counts = map[NodeState]int{}
-	layers := len(d.Layers)
-	for _, nd := range d.Nodes {
-		layers = max(layers, nd.Layer+1)
+	words := (n + 63) / 64
+	w := make([]uint64, 3*words)
+	f.ready, f.failed, f.blocked = bitset{w: w[:words:words]}, bitset{w: w[words : 2*words : 2*words]}, bitset{w: w[2*words:]}
+	f.counts = [nodeStateCount]int{}
+	layers := o.layers
+	for _, nd := range o.nodes {
+		layers = max(layers, int(nd.layer)+1)
 	}
-	f.layerOpen = make([]int, layers)
-	for i, nd := range d.Nodes {
-		f.counts[nd.State]++
-		f.ready.set(f.pos[i], nd.State == NodeReady)
-		f.failed.set(f.pos[i], nd.State == NodeFailed)
-		f.blocked.set(f.pos[i], o.isBlocked(nd))
-		if !nd.State.Done() {
-			f.layerOpen[nd.Layer]++
+	f.layerOpen = make([]int32, layers)
+	for i, nd := range o.nodes {
+		f.counts[nd.state]++
+		f.ready.set(int(f.pos[i]), nd.state == stateReady)
+		f.failed.set(int(f.pos[i]), nd.state == stateFailed)
+		f.blocked.set(int(f.pos[i]), o.isBlocked(i))
+		if !nd.state.done() {
+			f.layerOpen[nd.layer]++
 		}
 	}
 	f.doneLayers = 0
 	f.advance()
 }
 
-// dead: a node in this state will not succeed unless retried.
-func dead(s NodeState) bool {
-	return s == NodeFailed || s == NodeSkipped || s == NodeCancelled
-}
-
-// isBlocked: n is open and a dependency of it is dead.
-func (o *dagObj) isBlocked(n *Node) bool {
-	if n.State != NodePending && n.State != NodeReady {
+// isBlocked: node i is open and a dependency of it is dead.
+func (o *dagObj) isBlocked(i int) bool {
+	if s := o.nodes[i].state; s != statePending && s != stateReady {
 		return false
 	}
-	for _, dep := range n.DependsOn {
-		if d, _ := o.node(dep); d != nil && dead(d.State) {
+	for _, dep := range o.nodeDeps(i) {
+		if dep.i >= 0 && o.nodes[dep.i].state.dead() {
 			return true
 		}
 	}
@@ -187,30 +194,29 @@ func (f *frontier) advance() {
 }
 
 // moved records that node i went from state from to its current state.
-func (o *dagObj) moved(i int, from NodeState) {
-	n, f := o.d.Nodes[i], &o.f
-	to := n.State
+func (o *dagObj) moved(i int, from nodeState) {
+	n, f := &o.nodes[i], &o.f
+	to := n.state
 	if from == to {
 		return
 	}
-	if f.counts[from]--; f.counts[from] == 0 {
-		delete(f.counts, from)
-	}
+	f.counts[from]--
 	f.counts[to]++
-	f.ready.set(f.pos[i], to == NodeReady)
-	f.failed.set(f.pos[i], to == NodeFailed)
-	f.blocked.set(f.pos[i], o.isBlocked(n))
-	if dead(from) != dead(to) {
-		for _, j := range f.dependents[i] {
-			f.blocked.set(f.pos[j], o.isBlocked(o.d.Nodes[j]))
+	p := int(f.pos[i])
+	f.ready.set(p, to == stateReady)
+	f.failed.set(p, to == stateFailed)
+	f.blocked.set(p, o.isBlocked(i))
+	if from.dead() != to.dead() {
+		for _, j := range f.dependentsOf(i) {
+			f.blocked.set(int(f.pos[j]), o.isBlocked(int(j)))
 		}
 	}
 	switch {
-	case from.Done() && !to.Done():
-		f.layerOpen[n.Layer]++
-		f.doneLayers = min(f.doneLayers, n.Layer)
-	case !from.Done() && to.Done():
-		f.layerOpen[n.Layer]--
+	case from.done() && !to.done():
+		f.layerOpen[n.layer]++
+		f.doneLayers = min(f.doneLayers, int(n.layer))
+	case !from.done() && to.done():
+		f.layerOpen[n.layer]--
 		f.advance()
 	}
 }
@@ -224,37 +230,35 @@ func (o *dagObj) checkpointed(l int) {
 }
 
 func (o *dagObj) frontier() *Frontier {
-	d, f := o.d, &o.f
+	d, f := o.h, &o.f
 	out := &Frontier{
 		ID: d.ID, Session: d.Session, State: d.State, CreatedSeq: d.CreatedSeq, CreatedAt: d.CreatedAt,
-		Nodes: len(d.Nodes), Counts: f.counts, DoneLayers: f.doneLayers, Checkpointed: f.checkpointed,
+		Nodes: len(o.nodes), Counts: map[NodeState]int{}, DoneLayers: f.doneLayers, Checkpointed: f.checkpointed,
 	}
-	if room := readyWindow(d.Policy) - f.counts[NodeDispatched] - f.counts[NodeRunning]; room > 0 {
+	for s, c := range f.counts {
+		if c != 0 {
+			out.Counts[NodeStates[s]] = c
+		}
+	}
+	at := func(p int) FrontierNode {
+		i := int(f.atPos[p])
+		return FrontierNode{ID: o.str(o.nodes[i].id), Index: i, Attempt: int(o.nodes[i].attempt)}
+	}
+	if room := readyWindow(d.Policy) - f.counts[stateDispatched] - f.counts[stateRunning]; room > 0 {
 		f.ready.each(func(p int) bool {
-			i := f.atPos[p]
-			out.Ready = append(out.Ready, FrontierNode{ID: d.Nodes[i].ID, Index: i, Attempt: d.Nodes[i].Attempt})
+			out.Ready = append(out.Ready, at(p))
 			return len(out.Ready) < room
 		})
 	}
 	all := func(b *bitset) (out []FrontierNode) {
 		b.each(func(p int) bool {
-			i := f.atPos[p]
-			out = append(out, FrontierNode{ID: d.Nodes[i].ID, Index: i, Attempt: d.Nodes[i].Attempt})
+			out = append(out, at(p))
 			return true
 		})
 		return out
 	}
 	out.Failed, out.Blocked = all(&f.failed), all(&f.blocked)
 	return out
-}
-
-// readCheckpointed reads back how many layers of a DAG are checkpointed.
-func readCheckpointed(r pebble.Reader, sid, id string) (int, error) {
-	fr, err := readFrontier(r, sid, id)
-	if fr == nil {
-		return 0, err
-	}
-	return fr.Checkpointed, nil
 }
 
 func readFrontier(r pebble.Reader, sid, id string) (*Frontier, error) {

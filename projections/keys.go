@@ -71,9 +71,8 @@ var (
 	rebuildKey = []byte("meta/rebuild")
 )
 
-func dagKey(sid, dag string) []byte            { return appendDAGKey(nil, sid, dag) }
-func dagNodesPrefix(sid, dag string) []byte    { return under(key("dags/n/", sid, dag)) }
-func dagNodeKey(sid, dag string, i int) []byte { return appendDAGNodeKey(nil, sid, dag, i) }
+func dagKey(sid, dag string) []byte         { return appendDAGKey(nil, sid, dag) }
+func dagNodesPrefix(sid, dag string) []byte { return under(key("dags/n/", sid, dag)) }
 
 // appendDAGKey appends dagKey(sid, dag) to b.
 func appendDAGKey(b []byte, sid, dag string) []byte {
@@ -83,14 +82,15 @@ func appendDAGKey(b []byte, sid, dag string) []byte {
 	return append(b, dag...)
 }
 
-// appendDAGNodeKey appends dagNodeKey(sid, dag, i) to b.
-func appendDAGNodeKey(b []byte, sid, dag string, i int) []byte {
+// appendDAGChunkKey appends the key of chunk c (from 1) of a DAG's nodes to
+// b (see dagChunk).
+func appendDAGChunkKey(b []byte, sid, dag string, c int) []byte {
 	b = append(b, "dags/n/"...)
 	b = append(b, sid...)
 	b = append(b, sep)
 	b = append(b, dag...)
 	b = append(b, sep)
-	return binary.BigEndian.AppendUint32(b, uint32(i))
+	return binary.BigEndian.AppendUint32(b, uint32(c))
 }
 func dagIDKey(dag, sid string) []byte { return key("dags/id/", dag, sid) }
 

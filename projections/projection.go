@@ -54,7 +54,7 @@ func (p *projection) prefix() []byte { return []byte(p.name + "/") }
 // version when its fold or key layout changes: Open then rebuilds it.
 var projectionList = []*projection{
 	{name: Sessions, version: 2, apply: applySessions},
-	{name: DAGs, version: 2, apply: applyDAGs},
+	{name: DAGs, version: 3, apply: applyDAGs},
 	{name: Checkpoints, version: 1, apply: applyCheckpoints},
 	{name: Pending, version: 1, apply: applyPending},
 	{name: Log, version: 2, apply: applyLog, writesOnly: true},

@@ -37,28 +37,47 @@ func (s *Store) OpenDAG(ctx context.Context, session, id string) (*DAGSnapshot, 
 
 // Node reads the node at index i of the plan.
 func (d *DAGSnapshot) Node(i int) (*Node, error) {
-	d.key = appendDAGNodeKey(d.key[:0], d.sid, d.dag, i)
+	missing := func() error { return fmt.Errorf("dag %s/%s node %d: %w", d.sid, d.dag, i, ErrNotFound) }
+	if i < 0 {
+		return nil, missing()
+	}
+	c := i / dagChunk
+	if c == 0 {
+		d.key = appendDAGKey(d.key[:0], d.sid, d.dag)
+	} else {
+		d.key = appendDAGChunkKey(d.key[:0], d.sid, d.dag, c)
+	}
 	v, closer, err := d.snap.Get(d.key)
 	if err == pebble.ErrNotFound {
-		return nil, fmt.Errorf("dag %s/%s node %d: %w", d.sid, d.dag, i, ErrNotFound)
+		return nil, missing()
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer closer.Close()
-	return decodeNode(v)
+	// Only the nodes up to i are decoded, and not the header.
+	o := &dagObj{nodes: make([]dagNode, 0, dagChunk), strs: make([]byte, 0, len(v))}
+	r := &dagReader{recordReader: recordReader{b: v}, o: o}
+	if c == 0 {
+		r.header(false)
+	}
+	r.chunk(i - c*dagChunk + 1)
+	switch {
+	case r.err != nil:
+		return nil, fmt.Errorf("decode dag %s/%s node %d: %w", d.sid, d.dag, i, r.err)
+	case i-c*dagChunk >= len(r.o.nodes):
+		return nil, missing()
+	}
+	return r.o.node(i - c*dagChunk), nil
 }
 
 // Nodes reads every node, in plan order.
 func (d *DAGSnapshot) Nodes() ([]*Node, error) {
-	var out []*Node
-	p := dagNodesPrefix(d.sid, d.dag)
-	err := scanPrefix(d.snap, p, func(_, v []byte) error {
-		n, err := decodeNode(v)
-		out = append(out, n)
-		return err
-	})
-	return out, err
+	o, err := readDAGObj(d.snap, d.sid, d.dag)
+	if o == nil {
+		return nil, err
+	}
+	return o.dag().Nodes, nil
 }
 
 // Close releases the snapshot.
