@@ -507,9 +507,6 @@ func dropCodeFile(t *tx, rid, pth string, r *codeRoot) error {
 		return err
 	}
 	b := t.batch
-	if err := b.Delete(codeHashKey(rid, pth), nil); err != nil {
-		return err
-	}
 	if err := b.Delete(codeEmbedKey(rid, pth), nil); err != nil {
 		return err
 	}
@@ -597,9 +594,6 @@ func prefetchCodeFiles(t *tx, rid string, files []schemas.IndexedFile) error {
 func putCodeFile(t *tx, rid string, f *schemas.IndexedFile, length int, seq uint64, r *codeRoot) error {
 	cf := &CodeFile{IndexedFile: *f, Length: length, Seq: seq}
 	cf.Terms, cf.TermRefs = "", nil
-	if err := t.set(codeHashKey(rid, f.Path), []byte(f.Hash)); err != nil {
-		return err
-	}
 	if f.EmbedHash != "" {
 		// Labelled with the language, so a search's language filter is
 		// applied inside the vector search.
@@ -628,8 +622,6 @@ func calleeName(to string) string {
 func codeRootKey(rid string) []byte                { return key("code/r/", rid) }
 func codeFileKey(rid, pth string) []byte           { return key("code/f/", rid, pth) }
 func codeFilesPrefix(rid string) []byte            { return under(key("code/f/", rid)) }
-func codeHashKey(rid, pth string) []byte           { return key("code/h/", rid, pth) }
-func codeHashesPrefix(rid string) []byte           { return under(key("code/h/", rid)) }
 func codeEmbedKey(rid, pth string) []byte          { return key("code/e/", rid, pth) }
 func codeEmbedsPrefix(rid string) []byte           { return under(key("code/e/", rid)) }
 func codeSkipKey(rid, pth string) []byte           { return key("code/s/", rid, pth) }

@@ -136,6 +136,27 @@ func decodeCodeFile(v []byte) (*CodeFile, error) {
 	return f, nil
 }
 
+// codeFileHash reads only the content hash of a record appendCodeFile
+// wrote (what a scan compares a file with): the header before it is a few
+// bytes.
+func codeFileHash(v []byte) (string, error) {
+	if len(v) == 0 || v[0] != codeFileFormat {
+		return "", fmt.Errorf("%w: format %q", errCodeFile, v[:min(len(v), 1)])
+	}
+	d := recordReader{b: v[1:]}
+	d.uvarint()
+	d.byte()
+	for range 5 {
+		d.varint()
+	}
+	d.take(d.uvarint()) // the path
+	h := d.take(d.uvarint())
+	if d.err != nil {
+		return "", fmt.Errorf("%w: %v at byte %d", errCodeFile, d.err, len(v)-len(d.b))
+	}
+	return string(h), nil
+}
+
 // codeFileReader reads a code file's record: its strings are cut from s,
 // the record's one copy, at the reader's place in it.
 type codeFileReader struct {

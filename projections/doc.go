@@ -49,8 +49,8 @@
 //	             history/stats                     entries and terms, for BM25
 //	             (<time>: 12 bytes that sort as the entries' timestamps)
 //	code         code/r/<root>                     totals of a work directory's index
-//	             code/f/<root>\0<path>             CodeFile (what the file's version wrote)
-//	             code/h/<root>\0<path>             the file's content hash
+//	             code/f/<root>\0<path>             CodeFile (what the file's version wrote, its content hash
+//	                                               early in the record, read alone by a scan)
 //	             code/t/<root>\0<name>\0<seg>      a name's lists of a segment (uvarints), in three sections, each but
 //	                                               the last after its length, empty ones at the end left out:
 //	                                               the term's postings: file index, count;

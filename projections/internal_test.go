@@ -955,9 +955,17 @@ func TestCodeFileCodecRoundTrips(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, f) {
 			t.Fatalf("round trip of %+v: %+v, %v", f, got, err)
 		}
+		// A scan reads the hash alone: a record cut short gives it whole
+		// or fails.
+		if h, err := codeFileHash(b); err != nil || h != f.Hash {
+			t.Fatalf("hash of %+v: %q, %v", f, h, err)
+		}
 		for n := range len(b) {
 			if _, err := decodeCodeFile(b[:n]); !errors.Is(err, errCodeFile) {
 				t.Fatalf("%d of %d bytes: %v, want errCodeFile", n, len(b), err)
+			}
+			if h, err := codeFileHash(b[:n]); err == nil && h != f.Hash || err != nil && !errors.Is(err, errCodeFile) {
+				t.Fatalf("hash of %d of %d bytes: %q, %v", n, len(b), h, err)
 			}
 		}
 		if _, err := decodeCodeFile(append(b, 0)); !errors.Is(err, errCodeFile) {

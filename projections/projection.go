@@ -61,7 +61,7 @@ var projectionList = []*projection{
 	{name: Traces, version: 1, apply: applyTrace, writesOnly: true},
 	{name: Calls, version: 2, apply: applyCalls},
 	{name: History, version: 2, apply: applyHistory},
-	{name: Code, version: 6, apply: applyCode},
+	{name: Code, version: 7, apply: applyCode},
 	{name: Skills, version: 1, apply: applySkills},
 	{name: Pipelines, version: 2, apply: applyPipelines},
 	{name: Vectors, version: 1, apply: applyVectors},

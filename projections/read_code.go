@@ -1273,26 +1273,37 @@ func readMap(r pebble.Reader, prefix []byte) (map[string]string, error) {
 	return out, err
 }
 
-// hashes is the content hash of each indexed file and the reason of each
-// skipped one: of paths, or of every file when there are none.
+// hashes is the content hash of each indexed file (read from its record)
+// and the reason of each skipped one: of paths, or of every file when there
+// are none.
 func (c *codeReader) hashes(paths []string) (hashes, skipped map[string]string, err error) {
+	hashes, skipped = map[string]string{}, map[string]string{}
 	if len(paths) > 0 {
-		hashes, skipped = map[string]string{}, map[string]string{}
-		read := func(m map[string]string, p string, k []byte) error {
-			v, err := getFrom(c.r, k)
-			if v != nil {
-				m[p] = string(v)
-			}
-			return err
-		}
 		for _, p := range paths {
-			if err := errorsJoin(read(hashes, p, codeHashKey(c.rid, p)), read(skipped, p, codeSkipKey(c.rid, p))); err != nil {
+			f, err := getFrom(c.r, codeFileKey(c.rid, p))
+			if err == nil && f != nil {
+				hashes[p], err = codeFileHash(f)
+			}
+			if err != nil {
 				return nil, nil, err
+			}
+			v, err := getFrom(c.r, codeSkipKey(c.rid, p))
+			if err != nil {
+				return nil, nil, err
+			}
+			if v != nil {
+				skipped[p] = string(v)
 			}
 		}
 		return hashes, skipped, nil
 	}
-	if hashes, err = readMap(c.r, codeHashesPrefix(c.rid)); err != nil {
+	prefix := codeFilesPrefix(c.rid)
+	err = scanPrefix(c.r, prefix, func(k, v []byte) error {
+		h, err := codeFileHash(v)
+		hashes[string(k[len(prefix):])] = h
+		return err
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	skipped, err = readMap(c.r, codeSkipsPrefix(c.rid))

@@ -133,30 +133,32 @@ func (c *TermCounter) add(t string, once bool) {
 }
 
 // number is the number of term t (as written, so lower-cased here) among
-// the text's terms, added when it is new. The term is lower-cased into the
-// arena, where it stays if it is new.
+// the text's terms, added when it is new. The term is lower-cased on the
+// stack (a term is at most maxTermLen bytes) and copied into the arena only
+// when it is new.
 func (c *TermCounter) number(t string) int32 {
-	tt := &c.table
-	off := len(tt.arena)
+	var buf [maxTermLen]byte
+	key := buf[:len(t)]
 	for i := 0; i < len(t); i++ {
 		b := t[i]
 		if b >= 0x80 {
-			tt.arena = append(tt.arena[:off], lower(t)...) // Unicode case rules
+			key = []byte(lower(t)) // Unicode case rules
 			break
 		}
 		if isUpper(b) {
 			b += 'a' - 'A'
 		}
-		tt.arena = append(tt.arena, b)
+		key[i] = b
 	}
-	key := tt.arena[off:]
+	tt := &c.table
 	h := maphash.Bytes(termSeed, key)
 	tt.ready()
 	n, slot := tt.find(h, key)
 	if n >= 0 {
-		tt.arena = tt.arena[:off]
 		return n
 	}
+	off := len(tt.arena)
+	tt.arena = append(tt.arena, key...)
 	c.counts = append(c.counts, termTally{})
 	return tt.insert(h, off, slot)
 }

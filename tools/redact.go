@@ -277,53 +277,89 @@ var prefixIndex = func() (idx [256][]int) {
 	return idx
 }()
 
-// anchorByte marks the bytes a token-shaped secret can start with.
-var anchorByte = func() (t [256]bool) {
+// anchorPairs holds the first two bytes of every token-shaped secret: a
+// prefix's, "eyJ" (JWT) and "bearer" in any case.
+var anchorPairs = func() (t pairSet) {
 	for _, r := range prefixRules {
-		t[r.prefix[0]] = true
+		t.add(r.prefix[0], r.prefix[1])
 	}
-	t['e'], t['b'], t['B'] = true, true, true // eyJ... (JWT), Bearer
+	t.add('e', 'y')
+	for _, b := range "bB" {
+		for _, e := range "eE" {
+			t.add(byte(b), byte(e))
+		}
+	}
+	return t
+}()
+
+// pairSet is a set of byte pairs c, d, as bit c<<8|d.
+type pairSet [1 << 10]uint64
+
+func (t *pairSet) add(c, d byte) { k := uint(c)<<8 | uint(d); t[k>>6] |= 1 << (k & 63) }
+
+// has returns 1 if the pair c, d is in t, else 0.
+func (t *pairSet) has(c, d byte) uint64 { k := uint(c)<<8 | uint(d); return t[k>>6] >> (k & 63) & 1 }
+
+// wordEnd is 1 for the bytes after which a word can start (those of none),
+// 0 for the others.
+var wordEnd = func() (t [256]uint64) {
+	for c := range t {
+		if !setWord[c] {
+			t[c] = 1
+		}
+	}
 	return t
 }()
 
 // scanAnchors finds, in one pass over the word starts of s, the credentials
-// with a fixed prefix, JSON web tokens and bearer tokens.
+// with a fixed prefix, JSON web tokens and bearer tokens. A byte costs a
+// branch that is rarely taken: only where a word starts with the first two
+// bytes of one of them (every one is longer than two bytes).
 func scanAnchors(s string, sp *spans) {
-	for i := 0; i < len(s); i++ {
+	start := uint64(1) // whether a word can start at s[i]
+	for i := 0; i+1 < len(s); i++ {
 		c := s[i]
-		if !anchorByte[c] || (i > 0 && setWord[s[i-1]]) {
-			continue
-		}
-		rest := s[i:]
-		end := -1
-		for _, ri := range prefixIndex[c] {
-			if r := &prefixRules[ri]; strings.HasPrefix(rest, r.prefix) {
-				if e := matchPrefix(s, i, r); e > 0 {
-					end = e
-					break
-				}
+		if start&anchorPairs.has(c, s[i+1]) != 0 {
+			if end := matchAnchor(s, i, sp); end > 0 {
+				// The scan goes on at end.
+				i = end - 1
+				start = wordEnd[s[i]]
+				continue
 			}
 		}
-		switch {
-		case end > 0:
-		case c == 'e' && strings.HasPrefix(rest, "eyJ"):
-			end = matchJWT(s, i)
-		case c|0x20 == 'b' && len(rest) > 7 && hasPrefixFold([]byte(rest[:7]), []byte("bearer ")):
-			start := i + 7
-			for start < len(s) && s[start] == ' ' {
-				start++
+		start = wordEnd[c]
+	}
+}
+
+// matchAnchor adds the credential, JSON web token or bearer token that
+// starts at the word start s[i] and returns where it ends, or -1.
+func matchAnchor(s string, i int, sp *spans) int {
+	c, rest := s[i], s[i:]
+	for _, ri := range prefixIndex[c] {
+		if r := &prefixRules[ri]; strings.HasPrefix(rest, r.prefix) {
+			if e := matchPrefix(s, i, r); e > 0 {
+				sp.add(i, e)
+				return e
 			}
-			if e := runEnd(s, start, setBearer); e-start >= 8 && !isPlaceholder(s[start:e]) {
-				sp.add(start, e)
-				i = e - 1
-			}
-			continue
-		}
-		if end > 0 {
-			sp.add(i, end)
-			i = end - 1
 		}
 	}
+	switch {
+	case c == 'e' && strings.HasPrefix(rest, "eyJ"):
+		if e := matchJWT(s, i); e > 0 {
+			sp.add(i, e)
+			return e
+		}
+	case c|0x20 == 'b' && len(rest) > 7 && hasPrefixFold([]byte(rest[:7]), []byte("bearer ")):
+		start := i + 7
+		for start < len(s) && s[start] == ' ' {
+			start++
+		}
+		if e := runEnd(s, start, setBearer); e-start >= 8 && !isPlaceholder(s[start:e]) {
+			sp.add(start, e)
+			return e
+		}
+	}
+	return -1
 }
 
 // matchPrefix returns the end of the credential r matches at s[start:], or -1.

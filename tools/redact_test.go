@@ -56,6 +56,9 @@ func TestRedactShapes(t *testing.T) {
 		{"client_secret='abcdefgh12345678'", "client_secret='" + R + "'"},
 		{"https://api.example.com/x?access_token=abc123def456&page=2", "https://api.example.com/x?access_token=" + R + "&page=2"},
 		{"my password is correct-horse-battery!", "my password is " + R + "!"},
+		// Each word is looked at, the one right after a secret too.
+		{githubPAT + " " + githubPAT, R + " " + R},
+		{"auth " + jwt + " Bearer 0123456789abcdef", "auth " + R + " Bearer " + R},
 		// A password key that is not a Go test's verdict.
 		{"PASS: hunter22", "PASS: " + R},
 		{"db pass: hunter22", "db pass: " + R},
@@ -63,6 +66,7 @@ func TestRedactShapes(t *testing.T) {
 		{"--- PASS: TestLoad (0.00s)\npassword: hunter22", "--- PASS: TestLoad (0.00s)\npassword: " + R},
 		// Not secrets.
 		{"task-1234567890abcdefghij", "task-1234567890abcdefghij"},
+		{"x" + githubPAT, "x" + githubPAT}, // inside a word
 		// Go test verdicts: the test's name is no password.
 		{"=== RUN   TestLoad\n--- PASS: TestLoad (0.00s)\nPASS", "=== RUN   TestLoad\n--- PASS: TestLoad (0.00s)\nPASS"},
 		{"    --- PASS: TestLoad/empty_key (0.00s)", "    --- PASS: TestLoad/empty_key (0.00s)"},
