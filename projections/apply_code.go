@@ -239,12 +239,34 @@ func (l *segmentLists) write(t *tx, kind codeListKind, rid string, seq uint64, s
 }
 
 // codeLists are the lists of one segment, by kind (as codeListKinds), the
-// counts of the file being folded, and the list of each term of the
-// event's vocabulary.
+// counts of the file being folded, the list of each term of the event's
+// vocabulary, and its files' term refs as checkIndexUpdate parsed them.
 type codeLists struct {
 	lists  [len(codeListKinds)]segmentLists
 	counts []termCount
 	vocab  []int32 // a list's index, or vocabUnseen or vocabInvalid
+	refs   fileRefs
+}
+
+// fileRefs are the term refs of an update's files, parsed once (by the
+// check every event passes before it is applied): file i's are
+// refs[ends[i-1]:ends[i]].
+type fileRefs struct {
+	refs []termRef
+	ends []int
+}
+
+// termRef is a term's number in the update's vocabulary and its count in
+// a file.
+type termRef struct{ id, n uint64 }
+
+// of is file i's refs.
+func (r *fileRefs) of(i int) []termRef {
+	start := 0
+	if i > 0 {
+		start = r.ends[i-1]
+	}
+	return r.refs[start:r.ends[i]]
 }
 
 // A vocabulary term's list before a file names it, and of a term that is
@@ -286,7 +308,9 @@ func applyCode(t *tx, ev *event) error {
 	if p.Vocab != "" {
 		vocab = strings.Split(p.Vocab, " ")
 	}
-	if reason := checkIndexUpdate(p, len(vocab)); reason != "" {
+	scratch := codeScratches.Get().(*codeLists)
+	defer codeScratches.Put(scratch)
+	if reason := checkIndexUpdate(p, len(vocab), &scratch.refs); reason != "" {
 		return t.reject(Code, ev, "%s", reason)
 	}
 	rid := RootID(p.Root)
@@ -324,8 +348,6 @@ func applyCode(t *tx, ev *event) error {
 	// its count) and each symbol's (index, line), callee's (index, the
 	// call's index in the file), import's and package's (index); its
 	// files' paths and lengths.
-	scratch := codeScratches.Get().(*codeLists)
-	defer codeScratches.Put(scratch)
 	lists := &scratch.lists
 	for k := range lists {
 		lists[k].reset(codeListKinds[k].sections)
@@ -354,21 +376,21 @@ func applyCode(t *tx, ev *event) error {
 		}
 		length := 0
 		counts = counts[:0]
-		// checkIndexUpdate has read both formats: they parse.
-		_ = schemas.ParseTermRefs(f.TermRefs, func(id, n uint64) {
-			k := scratch.vocab[id]
+		for _, ref := range scratch.refs.of(i) {
+			k := scratch.vocab[ref.id]
 			if k == vocabUnseen {
 				k = vocabInvalid
-				if validTerm(vocab[id]) {
-					k = names.slotOf(vocab[id])
+				if validTerm(vocab[ref.id]) {
+					k = names.slotOf(vocab[ref.id])
 				}
-				scratch.vocab[id] = k
+				scratch.vocab[ref.id] = k
 			}
-			if n > 0 && k >= 0 {
-				length += int(n)
-				counts = append(counts, termCount{k, int(n)})
+			if ref.n > 0 && k >= 0 {
+				length += int(ref.n)
+				counts = append(counts, termCount{k, int(ref.n)})
 			}
-		})
+		}
+		// checkIndexUpdate has read this format too: it parses.
 		_ = schemas.ParseTerms(f.Terms, func(term string, n int) { // the format before TermRefs
 			if n > 0 && validTerm(term) {
 				length += n
@@ -436,8 +458,9 @@ func (s *segmentPaths) value() []byte { return append(append(s.paths, 0), s.leng
 
 // checkIndexUpdate is why p, whose vocabulary holds words terms, cannot be
 // applied, or "". It is read whole before anything is applied, so that a
-// refused event changes nothing.
-func checkIndexUpdate(p *schemas.IndexUpdate, words int) string {
+// refused event changes nothing; its files' term refs are left in refs.
+func checkIndexUpdate(p *schemas.IndexUpdate, words int, refs *fileRefs) string {
+	refs.refs, refs.ends = refs.refs[:0], refs.ends[:0]
 	if !path.IsAbs(p.Root) {
 		return "root " + quote(p.Root) + " is not an absolute path"
 	}
@@ -462,7 +485,7 @@ func checkIndexUpdate(p *schemas.IndexUpdate, words int) string {
 		if f.Hash == "" {
 			return "file " + quote(f.Path) + " has no content hash"
 		}
-		if err := checkTerms(&f, words); err != nil {
+		if err := checkTerms(&f, words, refs); err != nil {
 			return "file " + quote(f.Path) + ": " + err.Error()
 		}
 	}
@@ -480,8 +503,8 @@ func checkIndexUpdate(p *schemas.IndexUpdate, words int) string {
 }
 
 // checkTerms is why f's terms (in either format) cannot be read, with a
-// vocabulary of words terms, or nil.
-func checkTerms(f *schemas.IndexedFile, words int) error {
+// vocabulary of words terms, or nil; it appends f's term refs to refs.
+func checkTerms(f *schemas.IndexedFile, words int, refs *fileRefs) error {
 	var bad error
 	err := schemas.ParseTermRefs(f.TermRefs, func(id, n uint64) {
 		switch {
@@ -490,8 +513,11 @@ func checkTerms(f *schemas.IndexedFile, words int) error {
 			bad = fmt.Errorf("term %d is past the vocabulary's %d terms", id, words)
 		case n > math.MaxInt32:
 			bad = fmt.Errorf("term %d counts %d, more than a file can hold", id, n)
+		default:
+			refs.refs = append(refs.refs, termRef{id, n})
 		}
 	})
+	refs.ends = append(refs.ends, len(refs.refs))
 	return cmp.Or(err, bad, schemas.ParseTerms(f.Terms, func(string, int) {}))
 }
 
