@@ -227,11 +227,16 @@ func opClass(s string) uint8 {
 	return 0
 }
 
-// statementKeywords are the keywords no operand starts with.
-var statementKeywords = map[string]bool{
-	"break": true, "case": true, "const": true, "continue": true, "default": true, "defer": true,
-	"else": true, "fallthrough": true, "for": true, "go": true, "goto": true, "if": true, "import": true,
-	"package": true, "return": true, "select": true, "switch": true, "type": true, "var": true,
+// statementKeyword says whether w is a keyword no operand starts with (a
+// switch, as isKeyword).
+func statementKeyword(w string) bool {
+	switch w {
+	case "break", "case", "const", "continue", "default", "defer",
+		"else", "fallthrough", "for", "go", "goto", "if", "import",
+		"package", "return", "select", "switch", "type", "var":
+		return true
+	}
+	return false
 }
 
 // tokenError is the first error a token or a pair of tokens shows: the
@@ -341,7 +346,7 @@ func (c *goCode) tokenError() (int, string) {
 			cls := opClass(s)
 			if cls&needsOperand != 0 && i+1 < len(c.toks) {
 				if n := &c.toks[i+1]; n.kind == tSemi || n.kind == tOp && strings.IndexByte(")]},", n.op) >= 0 && n.op != 0 ||
-					n.kind == tIdent && statementKeywords[c.text(i+1)] {
+					n.kind == tIdent && statementKeyword(c.text(i+1)) {
 					return i + 1, "expected operand, found " + c.found(i+1)
 				}
 			}
@@ -424,7 +429,7 @@ func (c *goCode) afterClose(i int, closed byte, open []byte) (int, string) {
 	if n >= len(c.toks) || c.toks[n].kind == tSemi || c.toks[n].kind == tOp {
 		return 0, ""
 	}
-	stmt := c.toks[n].kind == tIdent && statementKeywords[c.text(n)]
+	stmt := c.toks[n].kind == tIdent && statementKeyword(c.text(n))
 	switch {
 	case closed == 'c' && (c.operand(n) || stmt), (closed == 'b' || closed == 'l') && (c.operand(n) || stmt && !c.keyword(n, "else")):
 	default:

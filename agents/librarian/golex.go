@@ -222,14 +222,18 @@ func isLetter(c byte) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-var goKeywords = map[string]bool{
-	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,
-	"defer": true, "else": true, "fallthrough": true, "for": true, "func": true, "go": true, "goto": true,
-	"if": true, "import": true, "interface": true, "map": true, "package": true, "range": true,
-	"return": true, "select": true, "struct": true, "switch": true, "type": true, "var": true,
+// isKeyword says whether w is one of Go's keywords (a switch: cheaper than
+// a map's hash, for every name of every Go file).
+func isKeyword(w string) bool {
+	switch w {
+	case "break", "case", "chan", "const", "continue", "default",
+		"defer", "else", "fallthrough", "for", "func", "go", "goto",
+		"if", "import", "interface", "map", "package", "range",
+		"return", "select", "struct", "switch", "type", "var":
+		return true
+	}
+	return false
 }
-
-func isKeyword(w string) bool { return len(w) >= 2 && len(w) <= 11 && goKeywords[w] }
 
 // goCode is a Go file's tokens but its comments, each with whether a doc
 // comment (a comment group ending on the line before it) precedes it, and
