@@ -65,14 +65,14 @@ func logEnvelope(v []byte) (*schemas.Envelope, error) {
 // logBodies puts back in entries the events whose payloads the log left in
 // the stream, read from it by sequence.
 func (s *Store) logBodies(ctx context.Context, entries []LogEntry) error {
+	s.mu.Lock()
+	p := s.projector
+	s.mu.Unlock()
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Data) == 0 || e.Data[0] != logBodyInStream {
 			continue
 		}
-		s.mu.Lock()
-		p := s.projector
-		s.mu.Unlock()
 		if p == nil || p.src == nil {
 			return fmt.Errorf("seq %d: %w", e.Seq, errNoLogSource)
 		}

@@ -56,7 +56,7 @@ type dirHandle struct {
 	open bool
 }
 
-// open opens the file at rel, relative to the root, through its directory,
+// openFile opens the file at rel, relative to the root, through its directory,
 // which it opens first when it is not the one open.
 func (d *dirHandle) openFile(root, rel string) (rawFile, error) {
 	dir, name := ".", rel
