@@ -78,10 +78,6 @@ func (c *RouteConfig) latencyRate(ms ...eventbench.Measure) int {
 
 // Targets of the routed-path benchmark.
 const (
-	// TargetRouteThroughput is the routed path's least throughput over raw
-	// JetStream async publish (one stored message each, against the routed
-	// path's three).
-	TargetRouteThroughput = 0.25
 	// TargetDurableThroughput is the routed path's least throughput with
 	// --sync always over the bare two-hop chain's (see chain), same run: what
 	// the runtime keeps of what JetStream itself does with the same three
@@ -185,7 +181,9 @@ func routeMode(ctx context.Context, cfg RouteConfig, mode string, progress func(
 	vsChain.Sylk, vsChain.Baseline = sylk, chain
 	return []eventbench.Comparison{
 		vsChain,
-		eventbench.Compare(fmt.Sprintf("routed path vs raw async publish (sync %s)", mode), sylk, rawPub, TargetRouteThroughput),
+		// For information: raw async publish stores one message where the
+		// routed path stores three, so the target is set against the chain.
+		eventbench.Compare(fmt.Sprintf("routed path vs raw async publish (sync %s)", mode), sylk, rawPub, 0),
 		eventbench.Compare(fmt.Sprintf("bare chain vs raw async publish (sync %s)", mode), chain, rawPub, 0),
 		latencyComparison(fmt.Sprintf("routed p50 latency vs raw delivery (sync %s)", mode), rate, "sylk", lat, "raw", rawLat, 0.50, TargetLatencyFactor),
 		latencyComparison(fmt.Sprintf("routed p99 latency vs raw delivery (sync %s)", mode), rate, "sylk", lat, "raw", rawLat, 0.99, TargetLatencyFactor),

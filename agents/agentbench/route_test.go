@@ -16,8 +16,9 @@ import (
 
 // TestRoute runs the routed-path benchmark small, in the durable mode the
 // issue's target is for: every comparison is there, measured (a positive
-// ratio), with the targets on Sylk's own lines and none on the bare chain's;
-// the routed path and the bare chain are paired in rounds of every message,
+// ratio), with the targets on Sylk's own lines but the one against raw async
+// publish (information: it stores one message where the routed path stores
+// three) and none on the bare chain's; the routed path and the bare chain are paired in rounds of every message,
 // each side carrying its latencies; and every message made it through.
 func TestRoute(t *testing.T) {
 	cs, err := Route(context.Background(), RouteConfig{DataDir: t.TempDir(), Messages: 300, LatencyMessages: 100, LatencyRate: 2000, SyncModes: []string{broker.SyncAlways}}, nil)
@@ -27,7 +28,7 @@ func TestRoute(t *testing.T) {
 	if len(cs) != 8 {
 		t.Fatalf("%d comparisons, want 8: %v", len(cs), cs)
 	}
-	targets := []float64{TargetDurableThroughput, TargetRouteThroughput, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0, eventbench.TargetAuthCost}
+	targets := []float64{TargetDurableThroughput, 0, 0, 1.0 / TargetLatencyFactor, 1.0 / TargetLatencyFactor, 0, 0, eventbench.TargetAuthCost}
 	for i, c := range cs {
 		if c.Ratio <= 0 || c.Target != targets[i] {
 			t.Errorf("%s: ratio %v, target %v; want a ratio > 0 and target %v", c.Name, c.Ratio, c.Target, targets[i])
