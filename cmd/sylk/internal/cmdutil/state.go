@@ -73,6 +73,9 @@ func (f *Factory) OpenStateWith(ctx context.Context, catchUp bool, opts projecti
 		return nil, err
 	}
 	r.Reader, r.Store = store, store
+	// The store reads through its projector's source what it left in the
+	// stream (a session log's big index payloads), caught up or not.
+	store.Projector(r.Log)
 	if catchUp {
 		if err := r.catchUp(ctx, f.IO); err != nil {
 			r.Close()
