@@ -53,7 +53,7 @@ do not apply.`,
 		Example: `  sylk tail                                 # everything from the start, then live
   sylk tail --session S1 --since new        # only what S1 does from now on
   sylk tail '*.*.engineer.*' --no-follow    # all the engineers' mail so far
-  sylk tail --type task_dispatch --json | jq .payload.node_id
+  sylk tail --type task_dispatch --json | jq .envelope.payload.node_id
   sylk tail --live --session s-1a2b3c4d     # the model's tokens as they come
   sylk tail --live --json | jq -r .payload.text`,
 		Args: cobra.MaximumNArgs(1),
