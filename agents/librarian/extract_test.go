@@ -265,3 +265,16 @@ func recvType(e ast.Expr) string {
 		}
 	}
 }
+
+// collapseBlanks is strings.Join(strings.Fields(s), " "), whatever the
+// blanks.
+func TestCollapseBlanks(t *testing.T) {
+	for _, s := range []string{
+		"", " ", "func F()", "func F(a int) (b, c string)", " func F()", "func F() ", "func  F()",
+		"func F(\n\ta int,\n)", "x\ty", "x\u00a0y", "x\u0085y", "über cool", "a\x01b", "a  ", "  a", "a b c d",
+	} {
+		if got, want := collapseBlanks(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Errorf("collapseBlanks(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

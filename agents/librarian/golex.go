@@ -332,7 +332,21 @@ func (c *goCode) span(a, b int) string {
 	if a > b || b >= len(c.toks) {
 		return ""
 	}
-	return strings.Join(strings.Fields(c.src[c.toks[a].off:c.toks[b].end]), " ")
+	return collapseBlanks(c.src[c.toks[a].off:c.toks[b].end])
+}
+
+// collapseBlanks is strings.Join(strings.Fields(s), " "): s itself, not a
+// copy, when it is ASCII whose blanks are single spaces between words
+// already (most signatures, which span makes for every declaration).
+func collapseBlanks(s string) string {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == ' ' && i > 0 && i < len(s)-1 && s[i+1] != ' ':
+		case b >= 0x80 || b <= ' ':
+			return strings.Join(strings.Fields(s), " ")
+		}
+	}
+	return s
 }
 
 // exprStart is the first token of the operand that ends at token e, no
