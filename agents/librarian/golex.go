@@ -47,6 +47,7 @@ type goLexer struct {
 	err     string
 	errLine int32
 	last    int32
+	x       goExtract // extractGo's
 }
 
 // fail records what as the lexical error at line, unless one is.
@@ -390,7 +391,14 @@ type goExtract struct {
 // comment, unbalanced brackets), or that holds a syntax error the tokens
 // show (see syntaxError), keeps what was read and says why.
 func extractGo(f *schemas.IndexedFile, src, pkgPath string, lx *goLexer) {
-	x := &goExtract{goCode: lx.code(src), f: f, pkg: pkgPath, imports: map[string]string{}}
+	// The extraction's state and its map of imports are the lexer's,
+	// reused from one file to the next.
+	if lx.x.imports == nil {
+		lx.x.imports = map[string]string{}
+	}
+	clear(lx.x.imports)
+	x := &lx.x
+	x.goCode, x.f, x.pkg = lx.code(src), f, pkgPath
 	// go/parser reports its first error: the earlier of the lexer's and
 	// the syntax's.
 	what, line := lx.err, lx.errLine
