@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -275,6 +276,38 @@ func TestCollapseBlanks(t *testing.T) {
 	} {
 		if got, want := collapseBlanks(s), strings.Join(strings.Fields(s), " "); got != want {
 			t.Errorf("collapseBlanks(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// The files one lexer extracted keep their symbols and calls, which are
+// cut from the lexer's arenas, whatever it extracts next.
+func TestExtractionsKeepTheirSymbols(t *testing.T) {
+	var lx goLexer
+	var paths, srcs []string
+	var got []*schemas.IndexedFile
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f := &schemas.IndexedFile{Path: p}
+		extractGo(f, string(src), "example.com/p", &lx)
+		paths, srcs, got = append(paths, p), append(srcs, string(src)), append(got, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		want := &schemas.IndexedFile{Path: p}
+		extractGo(want, srcs[i], "example.com/p", new(goLexer))
+		if !reflect.DeepEqual(got[i].Symbols, want.Symbols) || !reflect.DeepEqual(got[i].Calls, want.Calls) {
+			t.Fatalf("%s: extracted before %d more files, its symbols and calls changed:\n%+v\n%+v\nwant\n%+v\n%+v",
+				p, len(paths)-i-1, got[i].Symbols, got[i].Calls, want.Symbols, want.Calls)
 		}
 	}
 }

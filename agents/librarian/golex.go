@@ -48,6 +48,35 @@ type goLexer struct {
 	errLine int32
 	last    int32
 	x       goExtract // extractGo's
+	// Arenas the files' symbols and calls are cut from (see arenaRoom).
+	symbols []schemas.Symbol
+	calls   []schemas.Call
+}
+
+// arenaSize is how many elements an arena is made with.
+const arenaSize = 512
+
+// arenaRoom is the room left at the end of arena, an empty slice to
+// append to; a new arena is made when little is left.
+func arenaRoom[T any](arena *[]T) []T {
+	if cap(*arena)-len(*arena) < arenaSize/8 {
+		*arena = make([]T, 0, arenaSize)
+	}
+	a := *arena
+	return a[len(a):len(a)]
+}
+
+// arenaTake is s, appended to from arenaRoom(arena), cut to its length,
+// the arena grown over it when it is still there (an append past the
+// arena's room moved it); nil when it is empty.
+func arenaTake[T any](arena *[]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	if a := *arena; cap(a) > len(a) && &s[0] == &a[len(a) : len(a)+1][0] {
+		*arena = a[:len(a)+len(s)]
+	}
+	return s[:len(s):len(s)]
 }
 
 // fail records what as the lexical error at line, unless one is.
@@ -399,6 +428,13 @@ func extractGo(f *schemas.IndexedFile, src, pkgPath string, lx *goLexer) {
 	clear(lx.x.imports)
 	x := &lx.x
 	x.goCode, x.f, x.pkg = lx.code(src), f, pkgPath
+	// The symbols and calls are appended in the room left in the
+	// lexer's arenas: a few allocations a chunk of files rather than a
+	// slice grown a few times a file.
+	f.Symbols, f.Calls = arenaRoom(&lx.symbols), arenaRoom(&lx.calls)
+	defer func() {
+		f.Symbols, f.Calls = arenaTake(&lx.symbols, f.Symbols), arenaTake(&lx.calls, f.Calls)
+	}()
 	// go/parser reports its first error: the earlier of the lexer's and
 	// the syntax's.
 	what, line := lx.err, lx.errLine
