@@ -253,7 +253,11 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 // entries in chunks: the files to read and the walk's skips. It stops when
 // send returns false.
 func (ix *Indexer) walk(ctx context.Context, send func(*scanChunk) bool) error {
-	ch := &scanChunk{done: make(chan struct{})}
+	// A chunk's items are made with room for all of them at once.
+	newChunk := func() *scanChunk {
+		return &scanChunk{items: make([]change, 0, scanChunkSize), done: make(chan struct{})}
+	}
+	ch := newChunk()
 	stopped := false
 	push := func(c change) error {
 		ch.items = append(ch.items, c)
@@ -264,7 +268,7 @@ func (ix *Indexer) walk(ctx context.Context, send func(*scanChunk) bool) error {
 			stopped = true
 			return fs.SkipAll
 		}
-		ch = &scanChunk{done: make(chan struct{})}
+		ch = newChunk()
 		return nil
 	}
 	err := filepath.WalkDir(ix.Root, func(p string, d fs.DirEntry, err error) error {
