@@ -23,21 +23,10 @@ import (
 func TestGoTokensAgreeWithTheSyntaxTree(t *testing.T) {
 	var lx goLexer
 	files := 0
-	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return err
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	repoGoFiles(t, func(p, src string) {
 		files++
-		compareExtractions(t, p, string(src), &lx)
-		return nil
+		compareExtractions(t, p, src, &lx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files < 100 {
 		t.Fatalf("only %d Go files compared", files)
 	}
@@ -286,22 +275,11 @@ func TestExtractionsKeepTheirSymbols(t *testing.T) {
 	var lx goLexer
 	var paths, srcs []string
 	var got []*schemas.IndexedFile
-	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return err
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	repoGoFiles(t, func(p, src string) {
 		f := &schemas.IndexedFile{Path: p}
-		extractGo(f, string(src), "example.com/p", &lx)
-		paths, srcs, got = append(paths, p), append(srcs, string(src)), append(got, f)
-		return nil
+		extractGo(f, src, "example.com/p", &lx)
+		paths, srcs, got = append(paths, p), append(srcs, src), append(got, f)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, p := range paths {
 		want := &schemas.IndexedFile{Path: p}
 		extractGo(want, srcs[i], "example.com/p", new(goLexer))
@@ -309,5 +287,24 @@ func TestExtractionsKeepTheirSymbols(t *testing.T) {
 			t.Fatalf("%s: extracted before %d more files, its symbols and calls changed:\n%+v\n%+v\nwant\n%+v\n%+v",
 				p, len(paths)-i-1, got[i].Symbols, got[i].Calls, want.Symbols, want.Calls)
 		}
+	}
+}
+
+// repoGoFiles calls fn with the path and source of every Go file of the
+// repository.
+func repoGoFiles(t *testing.T, fn func(path, src string)) {
+	t.Helper()
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err == nil {
+			fn(p, string(src))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
