@@ -125,6 +125,7 @@ type segmentLists struct {
 	sections int      // of each list
 	vals     [][]byte // list k's section s at k*sections+s
 	buf      []byte   // a value being written
+	lower    []byte   // a name being lower-cased (addLower)
 }
 
 // reset empties l for the next segment, whose lists have sections
@@ -141,6 +142,31 @@ func (l *segmentLists) reset(sections int) {
 // name's list.
 func (l *segmentLists) add(name string, s int, xs ...uint64) {
 	l.addAt(l.at(l.slotOf(name), s), xs...)
+}
+
+// addLower is add of name lower-cased (as strings.ToLower does): the
+// name is lower-cased into a buffer, and made a string only when its list
+// is new (most symbols and callees have capitals: a string each was an
+// allocation a symbol and a call).
+func (l *segmentLists) addLower(name string, s int, xs ...uint64) {
+	b := l.lower[:0]
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 0x80 {
+			l.add(strings.ToLower(name), s, xs...)
+			return
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	l.lower = b
+	k, ok := l.slot[string(b)]
+	if !ok {
+		k = l.slotOf(string(b))
+	}
+	l.addAt(l.at(k, s), xs...)
 }
 
 // at is where section s of the list at index k is in vals.
@@ -402,10 +428,10 @@ func applyCode(t *tx, ev *event) error {
 			names.addAt(names.at(tc.list, codeTermFamily.sec), idx, uint64(tc.n))
 		}
 		for _, s := range f.Symbols {
-			names.add(strings.ToLower(s.Name), codeSymbolFamily.sec, idx, uint64(s.Line))
+			names.addLower(s.Name, codeSymbolFamily.sec, idx, uint64(s.Line))
 		}
 		for k, c := range f.Calls {
-			names.add(calleeName(c.To), codeCallFamily.sec, idx, uint64(k))
+			names.addLower(calleeTail(c.To), codeCallFamily.sec, idx, uint64(k))
 		}
 		for _, imp := range f.Imports {
 			lists[codeImports].add(imp, 0, idx)
@@ -637,11 +663,14 @@ func validTerm(t string) bool { return t != "" && len(t) <= maxTermLen && !strin
 
 // calleeName is the name a call is filed under: the callee's last
 // identifier, lower-cased ("github.com/x/y.Parse" and "?.Parse": "parse").
-func calleeName(to string) string {
+func calleeName(to string) string { return strings.ToLower(calleeTail(to)) }
+
+// calleeTail is the callee's last identifier, as written.
+func calleeTail(to string) string {
 	if i := strings.LastIndexByte(to, '.'); i >= 0 {
 		to = to[i+1:]
 	}
-	return strings.ToLower(to)
+	return to
 }
 
 // Keys of the code index (see the package comment).

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"hash/maphash"
 	"math"
 	"strings"
 )
@@ -115,14 +114,17 @@ func (c *TermCounter) scan(text string, once bool) {
 		case !plain:
 			word(w, func(t string) { c.add(t, once) })
 		case len(w) >= minTermLen && len(w) <= maxTermLen:
-			c.add(w, once)
+			c.tally(numberOf(c, w), once) // lower-case already
 		}
 	}
 }
 
 // add counts term t (as written).
-func (c *TermCounter) add(t string, once bool) {
-	e := &c.counts[c.number(t)]
+func (c *TermCounter) add(t string, once bool) { c.tally(c.number(t), once) }
+
+// tally counts the term numbered n.
+func (c *TermCounter) tally(n int32, once bool) {
+	e := &c.counts[n]
 	if once {
 		if e.once == c.onceN {
 			return
@@ -150,10 +152,16 @@ func (c *TermCounter) number(t string) int32 {
 		}
 		key[i] = b
 	}
+	return numberOf(c, key)
+}
+
+// numberOf is the number of key (lower-cased) among c's text's terms,
+// added when it is new: its bytes are copied into the arena then.
+func numberOf[K string | []byte](c *TermCounter, key K) int32 {
 	tt := &c.table
-	h := maphash.Bytes(termSeed, key)
+	h := termHash(key)
 	tt.ready()
-	n, slot := tt.find(h, key)
+	n, slot := findTerm(tt, h, key)
 	if n >= 0 {
 		return n
 	}
@@ -162,10 +170,6 @@ func (c *TermCounter) number(t string) int32 {
 	c.counts = append(c.counts, termTally{})
 	return tt.insert(h, off, slot)
 }
-
-// termSeed hashes terms for every TermCounter and TermVocab of the
-// process, so a vocabulary takes a counter's hashes as they are.
-var termSeed = maphash.MakeSeed()
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80

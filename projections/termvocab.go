@@ -63,7 +63,7 @@ func (v *TermVocab) AppendRefs(dst []byte, ct CountedTerms) []byte {
 	tt.ready()
 	for i, e := range ct.terms {
 		t := ct.arena[e.off:e.end]
-		n, slot := tt.find(e.hash, t)
+		n, slot := findTerm(tt, e.hash, t)
 		if n < 0 {
 			if len(tt.terms) > 0 {
 				tt.arena = append(tt.arena, ' ')

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,21 +23,10 @@ import (
 func TestGoTokensAgreeWithTheSyntaxTree(t *testing.T) {
 	var lx goLexer
 	files := 0
-	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return err
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	repoGoFiles(t, func(p, src string) {
 		files++
-		compareExtractions(t, p, string(src), &lx)
-		return nil
+		compareExtractions(t, p, src, &lx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files < 100 {
 		t.Fatalf("only %d Go files compared", files)
 	}
@@ -263,5 +253,58 @@ func recvType(e ast.Expr) string {
 		default:
 			return ""
 		}
+	}
+}
+
+// collapseBlanks is strings.Join(strings.Fields(s), " "), whatever the
+// blanks.
+func TestCollapseBlanks(t *testing.T) {
+	for _, s := range []string{
+		"", " ", "func F()", "func F(a int) (b, c string)", " func F()", "func F() ", "func  F()",
+		"func F(\n\ta int,\n)", "x\ty", "x\u00a0y", "x\u0085y", "über cool", "a\x01b", "a  ", "  a", "a b c d",
+	} {
+		if got, want := collapseBlanks(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Errorf("collapseBlanks(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// The files one lexer extracted keep their symbols and calls, which are
+// cut from the lexer's arenas, whatever it extracts next.
+func TestExtractionsKeepTheirSymbols(t *testing.T) {
+	var lx goLexer
+	var paths, srcs []string
+	var got []*schemas.IndexedFile
+	repoGoFiles(t, func(p, src string) {
+		f := &schemas.IndexedFile{Path: p}
+		extractGo(f, src, "example.com/p", &lx)
+		paths, srcs, got = append(paths, p), append(srcs, src), append(got, f)
+	})
+	for i, p := range paths {
+		want := &schemas.IndexedFile{Path: p}
+		extractGo(want, srcs[i], "example.com/p", new(goLexer))
+		if !reflect.DeepEqual(got[i].Symbols, want.Symbols) || !reflect.DeepEqual(got[i].Calls, want.Calls) {
+			t.Fatalf("%s: extracted before %d more files, its symbols and calls changed:\n%+v\n%+v\nwant\n%+v\n%+v",
+				p, len(paths)-i-1, got[i].Symbols, got[i].Calls, want.Symbols, want.Calls)
+		}
+	}
+}
+
+// repoGoFiles calls fn with the path and source of every Go file of the
+// repository.
+func repoGoFiles(t *testing.T, fn func(path, src string)) {
+	t.Helper()
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err == nil {
+			fn(p, string(src))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

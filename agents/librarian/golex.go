@@ -47,6 +47,36 @@ type goLexer struct {
 	err     string
 	errLine int32
 	last    int32
+	x       goExtract // extractGo's
+	// Arenas the files' symbols and calls are cut from (see arenaRoom).
+	symbols []schemas.Symbol
+	calls   []schemas.Call
+}
+
+// arenaSize is how many elements an arena is made with.
+const arenaSize = 512
+
+// arenaRoom is the room left at the end of arena, an empty slice to
+// append to; a new arena is made when little is left.
+func arenaRoom[T any](arena *[]T) []T {
+	if cap(*arena)-len(*arena) < arenaSize/8 {
+		*arena = make([]T, 0, arenaSize)
+	}
+	a := *arena
+	return a[len(a):len(a)]
+}
+
+// arenaTake is s, appended to from arenaRoom(arena), cut to its length,
+// the arena grown over it when it is still there (an append past the
+// arena's room moved it); nil when it is empty.
+func arenaTake[T any](arena *[]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	if a := *arena; cap(a) > len(a) && &s[0] == &a[len(a) : len(a)+1][0] {
+		*arena = a[:len(a)+len(s)]
+	}
+	return s[:len(s):len(s)]
 }
 
 // fail records what as the lexical error at line, unless one is.
@@ -332,7 +362,21 @@ func (c *goCode) span(a, b int) string {
 	if a > b || b >= len(c.toks) {
 		return ""
 	}
-	return strings.Join(strings.Fields(c.src[c.toks[a].off:c.toks[b].end]), " ")
+	return collapseBlanks(c.src[c.toks[a].off:c.toks[b].end])
+}
+
+// collapseBlanks is strings.Join(strings.Fields(s), " "): s itself, not a
+// copy, when it is ASCII whose blanks are single spaces between words
+// already (most signatures, which span makes for every declaration).
+func collapseBlanks(s string) string {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == ' ' && i > 0 && i < len(s)-1 && s[i+1] != ' ':
+		case b >= 0x80 || b <= ' ':
+			return strings.Join(strings.Fields(s), " ")
+		}
+	}
+	return s
 }
 
 // exprStart is the first token of the operand that ends at token e, no
@@ -376,7 +420,21 @@ type goExtract struct {
 // comment, unbalanced brackets), or that holds a syntax error the tokens
 // show (see syntaxError), keeps what was read and says why.
 func extractGo(f *schemas.IndexedFile, src, pkgPath string, lx *goLexer) {
-	x := &goExtract{goCode: lx.code(src), f: f, pkg: pkgPath, imports: map[string]string{}}
+	// The extraction's state and its map of imports are the lexer's,
+	// reused from one file to the next.
+	if lx.x.imports == nil {
+		lx.x.imports = map[string]string{}
+	}
+	clear(lx.x.imports)
+	x := &lx.x
+	x.goCode, x.f, x.pkg = lx.code(src), f, pkgPath
+	// The symbols and calls are appended in the room left in the
+	// lexer's arenas: a few allocations a chunk of files rather than a
+	// slice grown a few times a file.
+	f.Symbols, f.Calls = arenaRoom(&lx.symbols), arenaRoom(&lx.calls)
+	defer func() {
+		f.Symbols, f.Calls = arenaTake(&lx.symbols, f.Symbols), arenaTake(&lx.calls, f.Calls)
+	}()
 	// go/parser reports its first error: the earlier of the lexer's and
 	// the syntax's.
 	what, line := lx.err, lx.errLine

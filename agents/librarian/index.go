@@ -253,7 +253,11 @@ func (ix *Indexer) ScanEach(parent context.Context, known Known, emit func(schem
 // entries in chunks: the files to read and the walk's skips. It stops when
 // send returns false.
 func (ix *Indexer) walk(ctx context.Context, send func(*scanChunk) bool) error {
-	ch := &scanChunk{done: make(chan struct{})}
+	// A chunk's items are made with room for all of them at once.
+	newChunk := func() *scanChunk {
+		return &scanChunk{items: make([]change, 0, scanChunkSize), done: make(chan struct{})}
+	}
+	ch := newChunk()
 	stopped := false
 	push := func(c change) error {
 		ch.items = append(ch.items, c)
@@ -264,7 +268,7 @@ func (ix *Indexer) walk(ctx context.Context, send func(*scanChunk) bool) error {
 			stopped = true
 			return fs.SkipAll
 		}
-		ch = &scanChunk{done: make(chan struct{})}
+		ch = newChunk()
 		return nil
 	}
 	err := filepath.WalkDir(ix.Root, func(p string, d fs.DirEntry, err error) error {
@@ -436,44 +440,43 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		return change{path: rel, skip: "unreadable: " + errText(err)}
 	}
 	defer fh.close()
-	st, err := fh.stat()
-	if err != nil {
-		return change{path: rel, skip: "unreadable: " + errText(err)}
-	}
-	if !st.regular {
-		return change{path: rel, skip: "not a regular file"}
-	}
-	if st.size > ix.maxSize() {
-		return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.size, ix.maxSize())}
-	}
 	// A file written while it is read is read again: what is indexed is a
-	// version the file held, never a mix of two. A read is taken when it
-	// starts and ends with the same size and modification time and gets
-	// that many bytes, and, for a file written lately (whose next write
+	// version the file held, never a mix of two. A read is taken when the
+	// stat after it has the size it got and a modification time from
+	// before it started, or, for a file written lately (whose next write
 	// may fall in the same tick of the file system's clock and leave its
-	// time as it was), when two reads in a row got the same bytes.
+	// time as it was), when two reads in a row got the same bytes and the
+	// same stat after each (the first's was taken before the second
+	// started).
 	buf := w.buf[:0]
 	defer func() { w.buf = buf[:0] }()
+	var st, prevSt fileStat
 	hash, prev := "", ""
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		buf, err = fh.readAll(buf[:0], st.size, ix.maxSize())
+		buf, st, err = fh.readAll(buf, ix.maxSize())
 		if err != nil {
+			// A FIFO put where the walk saw a file may refuse the read
+			// (no data yet): its stat says what it is.
+			if st, serr := fh.stat(); serr == nil && !st.regular {
+				return change{path: rel, skip: "not a regular file"}
+			}
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
-		if int64(len(buf)) > ix.maxSize() {
+		switch {
+		case !st.regular:
+			return change{path: rel, skip: "not a regular file"}
+		case st.size > ix.maxSize():
+			return change{path: rel, skip: fmt.Sprintf("too large: %d bytes (the limit is %d)", st.size, ix.maxSize())}
+		case int64(len(buf)) > ix.maxSize():
 			return change{path: rel, skip: fmt.Sprintf("too large: more than %d bytes", ix.maxSize())}
 		}
-		after, err := fh.stat()
-		if err != nil {
-			return change{path: rel, skip: "unreadable: " + errText(err)}
-		}
 		hash = contentHash(buf)
-		if after == st && int64(len(buf)) == st.size {
-			if time.Unix(after.mtime.Unix()).Before(start.Add(-racyWindow)) || hash == prev {
+		if int64(len(buf)) == st.size {
+			if time.Unix(st.mtime.Unix()).Before(start.Add(-racyWindow)) || (hash == prev && st == prevSt) {
 				break
 			}
-			prev = hash
+			prev, prevSt = hash, st
 		} else {
 			prev = ""
 		}
@@ -483,7 +486,6 @@ func (ix *Indexer) one(rel string, known Known, w *extractState) change {
 		if err := fh.rewind(); err != nil {
 			return change{path: rel, skip: "unreadable: " + errText(err)}
 		}
-		st = after
 	}
 	if known.Hashes[rel] == hash && !ix.Reindex {
 		return change{}

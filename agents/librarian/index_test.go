@@ -705,3 +705,37 @@ func waitForWalkBlocked(t *testing.T) {
 		}
 	}
 }
+
+// A worker reads every file into one buffer, stat-ing a file after its
+// read unless the buffer fills first: a file larger than the room left by
+// the ones before is read whole, and a too-large one is skipped with its
+// size, whatever the buffer holds.
+func TestReadsOneBufferFromFileToFile(t *testing.T) {
+	dir := t.TempDir()
+	sizes := []int{100, 5000, 5001, 0, 20000, 10000, 10}
+	ix := indexer(t, dir)
+	ix.MaxFileSize = 10000
+	w := &extractState{counted: new(projections.CountedBuffer)}
+	for i, n := range sizes {
+		name := fmt.Sprintf("f%d.txt", i)
+		content := bytes.Repeat([]byte{'a' + byte(i)}, n)
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Written long enough ago that one read is taken.
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
+			t.Fatal(err)
+		}
+		c := ix.one(name, Known{}, w)
+		if n > 10000 {
+			if want := "too large: 20000 bytes (the limit is 10000)"; c.skip != want {
+				t.Fatalf("%s: %+v, want skipped as %q", name, c, want)
+			}
+			continue
+		}
+		if c.file == nil || c.file.Size != int64(n) || c.file.Hash != contentHash(content) {
+			t.Fatalf("%s (%d bytes): %+v", name, n, c)
+		}
+	}
+}

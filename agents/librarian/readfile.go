@@ -109,16 +109,25 @@ func (f rawFile) rewind() error {
 	return nil
 }
 
-// readAll appends what the file holds from where it is to buf, which it
-// grows to size+1 (what the file's stat said, and one byte to see its end)
-// first; it stops after more than limit bytes. A read of a regular file
-// returns fewer bytes than asked only at its end, so a file that still has
-// the size its stat said is read in one system call.
-func (f rawFile) readAll(buf []byte, size, limit int64) ([]byte, error) {
-	buf = slices.Grow(buf, int(min(size, limit))+1)
+// readAll reads what the file holds from where it is into buf (emptied),
+// and its stat once the read is done, which the read is checked against
+// (a file written while it is read is read again). A read of a regular
+// file returns fewer bytes than asked only at its end, so a file that fits
+// in buf's room (a worker's buffer keeps the room of the largest file it
+// read) costs one read and one stat. When buf is full before the end, the
+// stat says how much more to make room for, or that the file is too large
+// (more than limit bytes) or not a regular file, which are not read
+// further: the stat is then the one returned.
+func (f rawFile) readAll(buf []byte, limit int64) ([]byte, fileStat, error) {
+	buf = buf[:0]
 	for int64(len(buf)) <= limit {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
+			st, err := f.stat()
+			if err != nil || !st.regular || st.size > limit {
+				return buf, st, err
+			}
+			// One byte more than the file holds, to see its end.
+			buf = slices.Grow(buf, int(max(st.size-int64(len(buf)), 0))+1)
 		}
 		want := cap(buf) - len(buf)
 		n, err := unix.Read(f.fd, buf[len(buf):cap(buf)])
@@ -126,12 +135,13 @@ func (f rawFile) readAll(buf []byte, size, limit int64) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return buf, &fs.PathError{Op: "read", Path: f.path, Err: err}
+			return buf, fileStat{}, &fs.PathError{Op: "read", Path: f.path, Err: err}
 		}
 		buf = buf[:len(buf)+n]
 		if n < want {
-			return buf, nil
+			break
 		}
 	}
-	return buf, nil
+	st, err := f.stat()
+	return buf, st, err
 }
