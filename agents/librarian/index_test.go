@@ -664,8 +664,11 @@ func TestScanCancelledWithItsQueueFull(t *testing.T) {
 	ix := indexer(t, dir)
 	ix.Workers, ix.BatchBytes = 1, 1
 	// The worker may take a chunk between the walk found waiting and the
-	// cancellation (a loaded machine can stop the test for longer than a
-	// chunk takes): the scan is cancelled five times.
+	// cancellation, or read every chunk while a loaded machine keeps the
+	// test from looking (the walk then ends before it is seen waiting):
+	// the scan is cancelled five times, and at least one of them must catch
+	// the walk waiting.
+	caught := 0
 	for round := range 5 {
 		ctx, cancel := context.WithCancel(context.Background())
 		emitted := 0
@@ -673,7 +676,9 @@ func TestScanCancelledWithItsQueueFull(t *testing.T) {
 			if emitted++; emitted == 1 {
 				// The first update (the first chunk is read): the scan
 				// is cancelled once the walk waits on the full queue.
-				waitForWalkBlocked(t)
+				if waitForWalkBlocked(t) {
+					caught++
+				}
 				cancel()
 			}
 			return nil
@@ -683,25 +688,36 @@ func TestScanCancelledWithItsQueueFull(t *testing.T) {
 			t.Fatalf("round %d: a cancelled scan returned %v after %d updates, want context.Canceled", round, err, emitted)
 		}
 	}
+	if caught == 0 {
+		t.Fatal("the walk never waited on the job queue in five scans")
+	}
 }
 
 // waitForWalkBlocked polls the goroutines' stacks until a scan's walk waits
-// in a select (for room in the job queue, or for the cancellation).
-func waitForWalkBlocked(t *testing.T) {
+// in a select (for room in the job queue, or for the cancellation), and says
+// whether it did: false if the walk ended first.
+func waitForWalkBlocked(t *testing.T) bool {
 	buf := make([]byte, 1<<20)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(10 * time.Second)
 	for {
+		walking := false
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if strings.Contains(g, " [select") && strings.Contains(g, "librarian.(*Indexer).walk(") {
-				return
+			if strings.Contains(g, "librarian.(*Indexer).walk(") {
+				walking = true
+				if strings.Contains(g, " [select") {
+					return true
+				}
 			}
+		}
+		if !walking {
+			return false
 		}
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatal("the walk never waited on the job queue")
+			t.Fatal("the walk neither waited on the job queue nor ended in 10 s")
 		}
 	}
 }
