@@ -96,6 +96,62 @@ func TestChangedVersionRebuildsThatProjection(t *testing.T) {
 	checkFoldedOnce(t, ctx, log, s)
 }
 
+// A rebuild's drop leaves no table of the old store behind: only the mark,
+// which the rebuild then folds around. Left in their tables under range
+// deletions, the old keys were merged into every compaction of the rebuild.
+// Without a write-ahead log the mark is in a table (durable) before anything
+// is dropped.
+func TestRebuildDropLeavesNoOldTable(t *testing.T) {
+	for _, noWAL := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoWAL=%v", noWAL), func(t *testing.T) {
+			ctx, log, fs, s := setup(t)
+			seq := appendSession(t, ctx, log, "S1")
+			if _, err := s.Projector(log).CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s, err := Open(ctx, Options{Dir: "/p", FS: fs, NoWAL: noWAL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.dropAll(); err != nil {
+				t.Fatal(err)
+			}
+			tables, err := s.db.SSTables()
+			if err != nil {
+				t.Fatal(err)
+			}
+			marked := false
+			for _, level := range tables {
+				for _, tb := range level {
+					lo, hi := tb.Smallest.UserKey, tb.Largest.UserKey
+					if !bytes.Equal(lo, rebuildKey) || !bytes.Equal(hi, rebuildKey) {
+						t.Errorf("a table [%q, %q] is left after the drop", lo, hi)
+					}
+					marked = true
+				}
+			}
+			if noWAL && !marked {
+				t.Error("without a log, the rebuild mark is in no table after the drop")
+			}
+			if v, err := s.get(sessionKey("S1")); err != nil || v != nil {
+				t.Fatalf("the session after the drop: %q, %v", v, err)
+			}
+			if err := s.Projector(log).Rebuild(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if s.Cursor() != seq {
+				t.Fatalf("cursor after the rebuild: %d, want %d", s.Cursor(), seq)
+			}
+			checkFoldedOnce(t, ctx, log, s)
+		})
+	}
+}
+
 // checkFoldedOnce checks that s refused no event (one folded twice, a second
 // session_create, would be) and matches a rebuild from log.
 func checkFoldedOnce(t *testing.T, ctx context.Context, log *events.Log, s *Store) {

@@ -3,6 +3,8 @@ package projections
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Key layout: see the package comment. Ids never contain 0x00, so it separates
@@ -69,6 +71,9 @@ var (
 	// drop that starts a rebuild, deleted once the rebuild has folded the
 	// whole stream. A store opened with it is rebuilt again.
 	rebuildKey = []byte("meta/rebuild")
+	// allButTheMark spans every key of the store but rebuildKey (each key
+	// begins with a projection's name or "meta/").
+	allButTheMark = []pebble.KeyRange{{Start: []byte{0}, End: rebuildKey}, {Start: append(rebuildKey[:len(rebuildKey):len(rebuildKey)], 0), End: []byte{0xff}}}
 )
 
 func dagKey(sid, dag string) []byte         { return appendDAGKey(nil, sid, dag) }
