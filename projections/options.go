@@ -68,22 +68,26 @@ const (
 	RebuildCacheObjects = 150_000
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildMemoryBytes
 	// the resident set it aims at (see Options.MemoryBytes). A rebuild of 1M
-	// generated events peaked near 650 MB live, the embedded server's part
-	// included, so the default GOGC let the heap reach about 1 GB; a heap
-	// limit of what the process held at the start plus 640 MiB put its peak
-	// resident set at 924-935 MiB past the stream's duplicate window and
-	// 1.25 GB inside it (the server's table of the window's message ids,
-	// about 250 MB at 1M events), plus what the server holds of the blocks
-	// it read, which grows with the stream.
+	// generated events holds 430-450 MB live at its peak past the stream's
+	// duplicate window, 600-640 MB inside it (the embedded server's table of
+	// the window's message ids, and what it keeps of each block it read).
+	// Under a heap limit 640 MiB above the live heap at the start, with
+	// 128 MiB memtables, it peaked at 985-1,004 MB past the window and
+	// 1,256-1,267 MB inside it; under this budget at 887-928 MB either way,
+	// for about 40% more CPU time inside the window (40 collections instead
+	// of 19) and less past it.
 	RebuildGCPercent   = 200
 	RebuildMemoryBytes = 900 << 20
 	// rebuildMinHeadroom is how far above the live heap at the start the
-	// Go heap limit stays, whatever the memory budget: what the fold itself
-	// holds at most (about 400 MB at 1M events, its cached objects and
-	// batches), so that an embedded server holding more than the budget
-	// leaves for it makes the rebuild exceed the budget rather than the
-	// collector run without end (an absolute limit of 700 MiB did so at 5M
-	// events).
+	// Go heap limit stays, whatever the memory budget: about what the fold
+	// holds at 1M generated events (its cached objects and batches, 300-350
+	// MB), so that an embedded server holding more than the budget leaves
+	// (a stream written in the last 10 minutes: its duplicate window) makes
+	// the rebuild exceed the budget rather than the collector run without
+	// end. The fold's cache is bounded in objects, not bytes: at 5M events
+	// (100,000 sessions running at once) its 150,000 objects are mostly
+	// DAGs read back from the store, about 600 MB, and the heap outgrows
+	// any limit under 1 GB.
 	rebuildMinHeadroom = 384 << 20
 	// rebuildProgramBytes is the resident set outside the Go heap and
 	// Pebble's memory: the program's text and data, mostly.
