@@ -224,12 +224,13 @@ type browser struct {
 	state func() string
 }
 
-// openBrowser starts Chromium with its profile in dir; it ends with the test
-// or after within.
+// openBrowser starts Chromium with its profile and its temporary files (the
+// singleton socket's directory) in dir; it ends with the test or after
+// within.
 func openBrowser(t *testing.T, path, dir string, within time.Duration) *browser {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(filepath.Join(dir, "chromium")))...)
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(filepath.Join(dir, "chromium")), chromedp.Env("TMPDIR="+dir))...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { bcancel(); acancel(); cancel() })
 	return &browser{t: t, ctx: bctx}
