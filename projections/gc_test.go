@@ -23,11 +23,11 @@ func TestRebuildTunesTheCollectorAndPutsItBack(t *testing.T) {
 	if limit != math.MaxInt64 {
 		t.Fatalf("the test process runs with a memory limit (%d): unset GOMEMLIMIT", limit)
 	}
-	s := &Store{opts: Options{GCPercent: 300, MemoryBytes: 1 << 30}}
+	s := &Store{opts: Options{GCPercent: 300, HeapBytes: 1 << 30}}
 	end1 := s.tuneGC()
 	g, l := gcSettings()
-	if g != 300 || l < 1<<30-rebuildProgramBytes || l == math.MaxInt64 {
-		t.Fatalf("during a rebuild: GOGC %d, limit %d; want 300 and 1 GiB less the program's share", g, l)
+	if g != 300 || l < 1<<30 || l == math.MaxInt64 {
+		t.Fatalf("during a rebuild: GOGC %d, limit %d; want 300 and the live heap plus 1 GiB", g, l)
 	}
 	end2 := s.tuneGC()
 	end1()
@@ -53,23 +53,4 @@ func TestRebuildTunesTheCollectorAndPutsItBack(t *testing.T) {
 		t.Fatalf("a store without GCPercent changed GOGC to %d", g)
 	}
 	end()
-}
-
-// A default rebuild's Go heap limit leaves room in its memory budget for
-// what Pebble holds outside the Go heap, and the budget keeps its resident
-// set under 1 GB; a live heap at the start above what the budget leaves
-// (an embedded server holding a large duplicate window) raises the limit
-// above it instead of letting the collector run without end.
-func TestRebuildHeapLimit(t *testing.T) {
-	o := Options{Dir: "d"}.ForRebuild()
-	if err := o.EnsureDefaults().Validate(); err != nil {
-		t.Fatalf("a rebuild's options: %v", err)
-	}
-	outside := 2*int64(o.MemTableBytes) + o.BlockCacheBytes + rebuildProgramBytes
-	if l := rebuildHeapLimit(o, 100<<20); l+outside != o.MemoryBytes || o.MemoryBytes >= 1e9 {
-		t.Fatalf("limit %d with %d outside the heap: want the budget %d, under 1 GB", l, outside, o.MemoryBytes)
-	}
-	if l := rebuildHeapLimit(o, 800<<20); l != 800<<20+rebuildMinHeadroom {
-		t.Fatalf("limit %d with 800 MiB live at the start: want %d above it", l, rebuildMinHeadroom)
-	}
 }

@@ -49,49 +49,27 @@ const (
 )
 
 // What `sylk projections rebuild` opens its store with (Options.ForRebuild)
-// and the memory it aims at, to bound its peak resident set.
+// and the Go heap limit it runs under, to bound its peak resident set.
 const (
 	// RebuildMemTableBytes: Pebble's memtables live outside the Go heap, and
 	// one is written while the next fills, so a rebuild holds up to twice
-	// this. At 128 MiB the two were a quarter of a 1M-event rebuild's peak
-	// of 1.25 GB. RebuildL0CompactionThreshold keeps the compactions of the
-	// twice as many flushes as few as they were: at 64 MiB and 8 sublevels
-	// a rebuild of 1M events ran 42-49 compactions and took 18.4-19.8 s of
-	// CPU time; at 16 sublevels 17-20 and 15.3-15.9 s (at 128 MiB and 8
-	// under the same memory budget, 34-42 and 18.7-19.5 s). The store is
-	// opened with the default threshold afterwards, which compacts what is
-	// left.
-	RebuildMemTableBytes         = 64 << 20
-	RebuildL0CompactionThreshold = 16
+	// this.
+	RebuildMemTableBytes = 128 << 20
 	// RebuildCacheObjects is half the default: held objects are written
 	// when half the cache is dirty.
 	RebuildCacheObjects = 150_000
-	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildMemoryBytes
-	// the resident set it aims at (see Options.MemoryBytes). A rebuild of 1M
-	// generated events holds 430-450 MB live at its peak past the stream's
-	// duplicate window, 600-640 MB inside it (the embedded server's table of
-	// the window's message ids, and what it keeps of each block it read).
-	// Under a heap limit 640 MiB above the live heap at the start, with
-	// 128 MiB memtables, it peaked at 985-1,004 MB past the window and
-	// 1,256-1,267 MB inside it; under this budget at 887-928 MB either way,
-	// for about 40% more CPU time inside the window (40 collections instead
-	// of 19) and less past it.
-	RebuildGCPercent   = 200
-	RebuildMemoryBytes = 900 << 20
-	// rebuildMinHeadroom is how far above the live heap at the start the
-	// Go heap limit stays, whatever the memory budget: about what the fold
-	// holds at 1M generated events (its cached objects and batches, 300-350
-	// MB), so that an embedded server holding more than the budget leaves
-	// (a stream written in the last 10 minutes: its duplicate window) makes
-	// the rebuild exceed the budget rather than the collector run without
-	// end. The fold's cache is bounded in objects, not bytes: at 5M events
-	// (100,000 sessions running at once) its 150,000 objects are mostly
-	// DAGs read back from the store, about 600 MB, and the heap outgrows
-	// any limit under 1 GB.
-	rebuildMinHeadroom = 384 << 20
-	// rebuildProgramBytes is the resident set outside the Go heap and
-	// Pebble's memory: the program's text and data, mostly.
-	rebuildProgramBytes = 32 << 20
+	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
+	// how far the Go heap may grow during it beyond what the process held
+	// live when it started (the embedded server's index of the stream,
+	// which the fold does not control). A rebuild of 1M generated events
+	// peaked near 550 MB live, so the default GOGC let the heap reach about
+	// 1 GB (a peak RSS of 1.23 GiB). Under a limit 768 MiB above the start
+	// it peaked at 1,030-1,070 MiB; 640 MiB above, at 924-935 MiB, for
+	// 5-10% more CPU time. The limit is relative so that it stays above the
+	// live heap: an absolute 700 MiB limit made the collector thrash at 5M
+	// events.
+	RebuildGCPercent = 200
+	RebuildHeapBytes = 640 << 20
 )
 
 // ForRebuild returns o as a store opened only to be rebuilt is opened: no
@@ -100,13 +78,10 @@ const (
 func (o Options) ForRebuild() Options {
 	o.NoWAL = true
 	if o.GCPercent == 0 {
-		o.GCPercent, o.MemoryBytes = RebuildGCPercent, RebuildMemoryBytes
+		o.GCPercent, o.HeapBytes = RebuildGCPercent, RebuildHeapBytes
 	}
 	if o.MemTableBytes == 0 {
 		o.MemTableBytes = RebuildMemTableBytes
-	}
-	if o.L0CompactionThreshold == 0 {
-		o.L0CompactionThreshold = RebuildL0CompactionThreshold
 	}
 	if o.CacheObjects == 0 {
 		o.CacheObjects = RebuildCacheObjects
@@ -143,19 +118,15 @@ type Options struct {
 	NoWAL bool
 
 	// GCPercent, when set, is the Go collector's GOGC while Rebuild folds
-	// the whole stream, and MemoryBytes (when set) the resident set the
-	// process aims at meanwhile: the Go heap is limited to it less what
-	// Pebble holds outside the Go heap (two memtables and the block cache,
-	// allocated by C when built with cgo; without cgo they are in the Go
-	// heap and counted twice) and the program itself, but to no less than
-	// the live heap at the start (the embedded server's index of the
-	// stream, which the fold does not control) plus what the fold needs
-	// (runtime/debug.SetMemoryLimit). GOMEMLIMIT, when set, replaces that
-	// limit. Both are put back when the rebuild ends. They are the whole
+	// the whole stream, and HeapBytes (when set) caps the Go heap at what
+	// the process holds live when the rebuild starts plus HeapBytes
+	// (runtime/debug.SetMemoryLimit), unless GOMEMLIMIT set a limit: the
+	// collector then runs far less often without the heap growing with the
+	// stream. Both are put back when the rebuild ends. They are the whole
 	// process's settings: for a process that only rebuilds (`sylk
 	// projections rebuild`), never a server's store.
-	GCPercent   int
-	MemoryBytes int64
+	GCPercent int
+	HeapBytes int64
 
 	CacheObjects          int
 	BatchEvents           int
@@ -215,8 +186,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: MemTableBytes %d is below 1 MiB", ErrInvalidOptions, o.MemTableBytes)
 	case o.GCPercent < 0:
 		return fmt.Errorf("%w: GCPercent %d is negative", ErrInvalidOptions, o.GCPercent)
-	case o.MemoryBytes < 0:
-		return fmt.Errorf("%w: MemoryBytes %d is negative", ErrInvalidOptions, o.MemoryBytes)
+	case o.HeapBytes < 0:
+		return fmt.Errorf("%w: HeapBytes %d is negative", ErrInvalidOptions, o.HeapBytes)
 	case o.L0CompactionThreshold < 1:
 		return fmt.Errorf("%w: L0CompactionThreshold %d must be at least 1", ErrInvalidOptions, o.L0CompactionThreshold)
 	case uint64(o.BatchBytes) > o.MemTableBytes/3:

@@ -185,7 +185,7 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error 
 }
 
 // tuneGC applies the store's rebuild collector settings (Options.GCPercent
-// and MemoryBytes) and returns what puts the previous ones back. They are the
+// and HeapBytes) and returns what puts the previous ones back. They are the
 // process's: while rebuilds overlap (tests), the first one's apply and the
 // last one's end puts back what was there before.
 func (s *Store) tuneGC() (restore func()) {
@@ -198,11 +198,13 @@ func (s *Store) tuneGC() (restore func()) {
 	if gcTuning.rebuilds++; gcTuning.rebuilds == 1 {
 		gc := debug.SetGCPercent(o.GCPercent)
 		limit := debug.SetMemoryLimit(-1)
-		if limit == math.MaxInt64 && o.MemoryBytes > 0 {
+		if limit == math.MaxInt64 && o.HeapBytes > 0 {
+			// What the process holds now (the embedded server's index of
+			// the stream, mostly) is not the fold's to bound.
 			runtime.GC()
 			live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 			metrics.Read(live)
-			debug.SetMemoryLimit(rebuildHeapLimit(o, int64(live[0].Value.Uint64())))
+			debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + o.HeapBytes)
 		}
 		gcTuning.restore = func() {
 			debug.SetGCPercent(gc)
@@ -216,14 +218,6 @@ func (s *Store) tuneGC() (restore func()) {
 			gcTuning.restore()
 		}
 	}
-}
-
-// rebuildHeapLimit is the Go heap limit of a rebuild under o.MemoryBytes,
-// with live bytes live on the heap at its start (the embedded server's
-// index of the stream, mostly, which the fold does not control).
-func rebuildHeapLimit(o Options, live int64) int64 {
-	outside := 2*int64(o.MemTableBytes) + o.BlockCacheBytes + rebuildProgramBytes
-	return max(o.MemoryBytes-outside, live+rebuildMinHeadroom)
 }
 
 // gcTuning counts the rebuilds running with their collector settings.

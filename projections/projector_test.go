@@ -296,7 +296,7 @@ func TestOptionsValidate(t *testing.T) {
 		{projections.Options{Dir: "d", MemTableBytes: 10}, "MemTableBytes"},
 		{projections.Options{Dir: "d", L0CompactionThreshold: -1}, "L0CompactionThreshold"},
 		{projections.Options{Dir: "d", GCPercent: -1}, "GCPercent -1 is negative"},
-		{projections.Options{Dir: "d", GCPercent: 200, MemoryBytes: -1}, "MemoryBytes -1 is negative"},
+		{projections.Options{Dir: "d", GCPercent: 200, HeapBytes: -1}, "HeapBytes -1 is negative"},
 	} {
 		o := tc.o
 		o.EnsureDefaults()

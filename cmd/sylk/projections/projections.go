@@ -108,12 +108,10 @@ func newProjectionsRebuildCmd(f *cmdutil.Factory) *cobra.Command {
 bar and the rate on a terminal. With 'sylk serve' running the server does it
 and keeps answering; this command follows its progress.
 
-Without a server, this process rebuilds the store with 64 MiB memtables
-(compacted at 16 overlapping sublevels) and 150,000 cached objects, and aims
-at a resident set of 900 MiB: while it folds its Go collector runs at GOGC 200
-with a heap limit of 900 MiB less Pebble's memtables and block cache, but at
-least 384 MiB above what the process held when the rebuild began (the embedded
-server's index of the stream); GOMEMLIMIT replaces the limit. It writes
+Without a server, this process rebuilds the store with 128 MiB memtables and
+150,000 cached objects, and while it folds its Go collector runs at GOGC 200
+with a heap limit 640 MiB above what the process held when the rebuild began
+(the embedded server's index of the stream); GOMEMLIMIT replaces the limit. It writes
 no write-ahead log: the store is marked unfinished until the whole stream is
 folded, and a store found so is rebuilt again when opened, so an interrupted
 rebuild is redone, never left half done. Ctrl-C or SIGTERM stops it at once,
