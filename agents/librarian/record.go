@@ -17,13 +17,19 @@ import (
 // path with its hash or its removal or skip): recording the same update
 // twice appends it once.
 func UpdateEvents(session, source string, now time.Time, updates []schemas.IndexUpdate) ([]*schemas.Envelope, error) {
+	return updateEvents(session, source, now, updates, updateID)
+}
+
+// updateEvents turns updates into index_update events with the ids id
+// gives them.
+func updateEvents(session, source string, now time.Time, updates []schemas.IndexUpdate, id func(*schemas.Envelope, *schemas.IndexUpdate) string) ([]*schemas.Envelope, error) {
 	out := make([]*schemas.Envelope, 0, len(updates))
 	for _, u := range updates {
 		env, err := schemas.New(schemas.TypeIndexUpdate, session, source, "user", now, u)
 		if err != nil {
 			return nil, err
 		}
-		env.ID = updateID(env, &u)
+		env.ID = id(env, &u)
 		out = append(out, env)
 	}
 	return out, nil
@@ -49,12 +55,9 @@ func updateID(env *schemas.Envelope, u *schemas.IndexUpdate) string {
 // sequence of the last (0 when there are none). The events get fresh ids: a
 // command that indexes again on purpose (a rebuild) is not a duplicate.
 func Record(ctx context.Context, log *events.Log, session, source string, now time.Time, updates []schemas.IndexUpdate) (uint64, error) {
-	envs, err := UpdateEvents(session, source, now, updates)
+	envs, err := updateEvents(session, source, now, updates, func(*schemas.Envelope, *schemas.IndexUpdate) string { return schemas.NewID() })
 	if err != nil {
 		return 0, err
-	}
-	for _, env := range envs {
-		env.ID = schemas.NewID()
 	}
 	return log.AppendPipelined(ctx, envs)
 }
