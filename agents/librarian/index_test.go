@@ -258,12 +258,17 @@ func TestIndexGeneratedTree(t *testing.T) {
 	if known, err := KnownFrom(r.ctx, r.store, root, edited, "no/such.go"); err != nil || len(known.Hashes) != 1 || known.Hashes[edited] == "" || len(known.Skipped) != 0 {
 		t.Fatalf("what the index knows of %s: %+v, %v", edited, known, err)
 	}
-	ups, _, err := Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+	var recorded []schemas.IndexUpdate
+	n, _, err := Update(r.ctx, r.store, ix, []string{filepath.Join(dir, edited)}, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+		recorded = append(recorded, ups...)
 		r.record(ups)
 		return 0, nil
 	})
-	if err != nil || len(ups) != 1 || len(ups[0].Files) != 1 || ups[0].Files[0].Path != edited {
-		t.Fatalf("Update of %s: %+v, %v", edited, ups, err)
+	if err != nil || len(recorded) != 1 || len(recorded[0].Files) != 1 || recorded[0].Files[0].Path != edited {
+		t.Fatalf("Update of %s: %+v, %v", edited, recorded, err)
+	}
+	if n != (Counts{Events: 1, Indexed: 1}) {
+		t.Fatalf("Update of %s counted %+v", edited, n)
 	}
 	if hits := r.code(root, projections.CodeSearch, "quokka"); len(hits.Hits) != 0 || !slices.Contains(hits.Unknown, "quokka") {
 		t.Fatalf("the reverted word is still found: %+v", hits)

@@ -69,42 +69,52 @@ const Name = "librarian"
 // files when some are named. record appends updates (as events) and
 // returns the sequence of the last; a scan of the tree calls it with each
 // update as soon as it is made, so the events are recorded, and folded,
-// while the rest of the tree is read. Update returns the updates and the
-// last sequence (0: nothing changed).
-func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) ([]schemas.IndexUpdate, uint64, error) {
+// while the rest of the tree is read, and an update is not kept once it is
+// recorded (a first index's updates hold every file's symbols and terms,
+// which the collector would otherwise mark again and again until the scan
+// ends). Update returns what the updates did and the last sequence (0:
+// nothing changed).
+func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) (Counts, uint64, error) {
 	// Named files need what the index holds of them alone, not of the tree.
 	rels, err := ix.rels(files)
 	if err != nil {
-		return nil, 0, err
+		return Counts{}, 0, err
 	}
 	known, err := KnownFrom(ctx, r, ix.Root, rels...)
 	if err != nil {
-		return nil, 0, err
+		return Counts{}, 0, err
 	}
+	var n Counts
 	if len(files) > 0 {
 		ups, err := ix.Paths(ctx, known, rels)
 		if err != nil || len(ups) == 0 {
-			return nil, 0, err
+			return Counts{}, 0, err
+		}
+		for _, u := range ups {
+			n.add(&u)
 		}
 		seq, err := record(ctx, ups)
-		return ups, seq, err
+		return n, seq, err
 	}
-	var ups []schemas.IndexUpdate
 	var last uint64
 	err = ix.ScanEach(ctx, known, func(u schemas.IndexUpdate) error {
 		seq, err := record(ctx, []schemas.IndexUpdate{u})
-		ups, last = append(ups, u), max(last, seq)
+		n.add(&u)
+		last = max(last, seq)
 		return err
 	})
-	return ups, last, err
+	return n, last, err
 }
 
-// Counts sums what updates did: files indexed, removed and skipped.
-func Counts(ups []schemas.IndexUpdate) (indexed, removed, skipped int) {
-	for _, u := range ups {
-		indexed += len(u.Files)
-		removed += len(u.Removed)
-		skipped += len(u.Skipped)
-	}
-	return indexed, removed, skipped
+// Counts is what updates did: the index_update events, and the files
+// indexed, removed and skipped.
+type Counts struct {
+	Events, Indexed, Removed, Skipped int
+}
+
+func (n *Counts) add(u *schemas.IndexUpdate) {
+	n.Events++
+	n.Indexed += len(u.Files)
+	n.Removed += len(u.Removed)
+	n.Skipped += len(u.Skipped)
 }

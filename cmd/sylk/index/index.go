@@ -111,22 +111,21 @@ func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, file
 		return err
 	}
 	defer r.Close()
-	ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, files)
+	n, seq, err := Refresh(ctx, f, r, ix, opts.Session, files)
 	if err != nil {
 		return err
 	}
-	return report(f, opts, ix, ups, seq, nil)
+	return report(f, opts, ix, n, seq, nil)
 }
 
 // report prints what one update recorded (one JSON object a line with
 // --json); paths, when set, are the files a watcher saw change.
-func report(f *cmdutil.Factory, opts *IndexOptions, ix *librarian.Indexer, ups []schemas.IndexUpdate, seq uint64, paths []string) error {
-	rep := updateReport{Root: ix.Root, Events: len(ups), Seq: seq, Changed: paths}
-	rep.Indexed, rep.Removed, rep.Skipped = librarian.Counts(ups)
+func report(f *cmdutil.Factory, opts *IndexOptions, ix *librarian.Indexer, n librarian.Counts, seq uint64, paths []string) error {
+	rep := updateReport{Root: ix.Root, Indexed: n.Indexed, Removed: n.Removed, Skipped: n.Skipped, Events: n.Events, Seq: seq, Changed: paths}
 	if opts.JSON {
 		return f.IO.PrintJSON(rep)
 	}
-	if len(ups) == 0 {
+	if n.Events == 0 {
 		fmt.Fprintf(f.IO.Out, "%s: the index is up to date\n", ix.Root)
 		return nil
 	}
@@ -178,44 +177,44 @@ func watchRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, debou
 		return err
 	}
 	defer r.Close()
-	ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, nil)
+	n, seq, err := Refresh(ctx, f, r, ix, opts.Session, nil)
 	if err != nil {
 		return err
 	}
-	if err := report(f, opts, ix, ups, seq, nil); err != nil {
+	if err := report(f, opts, ix, n, seq, nil); err != nil {
 		return err
 	}
 	return ix.Watch(ctx, debounce, func(ctx context.Context, paths []string) error {
-		ups, seq, err := Refresh(ctx, f, r, ix, opts.Session, paths)
+		n, seq, err := Refresh(ctx, f, r, ix, opts.Session, paths)
 		if err != nil {
 			return err
 		}
-		if len(ups) == 0 {
+		if n.Events == 0 {
 			return nil // touched, not changed
 		}
-		return report(f, opts, ix, ups, seq, paths)
+		return report(f, opts, ix, n, seq, paths)
 	}, func(err error) { fmt.Fprintf(f.IO.ErrOut, "watch: %v\n", err) })
 }
 
 // Refresh brings the index of ix's root up to date (only files, when some
 // are named), recording the updates in session, and makes r's answers
 // reflect them.
-func Refresh(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, ix *librarian.Indexer, session string, files []string) ([]schemas.IndexUpdate, uint64, error) {
-	ups, seq, err := librarian.Update(ctx, r, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+func Refresh(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, ix *librarian.Indexer, session string, files []string) (librarian.Counts, uint64, error) {
+	n, seq, err := librarian.Update(ctx, r, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
 		return librarian.Record(ctx, r.Log, session, "user", f.Now(), ups)
 	})
 	if err != nil {
-		return nil, 0, err
+		return librarian.Counts{}, 0, err
 	}
 	if seq > 0 {
 		if err := r.Sync(ctx, seq); err != nil {
-			return nil, 0, err
+			return librarian.Counts{}, 0, err
 		}
 		if rej, err := r.Rejected(ctx, seq); err == nil && rej != nil {
-			return nil, 0, fmt.Errorf("the code index refused the update at seq %d: %s", seq, rej.Reason)
+			return librarian.Counts{}, 0, fmt.Errorf("the code index refused the update at seq %d: %s", seq, rej.Reason)
 		}
 	}
-	return ups, seq, nil
+	return n, seq, nil
 }
 
 func newStatusCmd(f *cmdutil.Factory) *cobra.Command {
