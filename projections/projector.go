@@ -185,26 +185,34 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(Progress)) error 
 }
 
 // tuneGC applies the store's rebuild collector settings (Options.GCPercent
-// and HeapBytes) and returns what puts the previous ones back. They are the
-// process's: while rebuilds overlap (tests), the first one's apply and the
-// last one's end puts back what was there before.
+// and HeapBytes) and returns what puts the previous ones back.
 func (s *Store) tuneGC() (restore func()) {
-	o := s.opts
-	if o.GCPercent == 0 {
+	return TuneGC(s.opts.GCPercent, s.opts.HeapBytes)
+}
+
+// TuneGC sets the Go collector's GOGC to percent and, when heapBytes is
+// set and no limit is (GOMEMLIMIT), caps the heap at what the process
+// holds live now plus heapBytes, and returns what puts the previous
+// settings back; a percent of 0 changes nothing. They are the process's:
+// for a process that does one big job (a rebuild, a first index), never a
+// server's. While jobs overlap (tests), the first one's apply and the last
+// one's end puts back what was there before.
+func TuneGC(percent int, heapBytes int64) (restore func()) {
+	if percent == 0 {
 		return func() {}
 	}
 	gcTuning.Lock()
 	defer gcTuning.Unlock()
-	if gcTuning.rebuilds++; gcTuning.rebuilds == 1 {
-		gc := debug.SetGCPercent(o.GCPercent)
+	if gcTuning.jobs++; gcTuning.jobs == 1 {
+		gc := debug.SetGCPercent(percent)
 		limit := debug.SetMemoryLimit(-1)
-		if limit == math.MaxInt64 && o.HeapBytes > 0 {
+		if limit == math.MaxInt64 && heapBytes > 0 {
 			// What the process holds now (the embedded server's index of
-			// the stream, mostly) is not the fold's to bound.
+			// the stream, mostly) is not the job's to bound.
 			runtime.GC()
 			live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 			metrics.Read(live)
-			debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + o.HeapBytes)
+			debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + heapBytes)
 		}
 		gcTuning.restore = func() {
 			debug.SetGCPercent(gc)
@@ -214,17 +222,17 @@ func (s *Store) tuneGC() (restore func()) {
 	return func() {
 		gcTuning.Lock()
 		defer gcTuning.Unlock()
-		if gcTuning.rebuilds--; gcTuning.rebuilds == 0 {
+		if gcTuning.jobs--; gcTuning.jobs == 0 {
 			gcTuning.restore()
 		}
 	}
 }
 
-// gcTuning counts the rebuilds running with their collector settings.
+// gcTuning counts the jobs running with their collector settings.
 var gcTuning struct {
 	sync.Mutex
-	rebuilds int
-	restore  func()
+	jobs    int
+	restore func()
 }
 
 // startRebuild drops everything and marks a rebuild under way.
