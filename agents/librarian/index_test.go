@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strings"
@@ -759,4 +760,51 @@ func TestReadsOneBufferFromFileToFile(t *testing.T) {
 			t.Fatalf("%s (%d bytes): %+v", name, n, c)
 		}
 	}
+}
+
+// A scan of the whole tree runs with the indexer's GOGC and puts the one
+// before back; named files and an indexer without one leave it alone.
+func TestUpdateTunesTheCollectorForAScanOfTheTree(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	if _, err := GenerateTree(dir, 20, 1); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := NewIndexer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := gogc()
+	update := func(files []string) (during []uint64) {
+		t.Helper()
+		if _, _, err := Update(r.ctx, r.store, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
+			during = append(during, gogc())
+			r.record(ups)
+			return 0, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if after := gogc(); after != before {
+			t.Fatalf("GOGC %d after an update, %d before", after, before)
+		}
+		return during
+	}
+	if during := update(nil); len(during) == 0 || slices.ContainsFunc(during, func(g uint64) bool { return g != before }) {
+		t.Fatalf("GOGC while a scan without GCPercent recorded: %v; want %d", during, before)
+	}
+	ix.GCPercent, ix.Reindex = int(before)+123, true
+	if during := update(nil); len(during) == 0 || slices.ContainsFunc(during, func(g uint64) bool { return g != before+123 }) {
+		t.Fatalf("GOGC while the scan recorded: %v; want %d", during, before+123)
+	}
+	name := filepath.Join(dir, "go.mod")
+	if during := update([]string{name}); len(during) != 1 || during[0] != before {
+		t.Fatalf("GOGC while a named file was recorded: %v; want %d", during, before)
+	}
+}
+
+// gogc reads the collector's GOGC without changing it.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -96,6 +96,7 @@ func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []stri
 		seq, err := record(ctx, ups)
 		return n, seq, err
 	}
+	defer projections.TuneGC(ix.GCPercent, 0)()
 	var last uint64
 	err = ix.ScanEach(ctx, known, func(u schemas.IndexUpdate) error {
 		seq, err := record(ctx, []schemas.IndexUpdate{u})

@@ -230,6 +230,7 @@ func openIndexStore(ctx context.Context, dir, tree string) (*indexStore, error) 
 	if s.ix, err = librarian.NewIndexer(tree); err != nil {
 		return nil, err
 	}
+	s.ix.GCPercent = librarian.CommandGCPercent // as sylk index's
 	if s.b, err = broker.Start(ctx, broker.Options{DataDir: dir, Listen: broker.ListenNone, Sync: broker.SyncInterval, Name: "bench"}); err != nil {
 		return nil, err
 	}

@@ -198,8 +198,11 @@ func watchRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, debou
 
 // Refresh brings the index of ix's root up to date (only files, when some
 // are named), recording the updates in session, and makes r's answers
-// reflect them.
+// reflect them. A command's process does nothing else while it scans the
+// tree, so the scan runs with the collector settings of one
+// (librarian.CommandGCPercent).
 func Refresh(ctx context.Context, f *cmdutil.Factory, r *cmdutil.StateReader, ix *librarian.Indexer, session string, files []string) (librarian.Counts, uint64, error) {
+	ix.GCPercent = librarian.CommandGCPercent
 	n, seq, err := librarian.Update(ctx, r, ix, files, func(ctx context.Context, ups []schemas.IndexUpdate) (uint64, error) {
 		return librarian.Record(ctx, r.Log, session, "user", f.Now(), ups)
 	})
