@@ -4,7 +4,11 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -54,9 +58,15 @@ func newUpdateCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "update [FILE...]",
 		Short: "Index what changed in the work directory (or only the named files)",
+		Long: `Reads the work directory (--dir) and records what changed since the last
+update, as index_update events. Named files are read alone: each must be under
+the work directory, and is named relative to the current directory, as a shell
+completes it. A named file that no longer exists is recorded as removed if the
+index knows it; one the index does not know either is an error.`,
 		Example: `  sylk index update
   sylk index update --dir ~/src/app
-  sylk index update internal/config/loader.go   # one edited file, as an editor hook would`,
+  sylk index update internal/config/loader.go   # one edited file, as an editor hook would
+  sylk index update --dir app app/main.go        # a file is named from the current directory`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return updateRun(cmd.Context(), f, opts, args, false)
 		},
@@ -106,16 +116,54 @@ func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, file
 		return cmdutil.UsageError{Err: err}
 	}
 	ix.Reindex = reindex
+	for i, p := range files {
+		if files[i], err = filepath.Abs(p); err != nil {
+			return err
+		}
+	}
 	r, err := f.State(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if err := checkNamed(ctx, r, ix, files); err != nil {
+		return err
+	}
 	n, seq, err := Refresh(ctx, f, r, ix, opts.Session, files)
 	if err != nil {
 		return err
 	}
 	return report(f, opts, ix, n, seq, nil)
+}
+
+// checkNamed refuses a named file that does not exist unless the index
+// knows it (its update records the removal): the path is most likely
+// mistyped, or named from --dir instead of from the current directory.
+func checkNamed(ctx context.Context, r *cmdutil.StateReader, ix *librarian.Indexer, files []string) error {
+	var gone, rels []string
+	for _, p := range files {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.FromSlash(ix.Root), p)
+		if err != nil {
+			return cmdutil.Usagef("%s: %v", p, err)
+		}
+		gone, rels = append(gone, p), append(rels, filepath.ToSlash(rel))
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	known, err := librarian.KnownFrom(ctx, r, ix.Root, rels...)
+	if err != nil {
+		return err
+	}
+	for i, rel := range rels {
+		if known.Hashes[rel] == "" && known.Skipped[rel] == "" {
+			return cmdutil.Usagef("%s: no such file, and the index of %s does not know it (a file is named from the current directory, not from --dir)", gone[i], ix.Root)
+		}
+	}
+	return nil
 }
 
 // report prints what one update recorded (one JSON object a line with
