@@ -368,10 +368,14 @@ func (c *cache) encode(b *pebble.Batch, e *entry) error {
 }
 
 // markClean marks the flushed objects clean: their values are in a batch.
+// The list forgets them too: its array, kept for the next batch, held every
+// object a flush wrote (evicted or not) until a later flush wrote as many,
+// up to one DAG a session in a rebuild of 100,000 at once.
 func (c *cache) markClean() {
 	for _, e := range c.dirty {
 		e.dirty = false
 	}
+	clear(c.dirty)
 	c.dirty = c.dirty[:0]
 	c.dirtyBytes = 0
 }
@@ -479,6 +483,8 @@ func (c *cache) reset() {
 	c.bytes, c.dirtyBytes = 0, 0
 	c.lru.init()
 	c.ghosts.reset()
+	clear(c.dirty)
+	clear(c.transients)
 	c.dirty, c.transients = c.dirty[:0], c.transients[:0]
 	c.audit.reset()
 }
