@@ -103,7 +103,7 @@ type entry struct {
 	epoch     uint64
 	// prev and next link the entries in the cache's recency order (see
 	// lru): a list of its own would be one more object for each of the
-	// 150,000 a rebuild caches, for the collector to follow.
+	// 200,000 or so a rebuild caches, for the collector to follow.
 	prev, next *entry
 }
 
