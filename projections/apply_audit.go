@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,20 @@ type auditChunk struct {
 	segs   []auditSeg
 	stored int
 	pend   uint64
+}
+
+// auditChunkBytes and auditItemBytes size a chunk for memBytes.
+var (
+	auditChunkBytes = int(reflect.TypeFor[auditChunk]().Size())
+	auditItemBytes  = int(reflect.TypeFor[auditItem]().Size())
+	auditSegBytes   = int(reflect.TypeFor[auditSeg]().Size())
+)
+
+// memBytes is what the chunk holds in memory (see sizer): it grows with
+// every entry added, and an open chunk is written a segment at a time, so
+// what a flush writes of it says little of its size.
+func (c *auditChunk) memBytes() int {
+	return auditChunkBytes + cap(c.buf) + cap(c.items)*auditItemBytes + cap(c.segs)*auditSegBytes + 16*cap(c.waiting)
 }
 
 // auditSeg is a stored segment of an open chunk: its items from start to
@@ -520,7 +535,7 @@ func loadAudit[T any](t *tx, k []byte, decode func([]byte) (*T, error)) (*T, *en
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %q: %w", k, err)
 	}
-	return o, t.cache.put(k, o, false), nil
+	return o, t.cache.putRead(k, o, len(raw)), nil
 }
 
 // auditMemo is what the audit fold keeps beside the fold's cache, so that

@@ -109,9 +109,9 @@ func foldEvents(b *testing.B, apply func(*tx, *event) error, name string, evs []
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := newCache(DefaultCacheObjects)
+		c := newCache(DefaultCacheBytes)
 		if rebuild {
-			c = newCache(RebuildCacheObjects)
+			c = newCache(RebuildCacheBytes)
 			c.written = newKeyFilter([][]byte{[]byte(name + "/")})
 		}
 		b.StartTimer()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"time"
 
@@ -474,4 +475,26 @@ func readDAG(r pebble.Reader, sid, id string) (*DAG, error) {
 		return nil, err
 	}
 	return o.dag(), nil
+}
+
+// The sizes of a DAG's parts, for memBytes.
+var (
+	dagObjBytes  = int(reflect.TypeFor[dagObj]().Size() + reflect.TypeFor[DAG]().Size())
+	dagNodeBytes = int(reflect.TypeFor[dagNode]().Size())
+	dagDepBytes  = int(reflect.TypeFor[dagDep]().Size())
+	dagCallBytes = int(reflect.TypeFor[dagCall]().Size())
+)
+
+// dagIndexBytes is what a node costs in a DAG's index (see indexNodes): a
+// map slot, its string header and hash.
+const dagIndexBytes = 48
+
+// memBytes is what the DAG holds in memory (see sizer): its slices at their
+// capacity, the frontier included, and the header's JSON it keeps.
+func (o *dagObj) memBytes() int {
+	f := &o.f
+	int32s := cap(o.order) + cap(f.dependents) + cap(f.depStart) + cap(f.pos) + cap(f.atPos) + cap(f.layerOpen)
+	words := cap(f.ready.w) + cap(f.failed.w) + cap(f.blocked.w) + cap(o.dirty)
+	return dagObjBytes + cap(o.header) + cap(o.strs) + 4*int32s + 8*words +
+		cap(o.nodes)*dagNodeBytes + cap(o.deps)*dagDepBytes + cap(o.calls)*dagCallBytes + len(o.index)*dagIndexBytes
 }

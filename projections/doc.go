@@ -121,12 +121,12 @@
 //
 // Throughput: a fold reads the stream undecoded (events.Raw) and decodes each
 // event once, envelope and payload together, in one goroutine, folds in
-// another and commits in a third; decoded objects are cached between batches
-// (Options.CacheObjects) and encoded once per batch into reused buffers; a
-// projection that started empty (a rebuild) never looks up a key it has not
-// written; and since every memtable a fold flushes spans the whole key space,
-// Pebble compacts level 0 at 8 sublevels rather than 4
-// (Options.L0CompactionThreshold).
+// another and commits in a third; decoded objects are cached between batches,
+// up to a budget of bytes (Options.CacheBytes), and encoded once per batch
+// into reused buffers; a projection that started empty (a rebuild) never
+// looks up a key it has not written; and since every memtable a fold flushes
+// spans the whole key space, Pebble compacts level 0 at 8 sublevels rather
+// than 4 (Options.L0CompactionThreshold).
 //
 // Reading: [Reader] is the query interface. [*Store] answers from its own Pebble;
 // the api subpackage serves the same interface on sylk.api.> and gives clients a

@@ -152,6 +152,44 @@ func TestRebuildDropLeavesNoOldTable(t *testing.T) {
 	}
 }
 
+// The objects a batch changes count against the cache's budget as they
+// change: a batch of many distinct changed objects ends, and writes them,
+// once they count for half of it, not at BatchEvents. A rebuild of 5M
+// events, whose batches wrote them only at their end, held 251,000 past a
+// cache of 150,000 objects.
+func TestBatchEndsWhenItsChangedObjectsFillHalfTheBudget(t *testing.T) {
+	ctx, log, fs, s := setup(t)
+	var last uint64
+	for i := range 300 {
+		last = appendSession(t, ctx, log, fmt.Sprintf("S%d", i))
+	}
+	s.Close()
+	const budget = 32 << 10
+	s, err := Open(ctx, Options{Dir: "/p", FS: fs, CacheBytes: budget, BatchEvents: 1 << 20, BatchDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var done []uint64
+	if err := s.Projector(log).Rebuild(ctx, func(p Progress) { done = append(done, p.Done) }); err != nil {
+		t.Fatal(err)
+	}
+	// Each event creates an object (a session, a DAG) of its own, which
+	// counts for at least this much.
+	most := uint64(budget/2/(entryBytes+newObjectBytes) + 1)
+	prev := uint64(0)
+	for _, d := range done {
+		if d-prev > most {
+			t.Fatalf("a batch of %d events, each changing an object of its own, under a budget of %d bytes: want at most %d", d-prev, budget, most)
+		}
+		prev = d
+	}
+	if prev != last {
+		t.Fatalf("%d events folded, want %d", prev, last)
+	}
+	checkFoldedOnce(t, ctx, log, s)
+}
+
 // checkFoldedOnce checks that s refused no event (one folded twice, a second
 // session_create, would be) and matches a rebuild from log.
 func checkFoldedOnce(t *testing.T, ctx context.Context, log *events.Log, s *Store) {
@@ -191,8 +229,14 @@ func TestVerifyReportsTheFirstDifference(t *testing.T) {
 	}
 }
 
+// objectsCache returns a cache of the budget of n test objects: strings,
+// not yet written, under keys of keyLen bytes.
+func objectsCache(n, keyLen int) *cache {
+	return newCache(int64(n * (entryBytes + keyLen + newObjectBytes)))
+}
+
 func TestCacheEvictsCleanObjectsOnly(t *testing.T) {
-	c := newCache(2)
+	c := objectsCache(2, 1)
 	for _, k := range []string{"a", "b"} {
 		c.put([]byte(k), &k, true)
 	}
@@ -280,7 +324,7 @@ func foldInTurns(c *cache, keys, events, batch int) (hits int) {
 		c.update(e, &x)
 		if (ev+1)%batch == 0 {
 			c.evict()
-			if len(c.dirty) >= c.cap/2 {
+			if c.heldFull() {
 				c.markClean()
 			}
 		}
@@ -294,7 +338,7 @@ func foldInTurns(c *cache, keys, events, batch int) (hits int) {
 // sessions at once). The objects that came in first stay instead.
 func TestCacheHitsObjectsTakingTurns(t *testing.T) {
 	for _, keys := range []int{1_500, 2_000, 4_000} {
-		c := newCache(1_000)
+		c := objectsCache(1_000, len("dag/0000000"))
 		events := 40 * keys
 		hits := foldInTurns(c, keys, events, 50)
 		// The held changed objects take up to half the cache, so about
@@ -309,12 +353,12 @@ func TestCacheHitsObjectsTakingTurns(t *testing.T) {
 // use: one used again in a later batch, and one loaded again soon after it
 // was evicted.
 func TestCacheAdmitsObjectsInUse(t *testing.T) {
-	c := newCache(100)
+	c := objectsCache(100, len("old/00"))
 	x := "x"
 	for i := range 100 {
-		c.put(fmt.Appendf(nil, "old/%d", i), &x, false)
+		c.put(fmt.Appendf(nil, "old/%02d", i), &x, false)
 	}
-	hot := func(i int) []byte { return fmt.Appendf(nil, "hot/%d", i) }
+	hot := func(i int) []byte { return fmt.Appendf(nil, "hot/%02d", i) }
 	miss := 0
 	for batch := range 20 {
 		// Keys 0-9 are used in every batch, 10-19 in every third.
@@ -1123,7 +1167,7 @@ func TestAuditIndexListsAreNotCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c := newCache(DefaultCacheObjects)
+	c := newCache(DefaultCacheBytes)
 	tx := &tx{db: db, batch: db.NewBatch(), cache: c}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 300 {
@@ -1168,7 +1212,7 @@ func forgetfulAuditFold(t *testing.T) (*pebble.DB, *cache) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db, newCache(DefaultCacheObjects)
+	return db, newCache(DefaultCacheBytes)
 }
 
 // A list the fold forgot (no posting for a while, and more lists than it

@@ -13,9 +13,9 @@ import (
 
 // Defaults.
 const (
-	// DefaultCacheObjects is how many decoded state objects the fold keeps
-	// between batches.
-	DefaultCacheObjects = 300_000
+	// DefaultCacheBytes bounds the decoded state objects the fold keeps
+	// between batches, by what they hold in memory (see cache).
+	DefaultCacheBytes = 512 << 20
 	// DefaultBatchEvents and DefaultBatchBytes bound one Pebble batch: while
 	// catching up, events are folded in batches this large, each one commit.
 	// A batch must stay well under half the memtable: a larger one is
@@ -55,9 +55,9 @@ const (
 	// one is written while the next fills, so a rebuild holds up to twice
 	// this.
 	RebuildMemTableBytes = 128 << 20
-	// RebuildCacheObjects is half the default: held objects are written
-	// when half the cache is dirty.
-	RebuildCacheObjects = 150_000
+	// RebuildCacheBytes bounds the fold's cache during a rebuild: held
+	// objects are written when they count for half of it.
+	RebuildCacheBytes = 256 << 20
 	// RebuildGCPercent is GOGC while a rebuild folds, and RebuildHeapBytes
 	// how far the Go heap may grow during it beyond what the process held
 	// live when it started (the embedded server's index of the stream,
@@ -83,8 +83,8 @@ func (o Options) ForRebuild() Options {
 	if o.MemTableBytes == 0 {
 		o.MemTableBytes = RebuildMemTableBytes
 	}
-	if o.CacheObjects == 0 {
-		o.CacheObjects = RebuildCacheObjects
+	if o.CacheBytes == 0 {
+		o.CacheBytes = RebuildCacheBytes
 	}
 	return o
 }
@@ -128,7 +128,7 @@ type Options struct {
 	GCPercent int
 	HeapBytes int64
 
-	CacheObjects          int
+	CacheBytes            int64
 	BatchEvents           int
 	BatchBytes            int
 	BatchDelay            time.Duration
@@ -145,8 +145,8 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.CacheObjects == 0 {
-		o.CacheObjects = DefaultCacheObjects
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.BatchEvents == 0 {
 		o.BatchEvents = DefaultBatchEvents
@@ -174,8 +174,8 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Dir == "":
 		return fmt.Errorf("%w: no directory", ErrInvalidOptions)
-	case o.CacheObjects < 0:
-		return fmt.Errorf("%w: CacheObjects %d is negative", ErrInvalidOptions, o.CacheObjects)
+	case o.CacheBytes < 0:
+		return fmt.Errorf("%w: CacheBytes %d is negative", ErrInvalidOptions, o.CacheBytes)
 	case o.BatchEvents < 1:
 		return fmt.Errorf("%w: BatchEvents %d must be at least 1", ErrInvalidOptions, o.BatchEvents)
 	case o.BatchBytes < 1:

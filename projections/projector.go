@@ -72,7 +72,7 @@ func (s *Store) Projector(src Source) *Projector {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.projector == nil {
-		s.projector = &Projector{s: s, src: src, c: newCache(s.opts.CacheObjects)}
+		s.projector = &Projector{s: s, src: src, c: newCache(s.opts.CacheBytes)}
 	}
 	return s.projector
 }
@@ -468,7 +468,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 			last = folded{seq: e.seq, pending: e.pending, id: e.id}
 			e.release()
 			n++
-			if last.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes || (live && p.s.awaited(last.seq)) {
+			if last.pending == 0 || n >= o.BatchEvents || b.Len() >= o.BatchBytes || p.c.overBudget() || (live && p.s.awaited(last.seq)) {
 				break
 			}
 			x, ok, got := (*event)(nil), false, false
@@ -523,7 +523,7 @@ func (p *Projector) applyLoop(ctx context.Context, ch <-chan *event, live bool, 
 		caughtUp := last.pending == 0
 		prev = last
 		held += n
-		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || len(p.c.dirty) >= p.c.cap/2
+		writeObjects := live || p.until != nil || caughtUp || closed || carry != nil || held >= stateFlushEvents || p.c.heldFull()
 		if writeObjects {
 			held = 0
 		}

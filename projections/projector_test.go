@@ -292,7 +292,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{projections.Options{}, "no directory"},
 		{projections.Options{Dir: "d", BatchEvents: -1}, "BatchEvents"},
-		{projections.Options{Dir: "d", CacheObjects: -1}, "CacheObjects"},
+		{projections.Options{Dir: "d", CacheBytes: -1}, "CacheBytes"},
 		{projections.Options{Dir: "d", MemTableBytes: 10}, "MemTableBytes"},
 		{projections.Options{Dir: "d", L0CompactionThreshold: -1}, "L0CompactionThreshold"},
 		{projections.Options{Dir: "d", GCPercent: -1}, "GCPercent -1 is negative"},
@@ -303,8 +303,8 @@ func TestOptionsValidate(t *testing.T) {
 		if tc.o.BatchEvents < 0 {
 			o.BatchEvents = tc.o.BatchEvents
 		}
-		if tc.o.CacheObjects < 0 {
-			o.CacheObjects = tc.o.CacheObjects
+		if tc.o.CacheBytes < 0 {
+			o.CacheBytes = tc.o.CacheBytes
 		}
 		err := o.Validate()
 		if !errors.Is(err, projections.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {

@@ -377,11 +377,11 @@ type crashable struct {
 // that size) and cache sizes on a crashable filesystem.
 func openCrashable(ctx context.Context, rt *rapid.T, maxBatch int) *crashable {
 	c := &crashable{ctx: ctx, rt: rt, fs: vfs.NewCrashableMem(), opts: projections.Options{
-		Dir:          "/p",
-		BatchEvents:  rapid.IntRange(1, maxBatch).Draw(rt, "batch"),
-		BatchBytes:   rapid.IntRange(1, 64<<10).Draw(rt, "batch bytes"),
-		CacheObjects: rapid.IntRange(0, 30).Draw(rt, "cache"),
-		BatchDelay:   time.Millisecond,
+		Dir:         "/p",
+		BatchEvents: rapid.IntRange(1, maxBatch).Draw(rt, "batch"),
+		BatchBytes:  rapid.IntRange(1, 64<<10).Draw(rt, "batch bytes"),
+		CacheBytes:  rapid.Int64Range(0, 16<<10).Draw(rt, "cache bytes"),
+		BatchDelay:  time.Millisecond,
 	}}
 	c.open()
 	return c

@@ -21,6 +21,15 @@ import (
 // since the last commit is always in the cache (dirty entries are never
 // evicted). Keys apply only writes (the session log, trace hops, rejections) go
 // straight into the batch.
+//
+// The cache is bounded in bytes, not objects: a rebuild's objects range from a
+// session of a few hundred bytes to a DAG of several kilobytes read back, and
+// a count let the cache of a 5M-event rebuild hold three times what it held at
+// 1M. Each entry carries an estimate of what it holds (see sizer): an object
+// that can say so measures itself, another counts as its encoded length when
+// read or written. Changed objects count too: when they pass half the budget
+// (see overBudget) the fold ends its batch and writes them, so they never
+// wait past the bound for a batch to end.
 
 // encoder is an object that writes itself as several keys (a DAG: header and
 // nodes). Other objects are stored as JSON under their key.
@@ -51,10 +60,25 @@ func (s *scratch) marshal(v any) ([]byte, error) {
 	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
+// sizer is an object that says how many bytes of memory it holds. One that
+// is not counts as its encoded length (see cache.resize).
+type sizer interface{ memBytes() int }
+
+// entryBytes is what an entry costs beside its key and object: the entry
+// and its slot in the cache's map.
+const entryBytes = 128
+
+// newObjectBytes is what a new object that is no sizer counts for until it
+// is first written and measured.
+const newObjectBytes = 256
+
 type entry struct {
 	key   string
 	obj   any // nil: absent
 	dirty bool
+	// size is what the entry counts for in the cache's bytes: entryBytes, its
+	// key and its object's estimate.
+	size int
 	// transient objects are written once and rarely read again (a call's
 	// record): they leave the cache as soon as they are committed.
 	transient bool
@@ -79,7 +103,7 @@ type entry struct {
 	epoch     uint64
 	// prev and next link the entries in the cache's recency order (see
 	// lru): a list of its own would be one more object for each of the
-	// 150,000 a rebuild caches, for the collector to follow.
+	// 200,000 or so a rebuild caches, for the collector to follow.
 	prev, next *entry
 }
 
@@ -88,22 +112,71 @@ type cache struct {
 	// keys the fold created (see keyFilter).
 	written *keyFilter
 
-	m          map[string]*entry
-	lru        lru
-	cap        int
-	epoch      uint64 // counts the batches (one evict each)
-	ghosts     ghosts // keys lately evicted on probation
-	dirty      []*entry
-	transients []*entry
-	scratch    scratch
+	m   map[string]*entry
+	lru lru
+	// budget bounds bytes, what the entries count for (see entry.size);
+	// dirtyBytes is the part of it the dirty entries count for.
+	budget, bytes, dirtyBytes int64
+	epoch                     uint64 // counts the batches (one evict each)
+	ghosts                    ghosts // keys lately evicted on probation
+	dirty                     []*entry
+	transients                []*entry
+	scratch                   scratch
 	// audit is the audit fold's memo beside the cache (see auditMemo).
 	audit auditMemo
 }
 
-func newCache(capacity int) *cache {
-	c := &cache{m: make(map[string]*entry), cap: capacity, ghosts: newGhosts(capacity / 2)}
+// ghostBytes is the object size the ghosts are counted for: a ring of one
+// key for every ghostBytes of the budget remembers about half as many keys as
+// the cache holds DAGs of a rebuild, as a ring of half its objects did.
+const ghostBytes = 4 << 10
+
+func newCache(budget int64) *cache {
+	c := &cache{m: make(map[string]*entry), budget: budget, ghosts: newGhosts(int(budget / ghostBytes))}
 	c.lru.init()
 	return c
+}
+
+// full reports whether the entries count for the whole budget.
+func (c *cache) full() bool { return c.bytes >= c.budget }
+
+// overBudget reports whether the fold should end its batch here: its changed
+// objects count for half the budget (the batch writes them), or the entries
+// for an eighth more than the budget (eviction, which runs between batches,
+// brings them back under it).
+func (c *cache) overBudget() bool {
+	return c.heldFull() || c.bytes >= c.budget+c.budget/8
+}
+
+// heldFull reports whether the changed objects count for half the budget:
+// the fold writes them then, in the batch it ends.
+func (c *cache) heldFull() bool { return c.dirtyBytes >= c.budget/2 }
+
+// resize makes n the size of e's object (see entry.size).
+func (c *cache) resize(e *entry, n int) {
+	size := entryBytes + len(e.key) + n
+	d := int64(size - e.size)
+	e.size = size
+	c.bytes += d
+	if e.dirty {
+		c.dirtyBytes += d
+	}
+}
+
+// measure sizes e's object obj, just put: a sizer as it says, a deletion
+// as nothing, another object as it was last measured (newObjectBytes if it
+// never was).
+func (c *cache) measure(e *entry, obj any) {
+	switch o := obj.(type) {
+	case nil:
+		c.resize(e, 0)
+	case sizer:
+		c.resize(e, o.memBytes())
+	default:
+		if e.size <= entryBytes+len(e.key) {
+			c.resize(e, newObjectBytes)
+		}
+	}
 }
 
 // lru orders the cached entries from the most recently used (the front,
@@ -180,7 +253,7 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	if !ok {
 		// A clean object mirrors Pebble: clean and nil, the key is absent.
 		e = &entry{key: string(k), absent: obj == nil && !dirty}
-		if len(c.m) >= c.cap && !c.ghosts.has(k) {
+		if c.full() && !c.ghosts.has(k) {
 			// Full: the newcomer is the first to leave, unless used again
 			// in a later batch (see touch). A fold whose objects outgrow
 			// the cache meets them in turn (a rebuild of 100,000
@@ -199,6 +272,17 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 	if dirty {
 		c.markDirty(e, k, ok)
 	}
+	c.measure(e, obj)
+	return e
+}
+
+// putRead records obj, read from n stored bytes, at k: put, clean, sized as
+// what it was read from unless it measures itself.
+func (c *cache) putRead(k []byte, obj any, n int) *entry {
+	e := c.put(k, obj, false)
+	if _, ok := obj.(sizer); !ok {
+		c.resize(e, n)
+	}
 	return e
 }
 
@@ -207,6 +291,7 @@ func (c *cache) put(k []byte, obj any, dirty bool) *entry {
 func (c *cache) update(e *entry, obj any) {
 	e.obj = obj
 	c.markDirty(e, nil, true)
+	c.measure(e, obj)
 }
 
 // markDirty marks e, the cached object at k, changed; cached tells whether it
@@ -219,6 +304,7 @@ func (c *cache) markDirty(e *entry, k []byte, cached bool) {
 		e.absent = true // stored without a load, and surely new
 	}
 	e.dirty = true
+	c.dirtyBytes += int64(e.size)
 	c.dirty = append(c.dirty, e)
 }
 
@@ -247,10 +333,14 @@ func (c *cache) flush(b *pebble.Batch, split func(*pebble.Batch) (*pebble.Batch,
 				return b, err
 			}
 		}
+		n := b.Len()
 		if err := c.encode(b, e); err != nil {
 			return b, err
 		}
 		e.absent = e.obj == nil
+		if _, ok := e.obj.(sizer); !ok && e.obj != nil {
+			c.resize(e, b.Len()-n)
+		}
 	}
 	return b, nil
 }
@@ -278,14 +368,19 @@ func (c *cache) encode(b *pebble.Batch, e *entry) error {
 }
 
 // markClean marks the flushed objects clean: their values are in a batch.
+// The list forgets them too: its array, kept for the next batch, held every
+// object a flush wrote (evicted or not) until a later flush wrote as many,
+// up to one DAG a session in a rebuild of 100,000 at once.
 func (c *cache) markClean() {
 	for _, e := range c.dirty {
 		e.dirty = false
 	}
+	clear(c.dirty)
 	c.dirty = c.dirty[:0]
+	c.dirtyBytes = 0
 }
 
-// evict drops the least recently used clean objects above capacity. Call it
+// evict drops the least recently used clean objects above the budget. Call it
 // only when every flushed batch is committed, so an evicted key reads back its
 // latest value.
 func (c *cache) evict() {
@@ -308,7 +403,7 @@ func (c *cache) evict() {
 	}
 	clear(c.transients[len(held):])
 	c.transients = held
-	for e := c.lru.back(); e != nil && len(c.m) > c.cap; {
+	for e := c.lru.back(); e != nil && c.bytes > c.budget; {
 		prev := c.lru.before(e)
 		if !e.dirty {
 			c.drop(e)
@@ -323,6 +418,10 @@ func (c *cache) drop(e *entry) {
 	c.lru.remove(e)
 	delete(c.m, e.key)
 	e.gone = true
+	c.bytes -= int64(e.size)
+	if e.dirty {
+		c.dirtyBytes -= int64(e.size)
+	}
 	if e.probation {
 		c.ghosts.add(e.key)
 	}
@@ -381,8 +480,11 @@ func (c *cache) reset() {
 		e.gone, e.prev, e.next = true, nil, nil
 	}
 	clear(c.m)
+	c.bytes, c.dirtyBytes = 0, 0
 	c.lru.init()
 	c.ghosts.reset()
+	clear(c.dirty)
+	clear(c.transients)
 	c.dirty, c.transients = c.dirty[:0], c.transients[:0]
 	c.audit.reset()
 }
@@ -461,7 +563,7 @@ func loadedWith[T any](t *tx, k, raw []byte, decode func([]byte) (*T, error)) (*
 	if err != nil {
 		return nil, fmt.Errorf("decode %q: %w", k, err)
 	}
-	t.cache.put(k, v, false)
+	t.cache.putRead(k, v, len(raw))
 	return v, nil
 }
 

@@ -312,7 +312,7 @@ func TestIndexGeneratedTree(t *testing.T) {
 // key order (not the walk's), and every one is found, so each is replaced,
 // not counted twice, and its old segment entries die.
 func TestReindexFindsEveryEarlierRecord(t *testing.T) {
-	r := newRigWith(t, projections.Options{CacheObjects: 16})
+	r := newRigWith(t, projections.Options{CacheBytes: 8 << 10})
 	g, ix := generatedTree(t, 3)
 	r.scan(ix)
 	root := ix.Root

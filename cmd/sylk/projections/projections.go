@@ -109,13 +109,13 @@ bar and the rate on a terminal. With 'sylk serve' running the server does it
 and keeps answering; this command follows its progress.
 
 Without a server, this process rebuilds the store with 128 MiB memtables and
-150,000 cached objects, and while it folds its Go collector runs at GOGC 200
-with a heap limit 640 MiB above what the process held when the rebuild began
-(the embedded server's index of the stream); GOMEMLIMIT replaces the limit. It writes
-no write-ahead log: the store is marked unfinished until the whole stream is
-folded, and a store found so is rebuilt again when opened, so an interrupted
-rebuild is redone, never left half done. Ctrl-C or SIGTERM stops it at once,
-leaving the store so.`,
+a cache of decoded objects bounded at 256 MiB, and while it folds its Go
+collector runs at GOGC 200 with a heap limit 640 MiB above what the process
+held when the rebuild began (the embedded server's index of the stream);
+GOMEMLIMIT replaces the limit. It writes no write-ahead log: the store is
+marked unfinished until the whole stream is folded, and a store found so is
+rebuilt again when opened, so an interrupted rebuild is redone, never left
+half done. Ctrl-C or SIGTERM stops it at once, leaving the store so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return projectionsRebuildRun(cmd.Context(), f, opts)
