@@ -35,8 +35,10 @@ const (
 	// server and back to the fold) and keeps little of it: in a process's
 	// first index of the 20,000-file tree the collector ran 9-11 times at
 	// the default GOGC (100), 6-7 at 200, and 2 instead of 3-5 in the
-	// next ones; over a process's first three indexes, 30.5 µs of CPU a
-	// file against 33.6 (in-process, alternated). The heap peaks near three
+	// next ones (GODEBUG=gctrace=1). With the scan's updates no longer
+	// kept, BenchmarkIndexTree gave 32.6 µs of CPU a file against 34.0
+	// (means of 9 pairs alternated with the code before both, load
+	// 1.7-4.5). The heap peaks near three
 	// times what the scan holds live (the pipeline's files in flight and
 	// the embedded server's buffers, about 50 MB, not the tree's).
 	CommandGCPercent = 200
@@ -333,7 +335,7 @@ func (ix *Indexer) workers() int {
 // Paths re-indexes the named files only (a watcher's or an editor's news):
 // each is indexed, skipped, or removed when it no longer exists.
 func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]schemas.IndexUpdate, error) {
-	rels, err := ix.rels(paths)
+	rels, err := ix.Rels(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -377,9 +379,9 @@ func (ix *Indexer) Paths(ctx context.Context, known Known, paths []string) ([]sc
 	return out, ctx.Err()
 }
 
-// rels are paths (absolute, or relative to the root) relative to the root;
-// a path outside it is an error.
-func (ix *Indexer) rels(paths []string) ([]string, error) {
+// Rels are paths (absolute, or relative to the root) relative to the root,
+// slash-separated, as the index names files; a path outside it is an error.
+func (ix *Indexer) Rels(paths []string) ([]string, error) {
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		rel, err := ix.relOf(p)

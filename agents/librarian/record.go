@@ -76,7 +76,7 @@ const Name = "librarian"
 // nothing changed).
 func Update(ctx context.Context, r projections.Reader, ix *Indexer, files []string, record func(context.Context, []schemas.IndexUpdate) (uint64, error)) (Counts, uint64, error) {
 	// Named files need what the index holds of them alone, not of the tree.
-	rels, err := ix.rels(files)
+	rels, err := ix.Rels(files)
 	if err != nil {
 		return Counts{}, 0, err
 	}

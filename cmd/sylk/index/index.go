@@ -140,19 +140,18 @@ func updateRun(ctx context.Context, f *cmdutil.Factory, opts *IndexOptions, file
 // knows it (its update records the removal): the path is most likely
 // mistyped, or named from --dir instead of from the current directory.
 func checkNamed(ctx context.Context, r *cmdutil.StateReader, ix *librarian.Indexer, files []string) error {
-	var gone, rels []string
+	var gone []string
 	for _, p := range files {
-		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			continue
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			gone = append(gone, p)
 		}
-		rel, err := filepath.Rel(filepath.FromSlash(ix.Root), p)
-		if err != nil {
-			return cmdutil.Usagef("%s: %v", p, err)
-		}
-		gone, rels = append(gone, p), append(rels, filepath.ToSlash(rel))
 	}
 	if len(gone) == 0 {
 		return nil
+	}
+	rels, err := ix.Rels(gone)
+	if err != nil {
+		return cmdutil.UsageError{Err: err}
 	}
 	known, err := librarian.KnownFrom(ctx, r, ix.Root, rels...)
 	if err != nil {
